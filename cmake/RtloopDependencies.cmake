@@ -1,0 +1,13 @@
+# Every dependency comes from a Debian 12 package (see README "Development"); nothing is downloaded.
+find_package(Threads REQUIRED)
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+if(RTLOOP_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+  include(GoogleTest)
+endif()
+if(RTLOOP_BUILD_BENCH)
+  find_package(benchmark CONFIG REQUIRED)
+endif()
+include(FindConcurrentQueue)

@@ -1,0 +1,28 @@
+# cmake --install gives a relocatable `rtloop` package: find_package(rtloop) then link
+# rtloop::framework (and rtloop::telemetry, which brings rtloop::proto, protobuf and gRPC).
+include(CMakePackageConfigHelpers)
+
+set(RTLOOP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rtloop)
+set(_rtloop_installed_targets rtloop_framework)
+foreach(t rtloop_proto rtloop_telemetry)
+  if(TARGET ${t})
+    list(APPEND _rtloop_installed_targets ${t})
+  endif()
+endforeach()
+
+install(TARGETS ${_rtloop_installed_targets} EXPORT rtloopTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT rtloopTargets NAMESPACE rtloop:: DESTINATION ${RTLOOP_INSTALL_CMAKEDIR})
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rtloopConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/rtloopConfig.cmake INSTALL_DESTINATION ${RTLOOP_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/rtloopConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/rtloopConfig.cmake ${PROJECT_BINARY_DIR}/rtloopConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/FindConcurrentQueue.cmake
+        DESTINATION ${RTLOOP_INSTALL_CMAKEDIR})

@@ -1,0 +1,24 @@
+# rtloop_set_target_options(<target>): the warning set, sanitizers and -Werror for rtloop's own
+# targets. Generated code (rtloop_proto) gets only the sanitizer flags.
+function(rtloop_set_target_options target)
+  target_compile_options(${target} PRIVATE
+    -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wnon-virtual-dtor
+    -Wold-style-cast -Wcast-align -Woverloaded-virtual -Wnull-dereference)
+  if(RTLOOP_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  rtloop_set_sanitizer_options(${target})
+endfunction()
+
+function(rtloop_set_sanitizer_options target)
+  if(RTLOOP_SANITIZE STREQUAL "address")
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  elseif(RTLOOP_SANITIZE STREQUAL "thread")
+    target_compile_options(${target} PRIVATE -fsanitize=thread -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=thread)
+  elseif(NOT RTLOOP_SANITIZE STREQUAL "")
+    message(FATAL_ERROR "RTLOOP_SANITIZE='${RTLOOP_SANITIZE}': use '', 'address' or 'thread'")
+  endif()
+endfunction()

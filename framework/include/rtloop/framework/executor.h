@@ -1,0 +1,109 @@
+// Executor: runs periodic tasks, each on its own RT thread with its own policy, priority and CPU
+// set, sleeping to absolute release times on a grid shared by all tasks.
+//
+//   rtloop::ExecutorConfig ec;
+//   ec.lock_memory = true;
+//   rtloop::Result<std::unique_ptr<rtloop::Executor>> ex = rtloop::Executor::Create(ec);
+//   if (!ex.ok()) return Fail(ex.status());
+//   Blink blink;
+//   rtloop::Result<rtloop::TaskId> id = (*ex)->AddTask(blink, task_config);
+//   if (!id.ok()) return Fail(id.status());
+//   if (rtloop::Status s = (*ex)->RunUntilSignal(); !s.ok()) return Fail(s);
+//
+// Release grid: Start() takes one start time S = Now() + start_delay (rounded up to a whole
+// multiple of `align_start_to` when set); task t's releases are E_k = S + phase_t + k * period_t.
+//
+// Threading: Create/AddTask/Start/Stop/Wait/RunUntilSignal are for one controlling thread (not
+// RT-safe: they create threads and make system calls). Stats()/State()/TaskCount() may be called
+// from any thread at any time and are RT-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/cycle_observer.h"
+#include "rtloop/framework/periodic_task.h"
+#include "rtloop/framework/status.h"
+#include "rtloop/framework/task_config.h"
+#include "rtloop/framework/task_stats.h"
+
+namespace rtloop {
+
+struct ExecutorConfig {
+  // mlockall(MCL_CURRENT|MCL_FUTURE), no heap trimming (mallopt M_TRIM_THRESHOLD/M_MMAP_MAX), and
+  // every RT thread's stack prefaulted.
+  bool lock_memory = true;
+  // Value (µs) written to /dev/cpu_dma_latency and held until the executor is destroyed; nullopt
+  // leaves it untouched. A failure to open it is an error only when running as root.
+  std::optional<std::int32_t> cpu_dma_latency_us;
+  // CPUs for non-RT threads (the caller's thread is moved there at Create(); telemetry and gRPC
+  // threads created afterwards inherit it). Empty: leave affinity alone.
+  std::vector<int> housekeeping_cpus;
+  // Without the privilege for an RT policy: fail (false) or run the task as SCHED_OTHER and say so
+  // loudly on stderr and in the task's state (true).
+  bool allow_non_rt_fallback = false;
+  // Time between Start() and the shared start time S: room for threads to set up.
+  std::chrono::nanoseconds start_delay{std::chrono::milliseconds(50)};
+  // Round S up to a whole multiple of this on the clock (e.g. 1 s for cyclictest --secaligned);
+  // 0: no rounding.
+  std::chrono::nanoseconds align_start_to{0};
+  Clock start_clock = Clock::kMonotonic;  // clock of S; every task must use the same clock
+};
+
+struct TaskInfo {
+  TaskId id = 0;
+  TaskConfig config;                                  // as added (observer pointer included)
+  SchedPolicy effective_policy = SchedPolicy::kFifo;  // after a permitted fallback
+  int effective_priority = 0;
+  bool fell_back_to_non_rt = false;
+};
+
+class Executor {
+ public:
+  // Validates the config and applies process-wide settings (memory locking, cpu_dma_latency,
+  // housekeeping affinity). Errors name the limit or privilege to fix.
+  static Result<std::unique_ptr<Executor>> Create(const ExecutorConfig& config);
+
+  ~Executor();  // stops and joins every task
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Validates `config` (period, priority range, CPUs that exist and are online, deadline params,
+  // privileges) and registers `task`, which must outlive the executor. Before Start() only.
+  Result<TaskId> AddTask(PeriodicTask& task, const TaskConfig& config);
+
+  // Creates every RT thread and returns once each has applied its scheduling and run OnStart().
+  // A task whose OnStart() failed or threw makes Start() fail: the tasks already started are
+  // stopped, and the Status names the task and the reason.
+  Status Start();
+  // Asks every task to stop after its current cycle (wakes sleeping threads) and joins them.
+  // FailedPrecondition when not started or already stopped.
+  Status Stop();
+  // Blocks until every task has stopped by itself (kStop, max_cycles, fault) or Stop() was called.
+  void Wait();
+  // Blocks until any task has stopped (or the timeout passes); true if one has.
+  bool WaitAny(std::chrono::nanoseconds timeout);
+  // Start(), then wait for SIGINT/SIGTERM or for every task to end, then Stop(). The signals are
+  // blocked in every executor thread and handled synchronously (sigtimedwait) on this thread.
+  Status RunUntilSignal();
+
+  // Any thread, RT-safe.
+  std::size_t TaskCount() const noexcept;
+  TaskStatsSnapshot Stats(TaskId id) const noexcept;
+  TaskState State(TaskId id) const noexcept;
+  // Any thread; not RT-safe (copies strings).
+  TaskInfo Info(TaskId id) const;
+  // The shared start time S; meaningful once Start() succeeded.
+  TimePoint start_time() const noexcept;
+
+ private:
+  class Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rtloop

@@ -1,0 +1,35 @@
+// Facts about the machine that tools and telemetry report: online and isolated CPUs, the preempt
+// model, kernel release. Not RT-safe: reads /sys and /proc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/status.h"
+
+namespace rtloop {
+
+enum class PreemptModel { kUnknown, kNone, kVoluntary, kFull, kDynamic, kRt };
+
+const char* PreemptModelName(PreemptModel model) noexcept;
+
+struct SystemInfo {
+  std::string host_name;
+  std::string kernel_release;  // uname -r
+  std::string kernel_version;  // uname -v
+  std::string machine;         // uname -m
+  PreemptModel preempt_model = PreemptModel::kUnknown;
+  bool realtime = false;  // /sys/kernel/realtime == 1 (PREEMPT_RT)
+  std::vector<int> online_cpus;
+  std::vector<int> isolated_cpus;  // /sys/devices/system/cpu/isolated
+  std::vector<int> affinity_cpus;  // this process's allowed CPUs
+};
+
+SystemInfo ReadSystemInfo();
+
+// "0-3,6" -> {0,1,2,3,6}. InvalidArgument naming the bad part. Accepts an empty string as {}.
+Result<std::vector<int>> ParseCpuList(const std::string& text);
+// {0,1,2,3,6} -> "0-3,6".
+std::string FormatCpuList(const std::vector<int>& cpus);
+
+}  // namespace rtloop

@@ -1,0 +1,81 @@
+// TaskConfig: how one periodic task is scheduled. Validated by Executor::AddTask().
+//
+//   rtloop::TaskConfig cfg;
+//   cfg.name = "position";
+//   cfg.period = std::chrono::microseconds(500);
+//   cfg.cpus = {2};
+//   cfg.policy = rtloop::SchedPolicy::kFifo;
+//   cfg.priority = 90;
+//
+// Value type; no threading concerns.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/time.h"
+
+namespace rtloop {
+
+class CycleObserver;
+
+enum class SchedPolicy { kOther, kBatch, kIdle, kFifo, kRr, kDeadline };
+
+// "other", "batch", "idle", "fifo", "rr", "deadline". RT-safe.
+const char* SchedPolicyName(SchedPolicy policy) noexcept;
+
+// What happens after a Step() that ended after the next release (DESIGN.md §3).
+enum class OverrunPolicy {
+  kSkip,      // next release = first future E on the original grid; skipped ones are counted
+  kCatchUp,   // run once per missed release, back to back, keeping the grid
+  kReanchor,  // next release = now + period: the grid shifts
+};
+
+const char* OverrunPolicyName(OverrunPolicy policy) noexcept;
+
+// How the RT thread waits for its release. Only kAbsolute keeps a fixed grid; the others exist to
+// reproduce cyclictest's -r, -s and -x modes.
+enum class WaitMode {
+  kAbsolute,    // clock_nanosleep(TIMER_ABSTIME, E_k): the default
+  kRelative,    // clock_nanosleep(relative, period) from just before the sleep (cyclictest -r)
+  kNanosleep,   // nanosleep(period) (cyclictest -s)
+  kPosixTimer,  // a per-thread POSIX timer + sigwait (cyclictest -x)
+};
+
+struct WatchdogConfig {
+  // Consecutive overruns that move the task to kFault and call OnFault(). 0 disables the watchdog.
+  std::uint32_t max_consecutive_overruns = 0;
+  // After a fault: keep running (true) or stop the task (false).
+  bool keep_running_after_fault = false;
+};
+
+struct DeadlineParams {  // SCHED_DEADLINE; all three > 0 and runtime <= deadline <= period
+  std::chrono::nanoseconds runtime{0};
+  std::chrono::nanoseconds deadline{0};
+  std::chrono::nanoseconds period{0};  // 0: use the task's period
+};
+
+struct TaskConfig {
+  std::string name = "task";                   // shown in messages, telemetry and tools
+  std::chrono::nanoseconds period{1'000'000};  // > 0
+  std::chrono::nanoseconds phase{0};           // offset of E_0 from the executor's start time, >= 0
+  std::vector<int> cpus;                       // CPUs the thread may run on; empty: not pinned
+  SchedPolicy policy = SchedPolicy::kFifo;
+  int priority = 80;        // 1..99 for kFifo/kRr; 0 for the others
+  int nice = 0;             // -20..19 for kOther/kBatch
+  DeadlineParams deadline;  // kDeadline only
+  OverrunPolicy overrun_policy = OverrunPolicy::kSkip;
+  WatchdogConfig watchdog;
+  Clock clock = Clock::kMonotonic;
+  WaitMode wait_mode = WaitMode::kAbsolute;
+  std::size_t stack_size = 256 * 1024;  // bytes, prefaulted when the executor locks memory
+  std::uint64_t max_cycles = 0;         // stop the task after this many Step() calls; 0: never
+  // Called on the RT thread after every cycle's bookkeeping (telemetry plugs in here). Not owned;
+  // must outlive the executor. nullptr: none.
+  CycleObserver* observer = nullptr;
+};
+
+}  // namespace rtloop

@@ -1,0 +1,99 @@
+// Time on a chosen POSIX clock: a TimePoint type, conversions to and from timespec, Now(), and an
+// absolute sleep that resumes after signals.
+//
+//   const Clock clock = Clock::kMonotonic;
+//   TimePoint next = Now(clock) + std::chrono::milliseconds(1);
+//   SleepUntil(clock, next);  // returns at or after `next`, even if a signal interrupts the sleep
+//
+// A TimePoint is a position on one clock (ns since that clock's epoch), not a duration: the
+// difference of two TimePoints is a std::chrono::nanoseconds. All functions here are RT-safe:
+// Now() is clock_gettime and SleepUntil() is clock_nanosleep(TIMER_ABSTIME).
+#pragma once
+
+#include <time.h>
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+
+namespace rtloop {
+
+enum class Clock {
+  kMonotonic,  // CLOCK_MONOTONIC: the default, immune to wall-clock steps
+  kRealtime,   // CLOCK_REALTIME: wall clock (cyclictest -c 1)
+};
+
+// RT-safe.
+constexpr clockid_t ToClockId(Clock clock) noexcept {
+  return clock == Clock::kRealtime ? CLOCK_REALTIME : CLOCK_MONOTONIC;
+}
+
+// RT-safe.
+constexpr std::chrono::nanoseconds FromTimespec(const timespec& ts) noexcept {
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// Normalised (0 <= tv_nsec < 1e9) also for negative durations. RT-safe.
+constexpr timespec ToTimespec(std::chrono::nanoseconds d) noexcept {
+  std::int64_t ns = d.count();
+  std::int64_t sec = ns / 1'000'000'000;
+  std::int64_t rem = ns % 1'000'000'000;
+  if (rem < 0) {
+    rem += 1'000'000'000;
+    --sec;
+  }
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(sec);
+  ts.tv_nsec = static_cast<long>(rem);
+  return ts;
+}
+
+// A point on one clock, in ns since that clock's epoch. Trivially copyable; RT-safe throughout.
+class TimePoint {
+ public:
+  constexpr TimePoint() noexcept = default;
+  constexpr explicit TimePoint(std::chrono::nanoseconds since_epoch) noexcept
+      : since_epoch_(since_epoch) {}
+  static constexpr TimePoint FromTimespec(const timespec& ts) noexcept {
+    return TimePoint(rtloop::FromTimespec(ts));
+  }
+
+  constexpr std::chrono::nanoseconds since_epoch() const noexcept { return since_epoch_; }
+  constexpr std::int64_t ns() const noexcept { return since_epoch_.count(); }
+  constexpr timespec ToTimespec() const noexcept { return rtloop::ToTimespec(since_epoch_); }
+
+  constexpr TimePoint& operator+=(std::chrono::nanoseconds d) noexcept {
+    since_epoch_ += d;
+    return *this;
+  }
+  constexpr TimePoint& operator-=(std::chrono::nanoseconds d) noexcept {
+    since_epoch_ -= d;
+    return *this;
+  }
+  friend constexpr TimePoint operator+(TimePoint t, std::chrono::nanoseconds d) noexcept {
+    return TimePoint(t.since_epoch_ + d);
+  }
+  friend constexpr TimePoint operator-(TimePoint t, std::chrono::nanoseconds d) noexcept {
+    return TimePoint(t.since_epoch_ - d);
+  }
+  friend constexpr std::chrono::nanoseconds operator-(TimePoint a, TimePoint b) noexcept {
+    return a.since_epoch_ - b.since_epoch_;
+  }
+  friend constexpr auto operator<=>(TimePoint, TimePoint) noexcept = default;
+
+ private:
+  std::chrono::nanoseconds since_epoch_{0};
+};
+
+// clock_gettime on `clock`. RT-safe.
+TimePoint Now(Clock clock) noexcept;
+
+// clock_nanosleep(TIMER_ABSTIME) until `deadline`; resumes after EINTR. Returns 0, or the error
+// number clock_nanosleep reported (EINVAL for a bad deadline). RT-safe.
+int SleepUntil(Clock clock, TimePoint deadline) noexcept;
+
+// Relative sleep for `duration` on `clock` (clock_nanosleep without TIMER_ABSTIME); resumes after
+// EINTR with the remaining time. Returns 0 or the error number. RT-safe.
+int SleepFor(Clock clock, std::chrono::nanoseconds duration) noexcept;
+
+}  // namespace rtloop

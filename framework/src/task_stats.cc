@@ -1,0 +1,2 @@
+// TODO: implemented by the foundation work.
+namespace rtloop {}
