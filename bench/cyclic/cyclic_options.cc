@@ -1,0 +1,1 @@
+namespace rtloop::cyclic {}
