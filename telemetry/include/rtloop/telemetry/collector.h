@@ -1,0 +1,170 @@
+// Collector: the non-RT thread that drains every task's SampleRing in bulk (every 1 ms by default)
+// and fans the samples out to sinks: subscriptions (bounded drop-oldest queues, added and removed
+// at any time, e.g. one per gRPC stream) and SampleSinks such as the Recorder.
+//
+//   rtloop::telemetry::Collector collector(hub);
+//   collector.AddSink(recorder.get());                    // before Start()
+//   if (Status s = collector.Start(); !s.ok()) return s;  // call from a housekeeping CPU
+//   std::shared_ptr<Subscription> sub = collector.Subscribe({.tasks = {0}});
+//   std::vector<SampleBatch> batches;
+//   sub->Pop(&batches, std::chrono::milliseconds(100));   // waits up to 100 ms for samples
+//   sub->Close();                                         // or collector.Unsubscribe(sub)
+//   collector.Stop();                                     // drains what remains, flushes sinks
+//
+// Accounting is exact: per task, samples produced = delivered (drained by the collector) + dropped
+// in the ring; per subscription, offered (delivered to it) = received + lost + queued. A slow or
+// stalled subscription loses its own oldest samples and affects neither other subscriptions, nor
+// sinks, nor any RT thread.
+//
+// Threading: every public method may be called from any non-RT thread. The collector thread is
+// created by Start() and inherits the caller's CPU affinity and scheduling: start it from a
+// housekeeping thread. Sinks run on the collector thread (and on the thread calling Stop()/
+// DrainOnce()), never concurrently with each other.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "rtloop/framework/cycle_observer.h"
+#include "rtloop/framework/status.h"
+#include "rtloop/telemetry/sample.h"
+#include "rtloop/telemetry/task_telemetry.h"
+
+namespace rtloop::telemetry {
+
+// Receives every drained sample, on the collector thread, in per-task chunks in seq order.
+class SampleSink {
+ public:
+  virtual ~SampleSink() = default;
+  // `samples` all belong to `task`, in the order the RT thread produced them.
+  virtual void OnSamples(TaskId task, std::span<const Sample> samples) = 0;
+  // After each drain pass (every drain period, and at Stop()). Default: nothing.
+  virtual void OnDrainEnd() {}
+};
+
+// Consecutive samples of one task, as a subscriber receives them.
+struct SampleBatch {
+  TaskId task = 0;
+  std::uint64_t first_seq = 0;  // seq of samples[0]; samples[i].seq == first_seq + i
+  // Samples of this task this subscription lost (dropped oldest from its queue) since its previous
+  // batch of the task. A seq gap larger than lost_before was dropped in the task's ring.
+  std::uint64_t lost_before = 0;
+  std::vector<Sample> samples;
+};
+
+struct SubscriptionConfig {
+  std::vector<TaskId> tasks;       // tasks to receive; empty: all
+  std::size_t capacity = 1 << 16;  // samples queued at most; the oldest are dropped beyond. > 0
+};
+
+struct SubscriptionStats {
+  std::uint64_t offered = 0;   // samples the collector delivered to this subscription
+  std::uint64_t received = 0;  // samples handed out by Pop()
+  std::uint64_t lost = 0;      // samples dropped (oldest first) because the queue was full
+  std::uint64_t queued = 0;    // samples waiting; offered == received + lost + queued
+};
+
+class Subscription {
+ public:
+  // Moves up to `max_samples` queued samples into `out` (cleared first) as per-task batches of
+  // consecutive seqs, waiting up to `timeout` for the first sample. Returns the number of samples;
+  // 0 on timeout or when closed and empty. Any (non-RT) thread; one consumer at a time.
+  std::size_t Pop(std::vector<SampleBatch>* out, std::chrono::nanoseconds timeout,
+                  std::size_t max_samples = 1 << 14);
+  // No more samples are queued; a waiting Pop() wakes. Queued samples may still be popped.
+  // Idempotent.
+  void Close();
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  // True when `task` passes this subscription's filter.
+  bool Wants(TaskId task) const noexcept;
+  SubscriptionStats stats() const;
+
+  // Used by the collector: appends samples of one task, dropping the oldest beyond capacity.
+  void Offer(TaskId task, std::span<const Sample> samples);
+
+  explicit Subscription(const SubscriptionConfig& config);  // use Collector::Subscribe()
+
+ private:
+  const std::vector<bool> filter_;  // by task id; empty: all
+  const std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Sample> ring_;  // circular, capacity_ slots, guarded by mu_
+  std::size_t head_ = 0;      // index of the oldest queued sample
+  std::size_t size_ = 0;
+  std::vector<std::uint64_t> pending_lost_;  // per task id, guarded by mu_
+  std::uint64_t offered_ = 0;
+  std::uint64_t received_ = 0;
+  std::uint64_t lost_ = 0;
+  std::atomic<bool> closed_{false};
+};
+
+struct CollectorConfig {
+  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(1)};  // > 0
+  // Samples taken from one ring per bulk dequeue (buffer allocated once). > 0.
+  std::size_t chunk_size = 4096;
+};
+
+struct CollectorStats {
+  std::uint64_t passes = 0;     // drain passes so far
+  std::uint64_t delivered = 0;  // samples drained from all rings
+  std::size_t subscriptions = 0;
+};
+
+class Collector {
+ public:
+  // `hub` must outlive the collector.
+  explicit Collector(TelemetryHub& hub, const CollectorConfig& config = {});
+  ~Collector();  // Stop()
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Adds a sink (not owned; must outlive the collector). Before Start() only: FailedPrecondition
+  // afterwards.
+  Status AddSink(SampleSink* sink);
+  // Creates the collector thread. FailedPrecondition when already started.
+  Status Start();
+  // Stops the thread, then drains every ring until empty, delivers, and flushes the sinks. Stop the
+  // executor first to collect every sample. Idempotent.
+  void Stop();
+  bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+  // One synchronous drain pass on the calling thread (for callers that run no thread, and tests);
+  // returns the samples drained. Must not run concurrently with the collector thread.
+  std::size_t DrainOnce();
+
+  // Any time, any non-RT thread. InvalidArgument-free: a bad config is clamped (capacity >= 1).
+  std::shared_ptr<Subscription> Subscribe(const SubscriptionConfig& config);
+  // Closes `sub` and forgets it. Safe to call twice or with a subscription already closed.
+  void Unsubscribe(const std::shared_ptr<Subscription>& sub);
+
+  CollectorStats stats() const;
+
+ private:
+  void Run();
+  std::size_t DrainPass();
+
+  TelemetryHub& hub_;
+  const CollectorConfig config_;
+  std::vector<SampleSink*> sinks_;
+  std::vector<Sample> buffer_;
+  mutable std::mutex subs_mu_;
+  std::vector<std::shared_ptr<Subscription>> subs_;  // guarded by subs_mu_
+  std::mutex drain_mu_;                              // one drain pass at a time
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_requested_ = false;  // guarded by stop_mu_
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+  std::atomic<std::uint64_t> passes_{0};
+  std::atomic<std::uint64_t> delivered_{0};
+};
+
+}  // namespace rtloop::telemetry

@@ -1,0 +1,44 @@
+// Conversions between telemetry's C++ types and the rtloop.telemetry.v1 protobuf messages, shared
+// by the recorder and the gRPC service.
+//
+//   v1::TaskStats msg;
+//   ToProto(*hub.Snapshot(id), &msg);
+//
+// Threading: pure functions on values. Not RT-safe: protobuf allocates.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "rtloop/framework/system_info.h"
+#include "rtloop/framework/task_config.h"
+#include "rtloop/framework/task_stats.h"
+#include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/sample.h"
+#include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/v1/types.pb.h"
+
+namespace rtloop::telemetry {
+
+v1::SchedPolicy ToProto(SchedPolicy policy) noexcept;
+v1::OverrunPolicy ToProto(OverrunPolicy policy) noexcept;
+v1::TaskState ToProto(TaskState state) noexcept;
+v1::ClockId ToProto(Clock clock) noexcept;
+
+void ToProto(const SystemInfo& info, v1::SystemInfo* out);
+void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescriptor* out);
+void ToProto(const HistogramSummary& summary, v1::LatencyStats* out);
+// Every field of v1::TaskStats; timestamp_ns is left for the caller.
+void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out);
+void ToProto(TaskId task, v1::Quantity quantity, const LatencyHistogram& histogram,
+             v1::Histogram* out);
+// Column-packs `samples` (consecutive seqs of one task) into `out` (cleared first).
+void ToProto(TaskId task, std::uint64_t lost_before, std::span<const Sample> samples,
+             v1::SampleBatch* out);
+void ToProto(const SampleBatch& batch, v1::SampleBatch* out);
+// Unpacks a batch, appending to `out`. InvalidArgument if the columns differ in length.
+Status FromProto(const v1::SampleBatch& batch, std::vector<Sample>* out);
+
+}  // namespace rtloop::telemetry
