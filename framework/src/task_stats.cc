@@ -1,2 +1,89 @@
-// TODO: implemented by the foundation work.
-namespace rtloop {}
+#include "rtloop/framework/task_stats.h"
+
+namespace rtloop {
+
+namespace {
+
+// Single-writer updates: a relaxed load of our own last store plus a relaxed store. No atomic
+// read-modify-write (no lock prefix), so the RT thread never contends with readers.
+template <typename T>
+inline void Add(std::atomic<T>& a, T d) noexcept {
+  a.store(static_cast<T>(a.load(std::memory_order_relaxed) + d), std::memory_order_relaxed);
+}
+inline void Min(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
+  if (v < a.load(std::memory_order_relaxed)) a.store(v, std::memory_order_relaxed);
+}
+inline void Max(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
+  if (v > a.load(std::memory_order_relaxed)) a.store(v, std::memory_order_relaxed);
+}
+inline std::int64_t OrZero(std::int64_t v) noexcept {
+  return v == std::numeric_limits<std::int64_t>::max() ||
+                 v == std::numeric_limits<std::int64_t>::min()
+             ? 0
+             : v;
+}
+
+}  // namespace
+
+const char* TaskStateName(TaskState state) noexcept {
+  switch (state) {
+    case TaskState::kCreated:
+      return "created";
+    case TaskState::kStarting:
+      return "starting";
+    case TaskState::kRunning:
+      return "running";
+    case TaskState::kStopped:
+      return "stopped";
+    case TaskState::kFault:
+      return "fault";
+  }
+  return "unknown";
+}
+
+void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns, std::int64_t jitter_ns,
+                       bool first, bool overrun, std::uint64_t missed) noexcept {
+  Min(latency_min_, latency_ns);
+  Max(latency_max_, latency_ns);
+  Add(latency_sum_, latency_ns);
+  latency_last_.store(latency_ns, std::memory_order_relaxed);
+  Min(execution_min_, execution_ns);
+  Max(execution_max_, execution_ns);
+  Add(execution_sum_, execution_ns);
+  execution_last_.store(execution_ns, std::memory_order_relaxed);
+  if (!first) {
+    Min(jitter_min_, jitter_ns);
+    Max(jitter_max_, jitter_ns);
+    jitter_last_.store(jitter_ns, std::memory_order_relaxed);
+  }
+  if (overrun) Add<std::uint64_t>(overruns_, 1);
+  if (missed != 0) Add(missed_, missed);
+  // Last, with release: a reader that sees this cycle count also sees the values above.
+  cycles_.store(cycles_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void TaskStats::RecordFault() noexcept { Add<std::uint64_t>(faults_, 1); }
+
+TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
+  TaskStatsSnapshot s;
+  s.state = state_.load(std::memory_order_acquire);
+  s.tid = tid_.load(std::memory_order_relaxed);
+  s.cycles = cycles_.load(std::memory_order_acquire);
+  s.latency_min_ns = OrZero(latency_min_.load(std::memory_order_relaxed));
+  s.latency_max_ns = OrZero(latency_max_.load(std::memory_order_relaxed));
+  s.latency_sum_ns = latency_sum_.load(std::memory_order_relaxed);
+  s.latency_last_ns = latency_last_.load(std::memory_order_relaxed);
+  s.execution_min_ns = OrZero(execution_min_.load(std::memory_order_relaxed));
+  s.execution_max_ns = OrZero(execution_max_.load(std::memory_order_relaxed));
+  s.execution_sum_ns = execution_sum_.load(std::memory_order_relaxed);
+  s.execution_last_ns = execution_last_.load(std::memory_order_relaxed);
+  s.jitter_min_ns = OrZero(jitter_min_.load(std::memory_order_relaxed));
+  s.jitter_max_ns = OrZero(jitter_max_.load(std::memory_order_relaxed));
+  s.jitter_last_ns = jitter_last_.load(std::memory_order_relaxed);
+  s.overruns = overruns_.load(std::memory_order_relaxed);
+  s.missed_releases = missed_.load(std::memory_order_relaxed);
+  s.faults = faults_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace rtloop

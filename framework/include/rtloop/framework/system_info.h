@@ -32,4 +32,11 @@ Result<std::vector<int>> ParseCpuList(const std::string& text);
 // {0,1,2,3,6} -> "0-3,6".
 std::string FormatCpuList(const std::vector<int>& cpus);
 
+// The preempt model from `uname -v` (e.g. "#1 SMP PREEMPT_DYNAMIC ...") and the content of
+// /sys/kernel/realtime ("1" on PREEMPT_RT; empty when the file is absent).
+PreemptModel ParsePreemptModel(const std::string& kernel_version, const std::string& realtime_flag);
+
+// The CPUs this thread may run on (sched_getaffinity). Empty on failure.
+std::vector<int> CurrentAffinity();
+
 }  // namespace rtloop

@@ -45,6 +45,9 @@ enum class WaitMode {
   kPosixTimer,  // a per-thread POSIX timer + sigwait (cyclictest -x)
 };
 
+// "absolute", "relative", "nanosleep", "posix-timer". RT-safe.
+const char* WaitModeName(WaitMode mode) noexcept;
+
 struct WatchdogConfig {
   // Consecutive overruns that move the task to kFault and call OnFault(). 0 disables the watchdog.
   std::uint32_t max_consecutive_overruns = 0;

@@ -1,0 +1,117 @@
+// CycleEngine: the executor's per-cycle bookkeeping for one task, everything a cycle does except
+// waiting for the release and calling Step(): the CycleContext, the next release (ReleaseSchedule
+// and the overrun policy), TaskStats, the watchdog, max_cycles and the CycleObserver call.
+//
+// The executor's RT loop is, per cycle:
+//   wait until engine.release();  W = Now();
+//   const CycleContext& ctx = engine.BeginCycle(W);
+//   StepResult r = task.Step(ctx);  D = Now();
+//   CycleOutcome o = engine.EndCycle(D, r);   // o.fault: call OnFault(ctx); o.stop: leave the loop
+//
+// It takes times as arguments, so tests drive it with a fake clock and bench/micro measures its
+// cost alone. Threading: owned by one thread (the task's RT thread). BeginCycle()/EndCycle() are
+// RT-safe: no allocation, no lock, no syscall (the observer must be RT-safe too).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "rtloop/framework/cycle_observer.h"
+#include "rtloop/framework/periodic_task.h"
+#include "rtloop/framework/release_schedule.h"
+#include "rtloop/framework/task_config.h"
+#include "rtloop/framework/task_stats.h"
+#include "rtloop/framework/time.h"
+
+namespace rtloop {
+
+struct CycleEngineConfig {
+  TaskId task = 0;                             // copied into every CycleSample
+  std::chrono::nanoseconds period{1'000'000};  // > 0
+  OverrunPolicy overrun_policy = OverrunPolicy::kSkip;
+  WatchdogConfig watchdog;
+  std::uint64_t max_cycles = 0;       // 0: no limit
+  CycleObserver* observer = nullptr;  // optional, not owned
+  TaskStats* stats = nullptr;         // required, not owned
+};
+
+struct CycleOutcome {
+  bool stop = false;         // leave the loop after this cycle
+  bool fault = false;        // the watchdog tripped on this cycle: call OnFault()
+  bool fault_state = false;  // the task ends in TaskState::kFault (fault and not keep running)
+};
+
+class CycleEngine {
+ public:
+  CycleEngine(const CycleEngineConfig& config, TimePoint first_release) noexcept
+      : config_(config), schedule_(first_release, config.period, config.overrun_policy) {
+    ctx_.period = config.period;
+  }
+
+  // The release the thread must wait for next. RT-safe.
+  TimePoint release() const noexcept { return schedule_.release(); }
+  // For relative wait modes: the pending release becomes `release`. RT-safe.
+  void Rebase(TimePoint release) noexcept { schedule_.Rebase(release); }
+  const ReleaseSchedule& schedule() const noexcept { return schedule_; }
+  std::uint64_t cycles() const noexcept { return cycles_; }
+
+  // The thread woke at `wake` for the pending release: returns the Step()'s context. RT-safe.
+  const CycleContext& BeginCycle(TimePoint wake) noexcept {
+    ctx_.cycle = cycles_;
+    ctx_.release_index = schedule_.index();
+    ctx_.release = schedule_.release();
+    ctx_.wake = wake;
+    ctx_.since_last_wake = cycles_ == 0 ? std::chrono::nanoseconds(0) : wake - last_wake_;
+    ctx_.missed_releases = pending_missed_;
+    return ctx_;
+  }
+
+  // The Step() returned `step` at `done`: account for the cycle and pick the next release.
+  // RT-safe.
+  CycleOutcome EndCycle(TimePoint done, StepResult step) noexcept {
+    const bool first = cycles_ == 0;
+    const ReleaseSchedule::Advanced adv = schedule_.Advance(done);
+    CycleSample sample;
+    sample.task = config_.task;
+    sample.seq = cycles_;
+    sample.release = ctx_.release;
+    sample.wakeup_latency_ns = (ctx_.wake - ctx_.release).count();
+    sample.execution_ns = (done - ctx_.wake).count();
+    sample.period_jitter_ns = first ? 0 : (ctx_.since_last_wake - config_.period).count();
+    sample.missed_releases =
+        adv.missed > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(adv.missed);
+    sample.flags = (first ? kCycleFirst : 0u) | (adv.overrun ? kCycleOverrun : 0u);
+    config_.stats->Record(sample.wakeup_latency_ns, sample.execution_ns, sample.period_jitter_ns,
+                          first, adv.overrun, adv.missed);
+
+    CycleOutcome out;
+    consecutive_overruns_ = adv.overrun ? consecutive_overruns_ + 1 : 0;
+    if (config_.watchdog.max_consecutive_overruns != 0 &&
+        consecutive_overruns_ >= config_.watchdog.max_consecutive_overruns) [[unlikely]] {
+      consecutive_overruns_ = 0;
+      config_.stats->RecordFault();
+      sample.flags |= kCycleFault;
+      out.fault = true;
+      out.fault_state = !config_.watchdog.keep_running_after_fault;
+    }
+    if (config_.observer != nullptr) config_.observer->OnCycle(sample);
+
+    last_wake_ = ctx_.wake;
+    pending_missed_ = adv.missed;
+    ++cycles_;
+    out.stop = out.fault_state || step == StepResult::kStop ||
+               (config_.max_cycles != 0 && cycles_ >= config_.max_cycles);
+    return out;
+  }
+
+ private:
+  CycleEngineConfig config_;
+  ReleaseSchedule schedule_;
+  CycleContext ctx_;
+  TimePoint last_wake_;
+  std::uint64_t cycles_ = 0;
+  std::uint64_t pending_missed_ = 0;
+  std::uint32_t consecutive_overruns_ = 0;
+};
+
+}  // namespace rtloop

@@ -1,0 +1,41 @@
+// Internal: scheduling-policy helpers shared by the executor and its tests. Not installed.
+// Not RT-safe (builds strings, reads /proc).
+#pragma once
+
+#include <sched.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/status.h"
+#include "rtloop/framework/task_config.h"
+
+namespace rtloop::internal {
+
+// SCHED_* constant of a policy.
+int ToLinuxPolicy(SchedPolicy policy) noexcept;
+// "SCHED_FIFO" etc.
+const char* LinuxPolicyName(SchedPolicy policy) noexcept;
+bool IsRealtimePolicy(SchedPolicy policy) noexcept;  // fifo, rr, deadline
+
+// What decides whether a thread may take a policy.
+struct PrivilegeFacts {
+  bool cap_sys_nice = false;       // CAP_SYS_NICE in the effective set (root has it)
+  std::uint64_t rtprio_limit = 0;  // RLIMIT_RTPRIO soft limit
+  std::uint64_t nice_limit = 0;    // RLIMIT_NICE soft limit (allows nice >= 20 - limit)
+};
+PrivilegeFacts ReadPrivilegeFacts();
+
+// OK when `facts` allow `config.policy` / priority / nice; otherwise PermissionDenied naming the
+// task, the policy and the fix.
+Status CheckSchedPrivilege(const TaskConfig& config, const PrivilegeFacts& facts);
+
+// The message for a refused policy change (also used for the real syscall's failure).
+std::string SchedFailureWhat(const TaskConfig& config);
+std::string SchedPermissionHint(SchedPolicy policy);
+
+// Range checks of policy, priority, nice and deadline parameters (no privilege check).
+Status ValidateSchedParams(const TaskConfig& config);
+
+}  // namespace rtloop::internal
