@@ -1,1 +1,389 @@
+#include "cyclic_options.h"
+
 #include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace rtloop::cyclic {
+namespace {
+
+MachineCpus FourCpus() {
+  MachineCpus m;
+  m.configured = 4;
+  m.online = {0, 1, 2, 3};
+  m.allowed = {0, 1, 2, 3};
+  return m;
+}
+
+Result<CyclicOptions> Parse(std::initializer_list<const char*> args,
+                            const MachineCpus& machine = FourCpus()) {
+  std::vector<const char*> argv{"rtloop-cyclic"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return ParseCyclicOptions(static_cast<int>(argv.size()), argv.data(), machine);
+}
+
+CyclicOptions ParseOk(std::initializer_list<const char*> args,
+                      const MachineCpus& machine = FourCpus()) {
+  Result<CyclicOptions> r = Parse(args, machine);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : CyclicOptions{};
+}
+
+// The error message of a command line that must fail.
+std::string ParseError(std::initializer_list<const char*> args,
+                       const MachineCpus& machine = FourCpus()) {
+  Result<CyclicOptions> r = Parse(args, machine);
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message().find('\n'), std::string::npos) << "one line only";
+  return r.status().message();
+}
+
+std::vector<std::int64_t> Intervals(const CyclicOptions& o) {
+  std::vector<std::int64_t> v;
+  for (const ThreadPlan& t : o.threads) v.push_back(t.interval_us);
+  return v;
+}
+
+std::vector<int> Cpus(const CyclicOptions& o) {
+  std::vector<int> v;
+  for (const ThreadPlan& t : o.threads) v.push_back(t.cpu);
+  return v;
+}
+
+std::vector<int> Priorities(const CyclicOptions& o) {
+  std::vector<int> v;
+  for (const ThreadPlan& t : o.threads) v.push_back(t.priority);
+  return v;
+}
+
+TEST(CyclicOptionsTest, DefaultsMatchCyclictest) {
+  CyclicOptions o = ParseOk({});
+  EXPECT_EQ(o.num_threads, 1);
+  EXPECT_EQ(o.interval_us, 1000);
+  EXPECT_EQ(o.distance_us, 500);
+  EXPECT_EQ(o.priority, 0);
+  EXPECT_EQ(o.policy, SchedPolicy::kOther);
+  EXPECT_EQ(o.affinity, AffinityMode::kNone);
+  ASSERT_EQ(o.threads.size(), 1u);
+  EXPECT_EQ(o.threads[0].cpu, -1) << "threads float unless -a or -S asks";
+  EXPECT_EQ(o.wait_mode, WaitMode::kAbsolute);
+  EXPECT_EQ(o.clock, Clock::kMonotonic);
+  EXPECT_EQ(o.histogram_style, HistogramStyle::kFull);
+  EXPECT_TRUE(o.stderr_notes.empty());
+}
+
+TEST(CyclicOptionsTest, IntervalAcceptsAttachedDetachedAndLongForms) {
+  EXPECT_EQ(ParseOk({"-i800"}).interval_us, 800);
+  EXPECT_EQ(ParseOk({"-i", "800"}).interval_us, 800);
+  EXPECT_EQ(ParseOk({"--interval=800"}).interval_us, 800);
+  EXPECT_EQ(ParseOk({"--interval", "800"}).interval_us, 800);
+  EXPECT_EQ(ParseOk({"--int=800"}).interval_us, 800) << "unique prefix, as getopt_long";
+}
+
+TEST(CyclicOptionsTest, CombinedShortFlagsWithTrailingValue) {
+  CyclicOptions o = ParseOk({"-Sp99"});
+  EXPECT_TRUE(o.smp);
+  EXPECT_EQ(o.priority, 99);
+  EXPECT_EQ(o.policy, SchedPolicy::kFifo);
+  EXPECT_EQ(o.num_threads, 4);
+  EXPECT_EQ(Cpus(o), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(Intervals(o), (std::vector<std::int64_t>{1000, 1500, 2000, 2500}))
+      << "-S keeps the distance";
+  EXPECT_EQ(Priorities(o), (std::vector<int>{99, 99, 99, 99}));
+}
+
+TEST(CyclicOptionsTest, MnqIsMlockallNoopQuietWithANote) {
+  CyclicOptions o = ParseOk({"-mnq"});
+  EXPECT_TRUE(o.mlockall);
+  EXPECT_TRUE(o.quiet);
+  ASSERT_EQ(o.stderr_notes.size(), 1u);
+  EXPECT_NE(o.stderr_notes[0].find("-n ignored"), std::string::npos);
+}
+
+TEST(CyclicOptionsTest, VendorCommandLinesParse) {
+  CyclicOptions a = ParseOk({"-c", "0", "-m", "-a", "-t", "4", "-p", "99"});
+  EXPECT_EQ(a.num_threads, 4);
+  EXPECT_EQ(a.affinity, AffinityMode::kAllCpus);
+  EXPECT_EQ(Intervals(a), (std::vector<std::int64_t>{1000, 1500, 2000, 2500}));
+
+  CyclicOptions b = ParseOk({"-m", "-Sp99", "-i1000", "-h800", "-D24h", "-q"});
+  EXPECT_EQ(b.histogram, 800u);
+  EXPECT_EQ(b.duration_s, 24 * 3600);
+  EXPECT_EQ(Intervals(b), (std::vector<std::int64_t>{1000, 1000, 1000, 1000}));
+  EXPECT_TRUE(b.stderr_notes.empty()) << "-d not given: no distance warning";
+
+  CyclicOptions c = ParseOk({"-l1000000", "-m", "-Sp99", "--policy=fifo", "-h25000", "-q"});
+  EXPECT_EQ(c.loops, 1000000u);
+  EXPECT_EQ(c.histogram, 25000u);
+
+  CyclicOptions d = ParseOk(
+      {"-m", "-a", "1", "-p", "99", "-t", "1", "-i", "1000", "--mainaffinity=0", "-D", "2h"});
+  EXPECT_EQ(d.affinity, AffinityMode::kCpuSet);
+  EXPECT_EQ(Cpus(d), (std::vector<int>{1}));
+  EXPECT_EQ(d.main_affinity, (std::vector<int>{0}));
+  EXPECT_EQ(d.duration_s, 7200);
+
+  CyclicOptions e = ParseOk({"-t5", "-p98", "-m", "-D10m"});
+  EXPECT_EQ(e.num_threads, 5);
+  EXPECT_EQ(Priorities(e), (std::vector<int>{98, 98, 98, 98, 98}));
+  EXPECT_EQ(Cpus(e), (std::vector<int>{-1, -1, -1, -1, -1}));
+
+  CyclicOptions f = ParseOk({"-i", "700000", "-r", "-p", "80", "-l", "33"});
+  EXPECT_EQ(f.wait_mode, WaitMode::kRelative);
+  EXPECT_EQ(f.loops, 33u);
+
+  CyclicOptions g = ParseOk({"-c0", "-m", "-n", "-t", "-p99", "-D", "2H"});
+  EXPECT_EQ(g.num_threads, 4) << "-t followed by an option takes no number";
+  EXPECT_EQ(g.priority, 99);
+  EXPECT_EQ(g.duration_s, 7200);
+}
+
+TEST(CyclicOptionsTest, ThreadsOptionalArgumentForms) {
+  EXPECT_EQ(ParseOk({"-t"}).num_threads, 4);
+  EXPECT_EQ(ParseOk({"-t4"}).num_threads, 4);
+  EXPECT_EQ(ParseOk({"-t", "3"}).num_threads, 3);
+  EXPECT_EQ(ParseOk({"--threads=2"}).num_threads, 2);
+  EXPECT_EQ(ParseOk({"--threads", "2"}).num_threads, 2);
+  EXPECT_EQ(ParseOk({"-t", "-p99"}).num_threads, 4);
+  EXPECT_EQ(ParseOk({"-a", "2-3", "-t"}).num_threads, 2) << "-t alone: CPUs of the -a set";
+}
+
+TEST(CyclicOptionsTest, AffinityOptionalArgumentForms) {
+  EXPECT_EQ(ParseOk({"-a"}).affinity, AffinityMode::kAllCpus);
+  EXPECT_EQ(Cpus(ParseOk({"-a", "-t3"})), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(Cpus(ParseOk({"-a1", "-t2"})), (std::vector<int>{1, 1}));
+  EXPECT_EQ(Cpus(ParseOk({"-a", "1", "-t2"})), (std::vector<int>{1, 1}));
+  EXPECT_EQ(Cpus(ParseOk({"--affinity=2"})), (std::vector<int>{2}));
+  // cyclictest's help example: -a 3-5,0 -t 5 -> 0,3,4,5,0 (ascending set, round robin).
+  MachineCpus six;
+  six.configured = 6;
+  six.online = six.allowed = {0, 1, 2, 3, 4, 5};
+  EXPECT_EQ(Cpus(ParseOk({"-a", "3-5,0", "-t", "5"}, six)), (std::vector<int>{0, 3, 4, 5, 0}));
+  EXPECT_EQ(Cpus(ParseOk({"-a", "!0", "-t2"})), (std::vector<int>{1, 2}));
+  EXPECT_EQ(Cpus(ParseOk({"-a", "+1", "-t2"})), (std::vector<int>{1, 1}));
+  EXPECT_EQ(Cpus(ParseOk({"-a", "all", "-t"})), (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(CyclicOptionsTest, VerboseBeforeCpusetPrintsUsingCpus) {
+  CyclicOptions o = ParseOk({"-v", "-a", "1,0", "-t4"});
+  ASSERT_EQ(o.stdout_notes.size(), 1u);
+  EXPECT_EQ(o.stdout_notes[0], "Using 2 cpus.\n");
+  EXPECT_TRUE(ParseOk({"-a", "1,0", "-v"}).stdout_notes.empty());
+}
+
+TEST(CyclicOptionsTest, DurationSuffixesInEitherCase) {
+  EXPECT_EQ(ParseOk({"-D", "30"}).duration_s, 30);
+  EXPECT_EQ(ParseOk({"-D30s"}).duration_s, 30);
+  EXPECT_EQ(ParseOk({"-D", "30S"}).duration_s, 30);
+  EXPECT_EQ(ParseOk({"-D", "10m"}).duration_s, 600);
+  EXPECT_EQ(ParseOk({"-D", "10M"}).duration_s, 600);
+  EXPECT_EQ(ParseOk({"-D", "2h"}).duration_s, 7200);
+  EXPECT_EQ(ParseOk({"--duration=2H"}).duration_s, 7200);
+  EXPECT_EQ(ParseOk({"-D", "1d"}).duration_s, 86400);
+  EXPECT_EQ(ParseOk({"-D", "1D"}).duration_s, 86400);
+}
+
+TEST(CyclicOptionsTest, DistanceAppliesUnlessHistogram) {
+  EXPECT_EQ(Intervals(ParseOk({"-t3", "-i1000", "-d500"})),
+            (std::vector<std::int64_t>{1000, 1500, 2000}));
+  EXPECT_EQ(Intervals(ParseOk({"-t3", "-d", "0"})), (std::vector<std::int64_t>{1000, 1000, 1000}));
+  CyclicOptions h = ParseOk({"-t3", "-d500", "-h20"});
+  EXPECT_EQ(Intervals(h), (std::vector<std::int64_t>{1000, 1000, 1000}));
+  ASSERT_EQ(h.stderr_notes.size(), 1u);
+  EXPECT_EQ(h.stderr_notes[0], "WARN: distance is ignored and set to 0, if histogram enabled\n");
+}
+
+TEST(CyclicOptionsTest, PrioritySpreadAndDefaults) {
+  EXPECT_EQ(Priorities(ParseOk({"-p90", "-t3", "--priospread"})), (std::vector<int>{90, 89, 88}));
+  EXPECT_EQ(Priorities(ParseOk({"-p90", "-t3"})), (std::vector<int>{90, 90, 90}));
+
+  CyclicOptions rr = ParseOk({"--policy=rr", "-t2"});
+  EXPECT_EQ(rr.policy, SchedPolicy::kRr);
+  EXPECT_EQ(Priorities(rr), (std::vector<int>{3, 3}));
+  EXPECT_EQ(rr.stderr_notes, (std::vector<std::string>{"defaulting realtime priority to 3\n"}));
+
+  CyclicOptions spread = ParseOk({"--priospread", "-t2"});
+  EXPECT_EQ(spread.stderr_notes,
+            (std::vector<std::string>{
+                "defaulting realtime priority to 3\n",
+                "policy and priority don't match: setting policy to SCHED_FIFO\n"}));
+  EXPECT_EQ(Priorities(spread), (std::vector<int>{3, 2}));
+  EXPECT_EQ(spread.threads[0].policy, SchedPolicy::kFifo);
+}
+
+TEST(CyclicOptionsTest, PolicyOrderAgainstPriorityFollowsCyclictest) {
+  CyclicOptions a = ParseOk({"-p", "50", "--policy=other"});
+  EXPECT_EQ(a.policy, SchedPolicy::kFifo);
+  EXPECT_EQ(a.stderr_notes,
+            (std::vector<std::string>{
+                "policy and priority don't match: setting policy to SCHED_FIFO\n"}));
+  CyclicOptions b = ParseOk({"--policy=other", "-p", "50"});
+  EXPECT_EQ(b.policy, SchedPolicy::kFifo);
+  EXPECT_TRUE(b.stderr_notes.empty());
+}
+
+TEST(CyclicOptionsTest, NonRtPoliciesRunAsOtherButKeepTheirName) {
+  CyclicOptions batch = ParseOk({"--policy=batch"});
+  EXPECT_EQ(batch.policy_name, "batch");
+  EXPECT_EQ(batch.threads[0].policy, SchedPolicy::kOther);
+  EXPECT_EQ(batch.threads[0].priority, 0);
+  EXPECT_EQ(ParseOk({"--policy=normal"}).threads[0].policy, SchedPolicy::kOther);
+  EXPECT_EQ(ParseOk({"--policy=FIFO", "-p1"}).policy, SchedPolicy::kFifo);
+}
+
+TEST(CyclicOptionsTest, SmpAndAffinityOrder) {
+  CyclicOptions sa = ParseOk({"-S", "-a", "-p99"});
+  EXPECT_EQ(sa.stderr_notes, (std::vector<std::string>{"WARN: -a ignored due to smp mode\n"}));
+  EXPECT_EQ(sa.num_threads, 4);
+  std::string as = ParseError({"-a", "-S", "-p99"});
+  EXPECT_NE(as.find("mutually exclusive"), std::string::npos) << as;
+  CyclicOptions st = ParseOk({"-S", "-t", "2"});
+  EXPECT_EQ(st.num_threads, 4);
+  EXPECT_EQ(st.stderr_notes, (std::vector<std::string>{"WARN: -t ignored due to smp mode\n"}));
+}
+
+TEST(CyclicOptionsTest, WaitModesAndClock) {
+  EXPECT_EQ(ParseOk({"-r"}).wait_mode, WaitMode::kRelative);
+  EXPECT_EQ(ParseOk({"-s"}).wait_mode, WaitMode::kNanosleep);
+  EXPECT_EQ(ParseOk({"-x"}).wait_mode, WaitMode::kPosixTimer);
+  CyclicOptions sx = ParseOk({"-s", "-x"});
+  EXPECT_EQ(sx.wait_mode, WaitMode::kNanosleep);
+  EXPECT_EQ(sx.stderr_notes.size(), 3u);
+  EXPECT_EQ(ParseOk({"-c", "1"}).clock, Clock::kRealtime);
+  EXPECT_EQ(ParseOk({"--clock=0"}).clock, Clock::kMonotonic);
+}
+
+TEST(CyclicOptionsTest, AlignmentPhases) {
+  CyclicOptions a = ParseOk({"-A", "100", "-t3"});
+  EXPECT_TRUE(a.aligned);
+  EXPECT_EQ(a.threads[2].phase_ns, 200'000);
+  EXPECT_EQ(ParseOk({"-A100"}).align_offset_us, 100);
+  EXPECT_EQ(ParseOk({"-A", "-t2"}).align_offset_us, 0);
+  CyclicOptions s = ParseOk({"--secaligned", "250", "-t2"});
+  EXPECT_TRUE(s.secaligned);
+  EXPECT_EQ(s.threads[1].phase_ns, 250'000);
+  EXPECT_TRUE(ParseOk({"--secaligned"}).secaligned);
+}
+
+TEST(CyclicOptionsTest, OutputAndTracingOptions) {
+  CyclicOptions o = ParseOk({"-H100",        "--histfile=/tmp/h.txt",
+                             "--json=-",     "-b",
+                             "50",           "--tracemark",
+                             "--spike=20",   "--spike-nodes=20",
+                             "-N",           "-u",
+                             "-M",           "-v",
+                             "-o",           "10",
+                             "-R",           "--laptop",
+                             "--latency=10", "-F",
+                             "/tmp/ctfifo",  "--dbg_cyclictest"});
+  EXPECT_EQ(o.histogram, 100u);
+  EXPECT_TRUE(o.histofall);
+  EXPECT_EQ(o.histfile, "/tmp/h.txt");
+  EXPECT_EQ(o.json_path, "-");
+  EXPECT_EQ(o.breaktrace, 50);
+  EXPECT_TRUE(o.tracemark);
+  EXPECT_EQ(o.spike, 20);
+  EXPECT_EQ(o.spike_nodes, 20u);
+  EXPECT_TRUE(o.nsecs && o.unbuffered && o.refresh_on_max && o.verbose && o.resolution);
+  EXPECT_EQ(o.oscope, 10u);
+  EXPECT_TRUE(o.laptop);
+  EXPECT_EQ(o.latency_us, 10);
+  EXPECT_EQ(o.fifo_path, "/tmp/ctfifo");
+  EXPECT_EQ(ParseOk({"--latency=-5"}).latency_us, 0) << "negative -> 0, as cyclictest";
+  EXPECT_TRUE(ParseOk({"--default-system"}).default_system);
+  EXPECT_TRUE(ParseOk({"--smi"}).smi);
+}
+
+TEST(CyclicOptionsTest, Extensions) {
+  CyclicOptions o =
+      ParseOk({"--telemetry", "--record=/tmp/r.bin", "--percentiles", "--fail-above=100",
+               "--fail-percentile=99.9:50", "--fail-percentile=50:20", "--fail-missed=0",
+               "--warmup=100", "--histogram-style=sparse"});
+  EXPECT_TRUE(o.telemetry);
+  EXPECT_TRUE(o.telemetry_address.empty());
+  EXPECT_EQ(o.record_path, "/tmp/r.bin");
+  EXPECT_TRUE(o.percentiles);
+  EXPECT_EQ(o.fail_above_us, 100);
+  ASSERT_EQ(o.fail_percentiles.size(), 2u);
+  EXPECT_DOUBLE_EQ(o.fail_percentiles[0].percentile, 99.9);
+  EXPECT_EQ(o.fail_percentiles[0].limit_us, 50);
+  EXPECT_EQ(o.fail_missed, 0u);
+  EXPECT_EQ(o.warmup, 100u);
+  EXPECT_EQ(o.histogram_style, HistogramStyle::kSparse);
+  EXPECT_EQ(ParseOk({"--telemetry=127.0.0.1:5000"}).telemetry_address, "127.0.0.1:5000");
+  EXPECT_EQ(ParseOk({"--histogram-style=2.4"}).histogram_style, HistogramStyle::kFull);
+}
+
+TEST(CyclicOptionsTest, HelpRequests) {
+  EXPECT_TRUE(ParseOk({"--help"}).help);
+  EXPECT_TRUE(ParseOk({"-?"}).help);
+  EXPECT_NE(UsageText().find("--fail-percentile"), std::string::npos);
+}
+
+// ---- Bad input: one line naming the option and the problem ----
+
+TEST(CyclicOptionsTest, BadInputListedInTheIssueIsRejected) {
+  EXPECT_NE(ParseError({"-i", "0"}).find("-i/--interval"), std::string::npos);
+  EXPECT_NE(ParseError({"-p", "100"}).find("'100' for -p/--priority"), std::string::npos);
+  EXPECT_NE(ParseError({"-p", "-1"}).find("'-1' for -p/--priority"), std::string::npos);
+  EXPECT_NE(ParseError({"-t", "0"}).find("'0' for -t/--threads"), std::string::npos);
+  EXPECT_NE(ParseError({"-t", "abc"}).find("'abc' for -t/--threads"), std::string::npos);
+  EXPECT_NE(ParseError({"-h", "0"}).find("'0' for -h/--histogram"), std::string::npos);
+  EXPECT_NE(ParseError({"-h", "2000000"}).find("1000000"), std::string::npos);
+  EXPECT_NE(ParseError({"-D", "5x"}).find("'5x' for -D/--duration"), std::string::npos);
+  EXPECT_NE(ParseError({"-l", "-3"}).find("'-3' for -l/--loops"), std::string::npos);
+  const std::string cpu = ParseError({"-a", "64"});
+  EXPECT_NE(cpu.find("CPU 64 does not exist"), std::string::npos) << cpu;
+  EXPECT_NE(ParseError({"--policy=bogus"}).find("'bogus' for --policy"), std::string::npos);
+  const std::string json = ParseError({"--json=/nonexistent-dir/out.json"});
+  EXPECT_NE(json.find("directory '/nonexistent-dir' does not exist"), std::string::npos) << json;
+  EXPECT_NE(ParseError({"-o", "10"}).find("needs -v"), std::string::npos);
+  EXPECT_NE(ParseError({"-A", "100", "--secaligned"}).find("cannot be combined"),
+            std::string::npos);
+}
+
+TEST(CyclicOptionsTest, MoreBadInputIsRejected) {
+  EXPECT_NE(ParseError({"-X"}).find("unknown option '-X'"), std::string::npos);
+  EXPECT_NE(ParseError({"-Up99"}).find("-U"), std::string::npos);
+  EXPECT_NE(ParseError({"--bogus"}).find("unknown option '--bogus'"), std::string::npos);
+  EXPECT_NE(ParseError({"--hist=10"}).find("ambiguous"), std::string::npos);
+  EXPECT_NE(ParseError({"-i"}).find("needs a value"), std::string::npos);
+  EXPECT_NE(ParseError({"--quiet=1"}).find("takes no value"), std::string::npos);
+  EXPECT_NE(ParseError({"-q", "extra"}).find("unexpected argument 'extra'"), std::string::npos);
+  EXPECT_NE(ParseError({"-c", "2"}).find("-c/--clock"), std::string::npos);
+  EXPECT_NE(ParseError({"-D", "0.05m"}).find("fractions"), std::string::npos);
+  EXPECT_NE(ParseError({"-i", "12abc"}).find("-i/--interval"), std::string::npos);
+  EXPECT_NE(ParseError({"-a", "3-1"}).find("reversed"), std::string::npos);
+  EXPECT_NE(ParseError({"-a", "x"}).find("-a/--affinity"), std::string::npos);
+  EXPECT_NE(ParseError({"--mainaffinity=9"}).find("CPU 9"), std::string::npos);
+  EXPECT_NE(ParseError({"--fail-percentile=99.9"}).find("P:US"), std::string::npos);
+  EXPECT_NE(ParseError({"--fail-percentile=101:5"}).find("P:US"), std::string::npos);
+  EXPECT_NE(ParseError({"--histogram-style=fancy"}).find("sparse"), std::string::npos);
+  EXPECT_NE(ParseError({"--json=/tmp"}).find("is a directory"), std::string::npos);
+  EXPECT_NE(ParseError({"--histfile=/nonexistent-dir/h"}).find("does not exist"),
+            std::string::npos);
+}
+
+TEST(CyclicOptionsTest, CpuOutsideAffinityOrOfflineIsRejected) {
+  MachineCpus m = FourCpus();
+  m.online = {0, 1, 3};
+  m.allowed = {0, 1};
+  EXPECT_NE(ParseError({"-a", "2"}, m).find("offline"), std::string::npos);
+  EXPECT_NE(ParseError({"-a", "3"}, m).find("affinity"), std::string::npos);
+}
+
+TEST(CyclicOptionsTest, DurationParserRejectsJunk) {
+  EXPECT_FALSE(ParseDurationSeconds("").ok());
+  EXPECT_FALSE(ParseDurationSeconds("m").ok());
+  EXPECT_FALSE(ParseDurationSeconds("-5").ok());
+  EXPECT_FALSE(ParseDurationSeconds("5ms").ok());
+  EXPECT_FALSE(ParseDurationSeconds("1.5h").ok());
+  EXPECT_EQ(*ParseDurationSeconds("0"), 0);
+}
+
+}  // namespace
+}  // namespace rtloop::cyclic

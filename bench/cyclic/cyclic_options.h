@@ -1,0 +1,167 @@
+// rtloop-cyclic's command line: cyclictest 2.4's options (CYCLICTEST-2.4.md §1.3) with the same
+// spelling and semantics, rtloop's extensions (long options only) and strict validation.
+//
+//   rtloop::cyclic::MachineCpus machine = rtloop::cyclic::MachineCpus::Read();
+//   rtloop::Result<rtloop::cyclic::CyclicOptions> opts =
+//       rtloop::cyclic::ParseCyclicOptions(argc, argv, machine);
+//   if (!opts.ok()) return rtloop::cyclic::PrintUsageError(opts.status());   // exit status 2
+//   for (const auto& t : opts->threads) ...                 // the resolved per-thread plan
+//
+// Accepted forms, as getopt_long + cyclictest's own look-ahead accept them: combined short flags
+// (-Sp99, -mnq), attached and detached values (-i800, -i 800, --interval=800, --interval 800),
+// unique prefixes of long options (--int=800), and the optional arguments of -a, -t, -A and
+// --secaligned either attached (-t4, --threads=4) or as the next word when that word does not start
+// with '-' (-t 4, -a 2-3,0; "-t -p99" gives -t no number).
+//
+// Deliberate deviations from 2.4: an unknown option or a bad value is an error (Status, exit 2)
+// naming the option and the problem, instead of the help text and exit 0/1; -n is accepted as a
+// no-op with a note; -h above 1000000, -t 0, -D 5x, -l -3 and similar values that 2.4 silently
+// bends are errors; a stray non-option word is an error; --spike-nodes works in either order with
+// --spike.
+//
+// Threading: plain functions and value types. Not RT-safe (allocates, reads /sys).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cyclic_report.h"
+#include "rtloop/framework/status.h"
+#include "rtloop/framework/task_config.h"
+#include "rtloop/framework/time.h"
+
+namespace rtloop::cyclic {
+
+// Exit statuses of rtloop-cyclic.
+inline constexpr int kExitOk = 0;         // normal end, including a -b break
+inline constexpr int kExitFatal = 1;      // a runtime error (privilege, system call)
+inline constexpr int kExitUsage = 2;      // bad command line: nothing measured
+inline constexpr int kExitThreshold = 3;  // a --fail-* bound was breached
+
+// The CPUs of this machine that option validation needs. Injected so tests can describe machines
+// they do not run on.
+struct MachineCpus {
+  int configured = 0;        // CPUs the kernel knows (cyclictest's "Max CPUs")
+  std::vector<int> online;   // online CPUs, ascending
+  std::vector<int> allowed;  // the process's affinity (sched_getaffinity), ascending
+  // Reads sysconf, /sys/devices/system/cpu/online and sched_getaffinity.
+  static MachineCpus Read();
+};
+
+// Parses a CPU set as libnuma's numa_parse_cpustring_all does for cyclictest -a: "2", "2-3,0",
+// "all", a leading '!' (every allowed CPU except those) or '+' (indices into the allowed CPUs).
+// Returns the CPUs ascending, each one online and allowed; InvalidArgument naming the bad part.
+Result<std::vector<int>> ParseCpuSet(const std::string& text, const MachineCpus& machine);
+
+// -D's value: a whole number with an optional suffix s/m/h/d in either case (none means seconds).
+// Returns seconds; InvalidArgument for anything else (fractions included).
+Result<std::int64_t> ParseDurationSeconds(const std::string& text);
+
+// How threads get their CPUs.
+enum class AffinityMode {
+  kNone,     // neither -a nor -S: threads float (the 2.5+ behaviour)
+  kAllCpus,  // -a without a set, or -S: thread i on the (i mod n)-th allowed CPU
+  kCpuSet,   // -a CPUSET: thread i on the (i mod n)-th CPU of the set; the main thread too
+};
+
+// One --fail-percentile=P:US bound.
+struct PercentileBound {
+  double percentile = 99.0;  // 0 < P <= 100
+  std::int64_t limit_us = 0;
+  std::string text;  // as given, for messages
+};
+
+// The resolved plan of one measurement thread.
+struct ThreadPlan {
+  int index = 0;
+  int cpu = -1;                              // -1: not pinned
+  SchedPolicy policy = SchedPolicy::kOther;  // effective (cyclictest forces OTHER at priority 0)
+  int priority = 0;                          // P:
+  std::int64_t interval_us = 1000;           // I: (i + N*d unless -h)
+  std::int64_t phase_ns = 0;                 // offset of the first release (-A N: N*offset)
+};
+
+struct CyclicOptions {
+  // ---- cyclictest options, as given ----
+  AffinityMode affinity = AffinityMode::kNone;
+  std::vector<int> affinity_cpus;    // kCpuSet: the set; kAllCpus: the allowed CPUs
+  bool smp = false;                  // -S
+  std::vector<int> main_affinity;    // --mainaffinity; empty: not given
+  bool aligned = false;              // -A
+  bool secaligned = false;           // --secaligned
+  std::int64_t align_offset_us = 0;  // -A USEC / --secaligned USEC
+  std::int64_t breaktrace = 0;       // -b, run unit (us, or ns with -N); 0: off
+  Clock clock = Clock::kMonotonic;   // -c
+  bool default_system = false;       // --default-system
+  std::int64_t distance_us = 500;    // -d (0 when -h is given)
+  bool distance_given = false;
+  std::int64_t duration_s = 0;               // -D; 0: no limit
+  std::string fifo_path;                     // -F
+  std::uint32_t histogram = 0;               // -h/-H buckets; 0: off
+  bool histofall = false;                    // -H
+  std::string histfile;                      // --histfile
+  std::int64_t interval_us = 1000;           // -i
+  std::string json_path;                     // --json ("-": stdout)
+  bool laptop = false;                       // --laptop
+  std::int32_t latency_us = 0;               // --latency (negative -> 0)
+  std::uint64_t loops = 0;                   // -l; 0: endless
+  bool mlockall = false;                     // -m
+  bool refresh_on_max = false;               // -M
+  bool nsecs = false;                        // -N
+  std::uint32_t oscope = 1;                  // -o
+  int priority = 0;                          // -p after defaulting
+  SchedPolicy policy = SchedPolicy::kOther;  // --policy / -p, after cyclictest's checks
+  std::string policy_name = "other";         // as the live header shows it (e.g. "batch")
+  bool priospread = false;
+  bool quiet = false;                        // -q
+  bool relative = false;                     // -r
+  bool resolution = false;                   // -R
+  bool system_sleep = false;                 // -s (nanosleep)
+  bool posix_timers = false;                 // -x
+  bool smi = false;                          // --smi
+  std::int64_t spike = 0;                    // --spike trigger, run unit; 0: off
+  std::uint32_t spike_nodes = 1024;          // --spike-nodes
+  int num_threads = 1;                       // -t / -S, resolved
+  bool tracemark = false;                    // --tracemark
+  bool unbuffered = false;                   // -u
+  bool verbose = false;                      // -v
+  bool dbg_cyclictest = false;               // --dbg_cyclictest
+  WaitMode wait_mode = WaitMode::kAbsolute;  // from -r, -s, -x
+
+  // ---- rtloop extensions ----
+  bool telemetry = false;                         // --telemetry[=ADDR]
+  std::string telemetry_address;                  // empty: the server's default (127.0.0.1)
+  std::string record_path;                        // --record=FILE
+  bool percentiles = false;                       // --percentiles
+  std::optional<std::int64_t> fail_above_us;      // --fail-above=US
+  std::vector<PercentileBound> fail_percentiles;  // --fail-percentile=P:US (repeatable)
+  std::optional<std::uint64_t> fail_missed;       // --fail-missed=N
+  std::uint64_t warmup = 0;                       // --warmup=N
+  HistogramStyle histogram_style = HistogramStyle::kFull;  // --histogram-style
+  bool help = false;  // --help or -?: print UsageText() and exit 0
+
+  // ---- derived ----
+  std::vector<ThreadPlan> threads;  // one per measurement thread
+  // Lines (each ending in '\n') cyclictest prints while parsing, in order: WARN:s, "defaulting
+  // realtime priority to N", the -n note. For stderr.
+  std::vector<std::string> stderr_notes;
+  // stdout lines printed during parsing ("Using N cpus." when -v precedes -a CPUSET).
+  std::vector<std::string> stdout_notes;
+};
+
+// Parses argv (argv[0] is the program name). On success the options are validated and
+// `threads` is resolved. On failure: InvalidArgument with one line, without the program name,
+// e.g. "invalid value '0' for -i/--interval: the interval must be at least 1 us".
+Result<CyclicOptions> ParseCyclicOptions(int argc, const char* const* argv,
+                                         const MachineCpus& machine);
+
+// The --help text (stdout).
+std::string UsageText();
+
+// Prints "rtloop-cyclic: <message>\nTry 'rtloop-cyclic --help' for the list of options.\n" to
+// stderr and returns kExitUsage.
+int PrintUsageError(const Status& status);
+
+}  // namespace rtloop::cyclic
