@@ -160,6 +160,7 @@ class CyclicRecorder final : public CycleObserver {
   I64 execution_min_ns_{0};
   I64 execution_max_ns_{0};
   I64 execution_sum_ns_{0};
+  bool break_seen_ = false;  // RT thread only: this thread already went over the -b limit
 
   std::unique_ptr<U64[]> histogram_;  // histogram_buckets
   std::unique_ptr<U64[]> outliers_;   // histogram_buckets overflow cycle indices

@@ -211,10 +211,11 @@ SysInfo CollectSysInfo();
 
 // --- rtloop additions ---
 
-// The --percentiles table: a header line and one line per thread with p50, p90, p99, p99.9,
-// p99.99, p99.999 and max in the run unit (ns values truncated to us without -N), e.g.
-// "# Percentiles (us):      p50      p90      p99    p99.9   p99.99  p99.999      max\n"
-// "T: 0 (  9164)            18       22       41      310     1290     1918     1918\n".
+// The --percentiles table: "# Wake-up latency percentiles (us)\n" (or ns with -N), then per
+// thread "T:%2d (%5d)" and " P50:%7lld" ... " P99.999:%7lld" in the run unit (ns values
+// truncated to us without -N; "-" when not valid) and " Max:%8lld" (the exact running max), e.g.
+// "T: 0 ( 9164) P50:     18 P90:     22 P99:     41 P99.9:    310 P99.99:   1290 P99.999:   1918
+//  Max:    1918" on one line.
 std::string FormatPercentileTable(std::span<const ThreadReport> threads,
                                   const ReportFormat& format);
 
