@@ -129,6 +129,7 @@ void CyclicRecorder::OnCycle(const CycleSample& sample) noexcept {
   }
 
   act_.store(diff, std::memory_order_relaxed);
+  latency_histogram_.Record(sample.wakeup_latency_ns);
   if (values_) {
     // Release: a reader that sees this value also sees cycles_ >= c (see DrainValues()).
     values_[c & (kValueRingSize - 1)].store(diff, std::memory_order_release);
@@ -215,6 +216,7 @@ void CyclicRecorder::FillReport(ThreadReport& report) const {
       report.overflow_cycles[i] = outliers_[i].load(std::memory_order_relaxed);
     }
   }
+  report.percentiles = Percentiles();
   if (s.cycles > 0) {
     report.execution_min_ns = execution_min_ns_.load(std::memory_order_relaxed);
     report.execution_max_ns = execution_max_ns_.load(std::memory_order_relaxed);
@@ -222,6 +224,21 @@ void CyclicRecorder::FillReport(ThreadReport& report) const {
         static_cast<double>(execution_sum_ns_.load(std::memory_order_relaxed)) /
         static_cast<double>(s.cycles);
   }
+}
+
+LatencyPercentiles CyclicRecorder::Percentiles() const noexcept {
+  LatencyPercentiles p;
+  const telemetry::HistogramSummary s = latency_histogram_.Summary();
+  if (s.count == 0) return p;
+  p.valid = true;
+  p.p50_ns = s.percentiles_ns[0];
+  p.p90_ns = s.percentiles_ns[1];
+  p.p99_ns = s.percentiles_ns[2];
+  p.p99_9_ns = s.percentiles_ns[3];
+  p.p99_99_ns = s.percentiles_ns[4];
+  p.p99_999_ns = s.percentiles_ns[5];
+  p.max_ns = s.max_ns;
+  return p;
 }
 
 std::vector<SpikeEvent> CyclicRecorder::Spikes() const {

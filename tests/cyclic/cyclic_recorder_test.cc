@@ -210,6 +210,23 @@ TEST(CyclicRecorder, BreakLatchKeepsTheFirstThreadOverTheLimit) {
   EXPECT_EQ(a->Snapshot().max, 40);  // measuring goes on until the runner stops the run
 }
 
+TEST(CyclicRecorder, PercentilesComeFromTheNanosecondLatencyAfterWarmup) {
+  RecorderConfig c;
+  c.warmup_cycles = 1;
+  auto rec = Make(c);
+  EXPECT_FALSE(rec->Percentiles().valid);
+  std::vector<std::int64_t> us = {5000};  // warm-up: excluded
+  for (int i = 1; i <= 1000; ++i) us.push_back(i);
+  FeedUs(*rec, us);
+  ThreadReport r;
+  rec->FillReport(r);
+  ASSERT_TRUE(r.percentiles.valid);
+  EXPECT_NEAR(static_cast<double>(r.percentiles.p50_ns), 500'000.0, 500'000.0 / 1024 + 1000);
+  EXPECT_NEAR(static_cast<double>(r.percentiles.p99_ns), 990'000.0, 990'000.0 / 1024 + 1000);
+  EXPECT_EQ(r.percentiles.max_ns, 1'000'000);
+  EXPECT_LE(r.percentiles.p99_999_ns, r.percentiles.max_ns);
+}
+
 TEST(CyclicRecorder, NewMaxCountSignalsEachNewMaximum) {
   auto rec = Make({});
   FeedUs(*rec, {5, 3, 6, 6, 9});
