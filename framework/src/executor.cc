@@ -427,7 +427,9 @@ Status Executor::Impl::ApplyScheduling(Slot& slot) {
         "the kernel's deadline admission control refused the bandwidth runtime/period (see "
         "/proc/sys/kernel/sched_rt_runtime_us); lower runtime or raise period";
   } else if (rc == EINVAL && effective.policy == SchedPolicy::kDeadline) {
-    hint = "the kernel rejected the parameters; need 1024 ns <= runtime <= deadline <= period";
+    hint =
+        "the kernel rejected the parameters; need 1024 ns <= runtime <= deadline <= period and a "
+        "period within /proc/sys/kernel/sched_deadline_period_{min,max}_us";
   }
   Status s = ErrnoError(rc, internal::SchedFailureWhat(effective), hint);
   if ((rc == EPERM || rc == EACCES) && config_.allow_non_rt_fallback &&
@@ -559,7 +561,13 @@ void Executor::Impl::RunTask(Slot& slot) {
   // The RT loop. Nothing below allocates, locks or makes a syscall but the wait and
   // clock_gettime (plus, in posix-timer mode, timer_settime and sigwait).
   for (;;) {
-    switch (c.wait_mode) {
+    // The first release is S + phase in every mode (one grid start for all tasks); after it, the
+    // relative modes sleep one period from just before the sleep, as cyclictest -r/-s do.
+    const WaitMode mode = engine.cycles() == 0 && (c.wait_mode == WaitMode::kRelative ||
+                                                   c.wait_mode == WaitMode::kNanosleep)
+                              ? WaitMode::kAbsolute
+                              : c.wait_mode;
+    switch (mode) {
       case WaitMode::kAbsolute: {
         const timespec ts = engine.release().ToTimespec();
         while (clock_nanosleep(clock_id, TIMER_ABSTIME, &ts, nullptr) == EINTR &&

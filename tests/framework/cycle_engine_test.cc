@@ -1,0 +1,194 @@
+// Fake-clock tests of the per-cycle bookkeeping: context, statistics, watchdog, observer.
+#include "rtloop/framework/cycle_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <vector>
+
+namespace rtloop {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::nanoseconds;
+
+constexpr nanoseconds kPeriod = microseconds(1000);
+constexpr TimePoint kStart(std::chrono::seconds(50));
+TimePoint At(std::int64_t us) { return kStart + microseconds(us); }
+
+static_assert(noexcept(std::declval<CycleEngine&>().BeginCycle(TimePoint())));
+static_assert(noexcept(std::declval<CycleEngine&>().EndCycle(TimePoint(), StepResult::kContinue)));
+
+class RecordingObserver final : public CycleObserver {
+ public:
+  void OnCycle(const CycleSample& s) noexcept override {
+    if (samples.size() < samples.capacity()) samples.push_back(s);
+  }
+  std::vector<CycleSample> samples = [] {
+    std::vector<CycleSample> v;
+    v.reserve(64);
+    return v;
+  }();
+};
+
+struct Fixture {
+  explicit Fixture(OverrunPolicy policy, std::uint32_t watchdog = 0, bool keep = false,
+                   std::uint64_t max_cycles = 0) {
+    CycleEngineConfig c;
+    c.task = 7;
+    c.period = kPeriod;
+    c.overrun_policy = policy;
+    c.watchdog.max_consecutive_overruns = watchdog;
+    c.watchdog.keep_running_after_fault = keep;
+    c.max_cycles = max_cycles;
+    c.observer = &observer;
+    c.stats = &stats;
+    engine.emplace(c, kStart);
+  }
+  // One cycle that wakes `late_us` after its release and runs `exec_us`.
+  CycleOutcome Cycle(std::int64_t late_us, std::int64_t exec_us,
+                     StepResult r = StepResult::kContinue) {
+    const TimePoint wake = engine->release() + microseconds(late_us);
+    engine->BeginCycle(wake);
+    return engine->EndCycle(wake + microseconds(exec_us), r);
+  }
+  RecordingObserver observer;
+  TaskStats stats;
+  std::optional<CycleEngine> engine;
+};
+
+TEST(CycleEngineTest, ContextDescribesTheCycle) {
+  Fixture f(OverrunPolicy::kSkip);
+  const CycleContext& c0 = f.engine->BeginCycle(At(20));
+  EXPECT_EQ(c0.cycle, 0u);
+  EXPECT_EQ(c0.release, At(0));
+  EXPECT_EQ(c0.wake, At(20));
+  EXPECT_EQ(c0.period, kPeriod);
+  EXPECT_EQ(c0.since_last_wake, nanoseconds(0));
+  EXPECT_EQ(c0.wakeup_latency(), microseconds(20));
+  f.engine->EndCycle(At(30), StepResult::kContinue);
+  const CycleContext& c1 = f.engine->BeginCycle(At(1005));
+  EXPECT_EQ(c1.cycle, 1u);
+  EXPECT_EQ(c1.release_index, 1u);
+  EXPECT_EQ(c1.release, At(1000));
+  EXPECT_EQ(c1.since_last_wake, microseconds(985));
+}
+
+TEST(CycleEngineTest, StatisticsFollowTheDefinitions) {
+  Fixture f(OverrunPolicy::kSkip);
+  f.Cycle(10, 100);  // L=10, X=100, first
+  f.Cycle(30, 200);  // L=30, J=(1030-10)-1000=20
+  f.Cycle(-5, 50);   // L=-5 (early wake), J=(1995-1030)-1000=-35
+  const TaskStatsSnapshot s = f.stats.Snapshot();
+  EXPECT_EQ(s.cycles, 3u);
+  EXPECT_EQ(s.latency_min_ns, -5'000);
+  EXPECT_EQ(s.latency_max_ns, 30'000);
+  EXPECT_EQ(s.latency_sum_ns, 35'000);
+  EXPECT_EQ(s.latency_last_ns, -5'000);
+  EXPECT_EQ(s.execution_min_ns, 50'000);
+  EXPECT_EQ(s.execution_max_ns, 200'000);
+  EXPECT_EQ(s.execution_sum_ns, 350'000);
+  EXPECT_EQ(s.jitter_min_ns, -35'000);
+  EXPECT_EQ(s.jitter_max_ns, 20'000);
+  EXPECT_EQ(s.jitter_last_ns, -35'000);
+  EXPECT_EQ(s.overruns, 0u);
+  EXPECT_DOUBLE_EQ(s.latency_avg_ns(), 35'000.0 / 3);
+  ASSERT_EQ(f.observer.samples.size(), 3u);
+  EXPECT_EQ(f.observer.samples[0].flags, kCycleFirst);
+  EXPECT_EQ(f.observer.samples[0].period_jitter_ns, 0);
+  EXPECT_EQ(f.observer.samples[1].period_jitter_ns, 20'000);
+  EXPECT_EQ(f.observer.samples[2].seq, 2u);
+  EXPECT_EQ(f.observer.samples[2].task, 7u);
+  EXPECT_EQ(f.observer.samples[2].release, At(2000));
+}
+
+TEST(CycleEngineTest, EmptyStatsReadAsZero) {
+  TaskStats stats;
+  const TaskStatsSnapshot s = stats.Snapshot();
+  EXPECT_EQ(s.cycles, 0u);
+  EXPECT_EQ(s.latency_min_ns, 0);
+  EXPECT_EQ(s.latency_max_ns, 0);
+  EXPECT_EQ(s.jitter_min_ns, 0);
+  EXPECT_EQ(s.latency_avg_ns(), 0.0);
+  EXPECT_STREQ(TaskStateName(TaskState::kFault), "fault");
+}
+
+TEST(CycleEngineTest, SkipOverrunIsCountedAndReportedToTheNextStep) {
+  Fixture f(OverrunPolicy::kSkip);
+  f.Cycle(0, 2500);  // ends at 2.5 ms: releases 1 and 2 skipped
+  const TaskStatsSnapshot s = f.stats.Snapshot();
+  EXPECT_EQ(s.overruns, 1u);
+  EXPECT_EQ(s.missed_releases, 2u);
+  EXPECT_EQ(f.observer.samples[0].missed_releases, 2u);
+  EXPECT_EQ(f.observer.samples[0].flags, kCycleFirst | kCycleOverrun);
+  const CycleContext& next = f.engine->BeginCycle(At(3000));
+  EXPECT_EQ(next.release, At(3000));
+  EXPECT_EQ(next.release_index, 3u);
+  EXPECT_EQ(next.missed_releases, 2u);
+  f.engine->EndCycle(At(3001), StepResult::kContinue);
+  EXPECT_EQ(f.engine->BeginCycle(At(4000)).missed_releases, 0u);
+}
+
+TEST(CycleEngineTest, CatchUpRunsBackToBackWithGrowingLatency) {
+  Fixture f(OverrunPolicy::kCatchUp);
+  f.Cycle(0, 3500);
+  // The next three releases are already due: their wake-up latency shows how late they run.
+  EXPECT_EQ(f.engine->release(), At(1000));
+  f.engine->BeginCycle(At(3500));
+  f.engine->EndCycle(At(3510), StepResult::kContinue);
+  EXPECT_EQ(f.engine->release(), At(2000));
+  EXPECT_EQ(f.observer.samples[1].wakeup_latency_ns, 2'500'000);
+  EXPECT_EQ(f.stats.Snapshot().missed_releases, 0u);
+}
+
+TEST(CycleEngineTest, WatchdogFaultsAfterConsecutiveOverrunsAndStops) {
+  Fixture f(OverrunPolicy::kSkip, /*watchdog=*/3);
+  EXPECT_FALSE(f.Cycle(0, 1500).fault);
+  EXPECT_FALSE(f.Cycle(0, 100).fault);  // on time: the count restarts
+  EXPECT_FALSE(f.Cycle(0, 1500).fault);
+  EXPECT_FALSE(f.Cycle(0, 1500).fault);
+  const CycleOutcome o = f.Cycle(0, 1500);
+  EXPECT_TRUE(o.fault);
+  EXPECT_TRUE(o.fault_state);
+  EXPECT_TRUE(o.stop);
+  EXPECT_EQ(f.stats.Snapshot().faults, 1u);
+  EXPECT_NE(f.observer.samples.back().flags & kCycleFault, 0u);
+}
+
+TEST(CycleEngineTest, WatchdogCanKeepTheTaskRunning) {
+  Fixture f(OverrunPolicy::kSkip, /*watchdog=*/2, /*keep=*/true);
+  f.Cycle(0, 1500);
+  CycleOutcome o = f.Cycle(0, 1500);
+  EXPECT_TRUE(o.fault);
+  EXPECT_FALSE(o.fault_state);
+  EXPECT_FALSE(o.stop);
+  f.Cycle(0, 1500);
+  o = f.Cycle(0, 1500);
+  EXPECT_TRUE(o.fault);
+  EXPECT_EQ(f.stats.Snapshot().faults, 2u);
+}
+
+TEST(CycleEngineTest, StopsAtMaxCyclesOrWhenStepSaysStop) {
+  Fixture f(OverrunPolicy::kSkip, 0, false, /*max_cycles=*/3);
+  EXPECT_FALSE(f.Cycle(0, 1).stop);
+  EXPECT_FALSE(f.Cycle(0, 1).stop);
+  EXPECT_TRUE(f.Cycle(0, 1).stop);
+  Fixture g(OverrunPolicy::kSkip);
+  EXPECT_TRUE(g.Cycle(0, 1, StepResult::kStop).stop);
+  EXPECT_FALSE(g.Cycle(0, 1, StepResult::kStop).fault_state);
+}
+
+TEST(CycleEngineTest, PhaseOffsetSetsTheFirstRelease) {
+  TaskStats stats;
+  CycleEngineConfig c;
+  c.period = kPeriod;
+  c.stats = &stats;
+  CycleEngine e(c, kStart + microseconds(300));
+  EXPECT_EQ(e.release(), At(300));
+  e.BeginCycle(At(301));
+  e.EndCycle(At(302), StepResult::kContinue);
+  EXPECT_EQ(e.release(), At(1300));
+}
+
+}  // namespace
+}  // namespace rtloop

@@ -1,0 +1,128 @@
+#include "sched_util.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace rtloop::internal {
+namespace {
+
+TaskConfig Fifo(int priority) {
+  TaskConfig c;
+  c.name = "pos";
+  c.policy = SchedPolicy::kFifo;
+  c.priority = priority;
+  return c;
+}
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(SchedUtilTest, NoPrivilegeForFifoNamesTaskAndFixes) {
+  PrivilegeFacts none;
+  const Status s = CheckSchedPrivilege(Fifo(99), none);
+  ASSERT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(
+      Contains(s.message(), "cannot set SCHED_FIFO 99 on task \"pos\": Operation not permitted"))
+      << s.message();
+  EXPECT_TRUE(Contains(s.message(), "CAP_SYS_NICE")) << s.message();
+  EXPECT_TRUE(Contains(s.message(), "rtprio limit")) << s.message();
+  EXPECT_TRUE(Contains(s.message(), "run as root")) << s.message();
+}
+
+TEST(SchedUtilTest, RtprioLimitOrCapabilityAllowsFifo) {
+  PrivilegeFacts limit;
+  limit.rtprio_limit = 50;
+  EXPECT_TRUE(CheckSchedPrivilege(Fifo(50), limit).ok());
+  EXPECT_FALSE(CheckSchedPrivilege(Fifo(51), limit).ok());
+  PrivilegeFacts cap;
+  cap.cap_sys_nice = true;
+  EXPECT_TRUE(CheckSchedPrivilege(Fifo(99), cap).ok());
+}
+
+TEST(SchedUtilTest, DeadlineNeedsTheCapability) {
+  TaskConfig c;
+  c.name = "dl";
+  c.policy = SchedPolicy::kDeadline;
+  c.priority = 0;
+  PrivilegeFacts limit;
+  limit.rtprio_limit = 99;
+  const Status s = CheckSchedPrivilege(c, limit);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_TRUE(Contains(s.message(), "SCHED_DEADLINE")) << s.message();
+}
+
+TEST(SchedUtilTest, NegativeNiceNeedsTheNiceLimit) {
+  TaskConfig c;
+  c.name = "n";
+  c.policy = SchedPolicy::kOther;
+  c.priority = 0;
+  c.nice = -5;
+  PrivilegeFacts facts;
+  facts.nice_limit = 20;  // allows nice >= 0
+  EXPECT_FALSE(CheckSchedPrivilege(c, facts).ok());
+  facts.nice_limit = 25;  // allows nice >= -5
+  EXPECT_TRUE(CheckSchedPrivilege(c, facts).ok());
+  c.nice = 5;
+  facts.nice_limit = 0;
+  EXPECT_TRUE(CheckSchedPrivilege(c, facts).ok());
+}
+
+TEST(SchedUtilTest, PriorityRangesPerPolicy) {
+  EXPECT_TRUE(ValidateSchedParams(Fifo(1)).ok());
+  EXPECT_TRUE(ValidateSchedParams(Fifo(99)).ok());
+  const Status s = ValidateSchedParams(Fifo(100));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      Contains(s.message(), "task \"pos\": priority 100 is outside SCHED_FIFO's range 1..99"))
+      << s.message();
+  EXPECT_FALSE(ValidateSchedParams(Fifo(0)).ok());
+  TaskConfig other;
+  other.policy = SchedPolicy::kOther;
+  other.priority = 5;
+  EXPECT_FALSE(ValidateSchedParams(other).ok());
+  other.priority = 0;
+  other.nice = 20;
+  EXPECT_FALSE(ValidateSchedParams(other).ok());
+  other.nice = -20;
+  EXPECT_TRUE(ValidateSchedParams(other).ok());
+  TaskConfig idle;
+  idle.policy = SchedPolicy::kIdle;
+  idle.priority = 0;
+  idle.nice = 3;
+  EXPECT_FALSE(ValidateSchedParams(idle).ok());
+}
+
+TEST(SchedUtilTest, DeadlineParametersMustBeOrdered) {
+  TaskConfig c;
+  c.name = "dl";
+  c.policy = SchedPolicy::kDeadline;
+  c.priority = 0;
+  c.period = std::chrono::milliseconds(1);
+  c.deadline.runtime = std::chrono::microseconds(200);
+  c.deadline.deadline = std::chrono::microseconds(500);
+  EXPECT_TRUE(ValidateSchedParams(c).ok());  // period 0 -> task period
+  c.deadline.runtime = std::chrono::microseconds(600);
+  const Status s = ValidateSchedParams(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(s.message(), "runtime <= deadline <= period")) << s.message();
+  c.deadline.runtime = std::chrono::nanoseconds(100);
+  EXPECT_FALSE(ValidateSchedParams(c).ok());
+  c.deadline.runtime = std::chrono::microseconds(200);
+  c.cpus = {0};
+  EXPECT_TRUE(Contains(ValidateSchedParams(c).message(), "cannot be pinned"));
+}
+
+TEST(SchedUtilTest, PolicyNames) {
+  EXPECT_STREQ(LinuxPolicyName(SchedPolicy::kRr), "SCHED_RR");
+  EXPECT_STREQ(SchedPolicyName(SchedPolicy::kDeadline), "deadline");
+  EXPECT_STREQ(OverrunPolicyName(OverrunPolicy::kCatchUp), "catch-up");
+  EXPECT_STREQ(WaitModeName(WaitMode::kPosixTimer), "posix-timer");
+  EXPECT_EQ(ToLinuxPolicy(SchedPolicy::kFifo), SCHED_FIFO);
+  EXPECT_TRUE(IsRealtimePolicy(SchedPolicy::kDeadline));
+  EXPECT_FALSE(IsRealtimePolicy(SchedPolicy::kBatch));
+}
+
+}  // namespace
+}  // namespace rtloop::internal

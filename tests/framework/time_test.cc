@@ -1,0 +1,68 @@
+#include "rtloop/framework/time.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace rtloop {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+TEST(TimeTest, TimespecRoundTrips) {
+  for (std::int64_t ns : {0LL, 1LL, 999'999'999LL, 1'000'000'000LL, 12'345'678'901LL}) {
+    EXPECT_EQ(FromTimespec(ToTimespec(nanoseconds(ns))).count(), ns);
+  }
+}
+
+TEST(TimeTest, NegativeDurationsAreNormalised) {
+  const timespec ts = ToTimespec(nanoseconds(-1));
+  EXPECT_EQ(ts.tv_sec, -1);
+  EXPECT_EQ(ts.tv_nsec, 999'999'999);
+  EXPECT_EQ(FromTimespec(ts).count(), -1);
+  static_assert(ToTimespec(nanoseconds(-1'500'000'000)).tv_nsec == 500'000'000);
+}
+
+TEST(TimeTest, TimePointArithmetic) {
+  constexpr TimePoint t(nanoseconds(1000));
+  static_assert((t + nanoseconds(5)).ns() == 1005);
+  static_assert((t - nanoseconds(5)).ns() == 995);
+  static_assert((t + nanoseconds(5)) - t == nanoseconds(5));
+  static_assert(t < t + nanoseconds(1));
+  static_assert(noexcept(Now(Clock::kMonotonic)));
+  static_assert(noexcept(SleepUntil(Clock::kMonotonic, t)));
+  constexpr nanoseconds kOne(1);
+  static_assert(noexcept(SleepFor(Clock::kMonotonic, kOne)));
+  EXPECT_EQ(TimePoint::FromTimespec(t.ToTimespec()), t);
+  EXPECT_EQ(ToClockId(Clock::kRealtime), CLOCK_REALTIME);
+  EXPECT_EQ(ToClockId(Clock::kMonotonic), CLOCK_MONOTONIC);
+}
+
+TEST(TimeTest, NowIsMonotonicAndSleepUntilReturnsAfterDeadline) {
+  const TimePoint a = Now(Clock::kMonotonic);
+  const TimePoint deadline = a + milliseconds(2);
+  EXPECT_EQ(SleepUntil(Clock::kMonotonic, deadline), 0);
+  EXPECT_GE(Now(Clock::kMonotonic), deadline);
+}
+
+TEST(TimeTest, SleepForSleepsAtLeastTheDuration) {
+  const TimePoint a = Now(Clock::kMonotonic);
+  EXPECT_EQ(SleepFor(Clock::kMonotonic, milliseconds(2)), 0);
+  EXPECT_GE(Now(Clock::kMonotonic) - a, milliseconds(2));
+  EXPECT_EQ(SleepFor(Clock::kMonotonic, nanoseconds(-5)), 0);
+}
+
+TEST(TimeTest, RealtimeClockIsNearWallClock) {
+  const auto wall = std::chrono::system_clock::now().time_since_epoch();
+  const auto ours = Now(Clock::kRealtime).since_epoch();
+  EXPECT_LT(std::chrono::abs(ours - std::chrono::duration_cast<nanoseconds>(wall)),
+            std::chrono::seconds(1));
+}
+
+TEST(TimeTest, SleepUntilPastDeadlineReturnsImmediately) {
+  EXPECT_EQ(SleepUntil(Clock::kMonotonic, Now(Clock::kMonotonic) - milliseconds(10)), 0);
+}
+
+}  // namespace
+}  // namespace rtloop
