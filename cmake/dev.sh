@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# rtloop developer entry point: installs the Debian 12 packages the build needs (only those
+# missing), configures and builds into build/, then runs the main job or the tests.
+#
+#   cmake/dev.sh run [ARGS...]   install, build, run the main job (the README's Quick start)
+#   cmake/dev.sh test            install, build, run every test (ctest)
+#   cmake/dev.sh deps | build    just that step
+#
+# Environment: BUILD_DIR (default build), RTLOOP_CMAKE_ARGS (extra -D options), JOBS.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libeigen3-dev libconcurrentqueue-dev
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libgtest-dev libgmock-dev libbenchmark-dev
+  procps
+)
+
+die() { echo "cmake/dev.sh: $*" >&2; exit 2; }
+
+install_deps() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  local sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null || die "missing packages (${missing[*]}) and not root: run as root or install sudo"
+    sudo=(sudo)
+  fi
+  command -v apt-get >/dev/null || die "apt-get not found: rtloop's build expects Debian 12 packages (${missing[*]})"
+  echo "cmake/dev.sh: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  # shellcheck disable=SC2086  # RTLOOP_CMAKE_ARGS is a list of -D options
+  cmake -S . -B "$BUILD_DIR" -G Ninja ${RTLOOP_CMAKE_ARGS:-}
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+run_main() {
+  # The main job: see README "Quick start".
+  exec "$BUILD_DIR/bin/rtloop-two-tasks" --duration=10 "$@"
+}
+
+run_tests() {
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600
+}
+
+case "${1:-}" in
+  deps) install_deps ;;
+  build) install_deps; build ;;
+  run) shift; install_deps; build; run_main "$@" ;;
+  test) install_deps; build; run_tests ;;
+  *) die "usage: cmake/dev.sh run [ARGS...] | test | deps | build" ;;
+esac
