@@ -24,11 +24,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtloop/framework/status.h"
@@ -49,11 +51,14 @@ struct RecorderConfig {
   std::string path;                    // file to create (truncated if it exists)
   std::string tool_name = "rtloop";    // written in the header
   std::string tool_version = "0.1.0";  // written in the header
-  std::string command_line;            // written in the header
+  std::string command_line = {};       // written in the header
   std::size_t batch_samples = 4096;    // a task's batch is written when it holds this many
   // Partial batches are written at least this often (on the collector's drain pass).
   std::chrono::nanoseconds flush_interval{std::chrono::milliseconds(200)};
   bool fsync_on_close = true;
+  // Called once, on the thread that hit it, when recording stops because of an error. nullptr:
+  // one line on stderr.
+  std::function<void(const Status&)> on_error = {};
 };
 
 class Recorder final : public SampleSink {
@@ -73,6 +78,7 @@ class Recorder final : public SampleSink {
   // Writes pending batches and the trailer (final statistics and histograms from the hub), then
   // closes the file. Returns the first write error, if any. Idempotent.
   Status Close();
+  std::uint64_t batches_recorded() const noexcept { return batches_recorded_; }  // after Close()
 
   // The first error (OK while recording works). Any thread.
   Status status() const;
@@ -88,7 +94,7 @@ class Recorder final : public SampleSink {
  private:
   struct Pending;
   Recorder(const RecorderConfig& config, const TelemetryHub& hub, int fd);
-  bool WriteRecord(const v1::Record& record);
+  bool WriteRecord(const v1::Record& record);  // serialize + append to buffer_
   bool WriteBytes(const char* data, std::size_t size);
   bool FlushBuffer();
   void Fail(Status status);
@@ -106,6 +112,7 @@ class Recorder final : public SampleSink {
   std::atomic<bool> failed_{false};
   bool closed_ = false;
   std::uint64_t batches_recorded_ = 0;
+  std::uint64_t buffered_samples_ = 0;  // in batches written to buffer_ but not to the file
   std::atomic<std::uint64_t> samples_recorded_{0};
   std::atomic<std::uint64_t> samples_not_recorded_{0};
 };

@@ -23,10 +23,10 @@ namespace rtloop::telemetry {
 
 // Flags of a Sample: the low bits are the framework's CycleFlags (kCycleOverrun, kCycleFault,
 // kCycleFirst); the bits below are added by telemetry.
-enum SampleFlags : std::uint16_t {
-  kSampleLatencySaturated = 1u << 8,    // latency_ns was clamped to the int32 range
-  kSampleExecutionSaturated = 1u << 9,  // execution_ns was clamped to the uint32 range
-};
+inline constexpr std::uint16_t kSampleLatencySaturated =
+    1u << 8;  // latency_ns was clamped to the int32 range
+inline constexpr std::uint16_t kSampleExecutionSaturated =
+    1u << 9;  // execution_ns was clamped to the uint32 range
 
 struct Sample {
   std::uint64_t seq = 0;              // 0-based cycle index of the task

@@ -29,15 +29,12 @@
 #include <vector>
 
 #include "rtloop/framework/cycle_observer.h"
+#include "rtloop/framework/executor.h"
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/task_config.h"
 #include "rtloop/framework/task_stats.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/sample_ring.h"
-
-namespace rtloop {
-class Executor;
-}  // namespace rtloop
 
 namespace rtloop::telemetry {
 
@@ -131,7 +128,9 @@ class TelemetryHub final : public CycleObserver {
 
   // Takes task statistics (state, tid, faults, ...) from `executor` from now on; the executor must
   // outlive the hub's use of it. Not RT-safe.
-  void AttachExecutor(const Executor& executor);
+  void AttachExecutor(const Executor& executor) {
+    SetStatsSource([&executor](TaskId id) { return executor.Stats(id); });
+  }
   // Same with any callable; nullptr returns to the hub's own bookkeeping. Not RT-safe.
   void SetStatsSource(StatsSource source);
 

@@ -1,0 +1,218 @@
+#include "rtloop/telemetry/proto_convert.h"
+
+#include <string>
+
+namespace rtloop::telemetry {
+
+v1::SchedPolicy ToProto(SchedPolicy policy) noexcept {
+  switch (policy) {
+    case SchedPolicy::kOther:
+      return v1::SCHED_POLICY_OTHER;
+    case SchedPolicy::kBatch:
+      return v1::SCHED_POLICY_BATCH;
+    case SchedPolicy::kIdle:
+      return v1::SCHED_POLICY_IDLE;
+    case SchedPolicy::kFifo:
+      return v1::SCHED_POLICY_FIFO;
+    case SchedPolicy::kRr:
+      return v1::SCHED_POLICY_RR;
+    case SchedPolicy::kDeadline:
+      return v1::SCHED_POLICY_DEADLINE;
+  }
+  return v1::SCHED_POLICY_UNSPECIFIED;
+}
+
+v1::OverrunPolicy ToProto(OverrunPolicy policy) noexcept {
+  switch (policy) {
+    case OverrunPolicy::kSkip:
+      return v1::OVERRUN_POLICY_SKIP;
+    case OverrunPolicy::kCatchUp:
+      return v1::OVERRUN_POLICY_CATCH_UP;
+    case OverrunPolicy::kReanchor:
+      return v1::OVERRUN_POLICY_REANCHOR;
+  }
+  return v1::OVERRUN_POLICY_UNSPECIFIED;
+}
+
+v1::TaskState ToProto(TaskState state) noexcept {
+  switch (state) {
+    case TaskState::kCreated:
+      return v1::TASK_STATE_CREATED;
+    case TaskState::kStarting:
+      return v1::TASK_STATE_STARTING;
+    case TaskState::kRunning:
+      return v1::TASK_STATE_RUNNING;
+    case TaskState::kStopped:
+      return v1::TASK_STATE_STOPPED;
+    case TaskState::kFault:
+      return v1::TASK_STATE_FAULT;
+  }
+  return v1::TASK_STATE_UNSPECIFIED;
+}
+
+v1::ClockId ToProto(Clock clock) noexcept {
+  switch (clock) {
+    case Clock::kMonotonic:
+      return v1::CLOCK_ID_MONOTONIC;
+    case Clock::kRealtime:
+      return v1::CLOCK_ID_REALTIME;
+  }
+  return v1::CLOCK_ID_UNSPECIFIED;
+}
+
+namespace {
+
+const char* PreemptName(PreemptModel model) noexcept {
+  switch (model) {
+    case PreemptModel::kNone:
+      return "none";
+    case PreemptModel::kVoluntary:
+      return "voluntary";
+    case PreemptModel::kFull:
+      return "full";
+    case PreemptModel::kDynamic:
+      return "dynamic";
+    case PreemptModel::kRt:
+      return "rt";
+    case PreemptModel::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+void ToProto(const SystemInfo& info, v1::SystemInfo* out) {
+  out->Clear();
+  out->set_host_name(info.host_name);
+  out->set_kernel_release(info.kernel_release);
+  out->set_kernel_version(info.kernel_version);
+  out->set_machine(info.machine);
+  out->set_preempt_model(PreemptName(info.preempt_model));
+  out->set_realtime(info.realtime);
+  for (int c : info.online_cpus) out->add_online_cpus(c);
+  for (int c : info.isolated_cpus) out->add_isolated_cpus(c);
+  for (int c : info.affinity_cpus) out->add_affinity_cpus(c);
+}
+
+void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescriptor* out) {
+  out->Clear();
+  out->set_id(id);
+  out->set_name(config.name);
+  out->set_period_ns(config.period.count());
+  out->set_phase_ns(config.phase.count());
+  for (int c : config.cpus) out->add_cpus(c);
+  out->set_policy(ToProto(config.policy));
+  out->set_priority(config.priority);
+  out->set_nice(config.nice);
+  out->set_overrun_policy(ToProto(config.overrun_policy));
+  out->set_state(ToProto(state));
+  out->set_clock(ToProto(config.clock));
+  out->set_watchdog_max_consecutive_overruns(config.watchdog.max_consecutive_overruns);
+  out->set_max_cycles(config.max_cycles);
+}
+
+void ToProto(const HistogramSummary& summary, v1::LatencyStats* out) {
+  out->Clear();
+  out->set_count(summary.count);
+  out->set_min_ns(summary.min_ns);
+  out->set_max_ns(summary.max_ns);
+  out->set_avg_ns(summary.mean_ns);
+  out->set_sum_ns(summary.sum_ns);
+  for (std::size_t i = 0; i < kSummaryPercentiles.size(); ++i) {
+    v1::Percentile* p = out->add_percentiles();
+    p->set_percentile(kSummaryPercentiles[i]);
+    p->set_value_ns(summary.percentiles_ns[i]);
+  }
+  out->set_negative_count(summary.negative_count);
+  out->set_overflow_count(summary.overflow_count);
+}
+
+void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
+  out->Clear();
+  out->set_task_id(snapshot.id);
+  out->set_task_name(snapshot.name);
+  out->set_state(ToProto(snapshot.stats.state));
+  out->set_tid(snapshot.stats.tid);
+  out->set_cycles(snapshot.stats.cycles);
+  ToProto(snapshot.latency, out->mutable_latency());
+  ToProto(snapshot.execution, out->mutable_execution());
+  out->set_jitter_min_ns(snapshot.stats.jitter_min_ns);
+  out->set_jitter_max_ns(snapshot.stats.jitter_max_ns);
+  out->set_overruns(snapshot.stats.overruns);
+  out->set_missed_releases(snapshot.stats.missed_releases);
+  out->set_faults(snapshot.stats.faults);
+  out->set_ring_dropped(snapshot.ring_dropped);
+  out->set_ring_pushed(snapshot.ring_pushed);
+  out->set_delivered(snapshot.delivered);
+}
+
+void ToProto(TaskId task, v1::Quantity quantity, const LatencyHistogram& histogram,
+             v1::Histogram* out) {
+  out->Clear();
+  out->set_task_id(task);
+  out->set_quantity(quantity);
+  std::vector<HistogramBucket> buckets;
+  histogram.ExportBuckets(&buckets);
+  out->mutable_buckets()->Reserve(static_cast<int>(buckets.size()));
+  for (const HistogramBucket& b : buckets) {
+    v1::HistogramBucket* pb = out->add_buckets();
+    pb->set_lower_ns(b.lower_ns);
+    pb->set_upper_ns(b.upper_ns);
+    pb->set_count(b.count);
+  }
+}
+
+void ToProto(TaskId task, std::uint64_t lost_before, std::span<const Sample> samples,
+             v1::SampleBatch* out) {
+  out->Clear();
+  out->set_task_id(task);
+  out->set_first_seq(samples.empty() ? 0 : samples.front().seq);
+  out->set_lost_before(lost_before);
+  const int n = static_cast<int>(samples.size());
+  out->mutable_release_ns()->Reserve(n);
+  out->mutable_latency_ns()->Reserve(n);
+  out->mutable_execution_ns()->Reserve(n);
+  out->mutable_missed_releases()->Reserve(n);
+  out->mutable_flags()->Reserve(n);
+  for (const Sample& s : samples) {
+    out->add_release_ns(s.release_ns);
+    out->add_latency_ns(s.latency_ns);
+    out->add_execution_ns(s.execution_ns);
+    out->add_missed_releases(s.missed_releases);
+    out->add_flags(s.flags);
+  }
+}
+
+void ToProto(const SampleBatch& batch, v1::SampleBatch* out) {
+  ToProto(batch.task, batch.lost_before, batch.samples, out);
+  out->set_first_seq(batch.first_seq);
+}
+
+Status FromProto(const v1::SampleBatch& batch, std::vector<Sample>* out) {
+  const int n = batch.release_ns_size();
+  if (batch.latency_ns_size() != n || batch.execution_ns_size() != n ||
+      batch.missed_releases_size() != n || batch.flags_size() != n) {
+    return InvalidArgumentError("sample batch of task " + std::to_string(batch.task_id()) +
+                                " has columns of different lengths (release " + std::to_string(n) +
+                                ", latency " + std::to_string(batch.latency_ns_size()) +
+                                ", execution " + std::to_string(batch.execution_ns_size()) +
+                                ", missed " + std::to_string(batch.missed_releases_size()) +
+                                ", flags " + std::to_string(batch.flags_size()) + ")");
+  }
+  out->reserve(out->size() + static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    Sample s;
+    s.seq = batch.first_seq() + static_cast<std::uint64_t>(i);
+    s.release_ns = batch.release_ns(i);
+    s.latency_ns = static_cast<std::int32_t>(batch.latency_ns(i));
+    s.execution_ns = static_cast<std::uint32_t>(batch.execution_ns(i));
+    s.missed_releases = batch.missed_releases(i);
+    s.task = static_cast<std::uint16_t>(batch.task_id());
+    s.flags = static_cast<std::uint16_t>(batch.flags(i));
+    out->push_back(s);
+  }
+  return Status::Ok();
+}
+
+}  // namespace rtloop::telemetry

@@ -1,0 +1,400 @@
+#include "rtloop/telemetry/recorder.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "rtloop/telemetry/proto_convert.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+constexpr std::uint8_t kCrcTag = (15u << 3) | 5u;  // field 15, wire type fixed32
+constexpr std::size_t kCrcTrailerBytes = 5;
+constexpr std::size_t kWriteBufferBytes = 1u << 20;
+
+constexpr std::array<std::uint32_t, 256> MakeCrcTable() {
+  std::array<std::uint32_t, 256> t{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr std::array<std::uint32_t, 256> kCrcTable = MakeCrcTable();
+
+std::int64_t ClockNs(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void AppendVarint(std::string* out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+std::string Offset(std::uint64_t offset) { return "byte offset " + std::to_string(offset); }
+
+}  // namespace
+
+std::uint32_t Crc32c(const void* data, std::size_t size, std::uint32_t crc) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  for (std::size_t i = 0; i < size; ++i) crc = kCrcTable[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recorder
+
+struct Recorder::Pending {
+  TaskId task = 0;
+  std::vector<Sample> samples;
+};
+
+Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config,
+                                                 const TelemetryHub& hub,
+                                                 const SystemInfo& system) {
+  if (config.path.empty()) {
+    return InvalidArgumentError("recording path is empty: give a file name to record to");
+  }
+  if (config.batch_samples == 0) {
+    return InvalidArgumentError("RecorderConfig::batch_samples must be > 0");
+  }
+  const int fd = ::open(config.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return ErrnoError(errno, "cannot create recording file \"" + config.path + "\"",
+                      "check that the directory exists and is writable, or choose another path");
+  }
+  std::unique_ptr<Recorder> rec(new Recorder(config, hub, fd));
+  v1::Record record;
+  v1::RecordHeader* h = record.mutable_header();
+  h->set_magic(kRecordMagic);
+  h->set_format_version(kRecordFormatVersion);
+  h->set_tool_name(config.tool_name);
+  h->set_tool_version(config.tool_version);
+  h->set_command_line(config.command_line);
+  h->set_start_realtime_ns(ClockNs(CLOCK_REALTIME));
+  h->set_start_monotonic_ns(ClockNs(CLOCK_MONOTONIC));
+  ToProto(system, h->mutable_system());
+  for (TaskId id : hub.TaskIds()) {
+    const TaskTelemetry* t = hub.task(id);
+    Result<TaskTelemetrySnapshot> snap = hub.Snapshot(id);
+    ToProto(id, t->config(), snap.ok() ? snap->stats.state : TaskState::kCreated, h->add_tasks());
+  }
+  // The header stays buffered with the first batches; a write error surfaces in status().
+  rec->WriteRecord(record);
+  return rec;
+}
+
+Recorder::Recorder(const RecorderConfig& config, const TelemetryHub& hub, int fd)
+    : config_(config), hub_(hub), fd_(fd), last_flush_(std::chrono::steady_clock::now()) {
+  buffer_.reserve(kWriteBufferBytes + (64u << 10));
+}
+
+Recorder::~Recorder() { (void)Close(); }
+
+void Recorder::OnSamples(TaskId task, std::span<const Sample> samples) {
+  if (closed_ || failed()) {
+    samples_not_recorded_.fetch_add(samples.size(), std::memory_order_relaxed);
+    return;
+  }
+  if (task >= pending_.size()) pending_.resize(std::size_t{task} + 1);
+  if (!pending_[task]) {
+    pending_[task] = std::make_unique<Pending>();
+    pending_[task]->task = task;
+    pending_[task]->samples.reserve(config_.batch_samples);
+  }
+  Pending& p = *pending_[task];
+  for (const Sample& s : samples) {
+    if (!p.samples.empty() && s.seq != p.samples.front().seq + p.samples.size()) FlushTask(p);
+    p.samples.push_back(s);
+    if (p.samples.size() >= config_.batch_samples) FlushTask(p);
+  }
+}
+
+void Recorder::OnDrainEnd() {
+  if (closed_ || failed()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_flush_ < config_.flush_interval) return;
+  last_flush_ = now;
+  FlushAll();
+  FlushBuffer();
+}
+
+void Recorder::FlushTask(Pending& pending) {
+  if (pending.samples.empty()) return;
+  const std::size_t n = pending.samples.size();
+  if (failed()) {
+    samples_not_recorded_.fetch_add(n, std::memory_order_relaxed);
+  } else {
+    v1::Record record;
+    ToProto(pending.task, 0, pending.samples, record.mutable_batch());
+    buffered_samples_ += n;
+    ++batches_recorded_;
+    WriteRecord(record);
+  }
+  pending.samples.clear();
+}
+
+void Recorder::FlushAll() {
+  for (std::unique_ptr<Pending>& p : pending_) {
+    if (p) FlushTask(*p);
+  }
+}
+
+bool Recorder::WriteRecord(const v1::Record& record) {
+  if (failed()) return false;
+  std::string body;
+  if (!record.SerializeToString(&body)) {
+    Fail(InternalError("cannot serialize a record for \"" + config_.path + "\""));
+    return false;
+  }
+  const std::uint32_t crc = Crc32c(body.data(), body.size());
+  AppendVarint(&buffer_, body.size() + kCrcTrailerBytes);
+  buffer_.append(body);
+  buffer_.push_back(static_cast<char>(kCrcTag));
+  for (int i = 0; i < 4; ++i) buffer_.push_back(static_cast<char>((crc >> (8 * i)) & 0xffu));
+  if (buffer_.size() >= kWriteBufferBytes) return FlushBuffer();
+  return true;
+}
+
+bool Recorder::WriteBytes(const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd_, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      Fail(ErrnoError(err, "cannot write recording \"" + config_.path + "\"",
+                      err == ENOSPC ? "free disk space or record to another file system"
+                                    : "check the file and its file system"));
+      return false;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool Recorder::FlushBuffer() {
+  if (buffer_.empty()) return !failed();
+  if (failed()) {
+    buffer_.clear();
+    return false;
+  }
+  const bool ok = WriteBytes(buffer_.data(), buffer_.size());
+  buffer_.clear();
+  if (ok) {
+    samples_recorded_.fetch_add(buffered_samples_, std::memory_order_relaxed);
+  } else {
+    samples_not_recorded_.fetch_add(buffered_samples_, std::memory_order_relaxed);
+  }
+  buffered_samples_ = 0;
+  return ok;
+}
+
+void Recorder::Fail(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(status_mu_);
+    if (!status_.ok()) return;
+    status_ = status;
+  }
+  failed_.store(true, std::memory_order_release);
+  if (config_.on_error) {
+    config_.on_error(status);
+  } else {
+    std::fprintf(stderr, "rtloop: recording stopped, the tasks keep running: %s\n",
+                 status.ToString().c_str());
+  }
+}
+
+Status Recorder::status() const {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  return status_;
+}
+
+Status Recorder::Close() {
+  if (closed_) return status();
+  FlushAll();
+  if (!failed()) {
+    v1::Record record;
+    v1::RecordTrailer* tr = record.mutable_trailer();
+    tr->set_end_realtime_ns(ClockNs(CLOCK_REALTIME));
+    tr->set_end_monotonic_ns(ClockNs(CLOCK_MONOTONIC));
+    const std::int64_t now_rt = ClockNs(CLOCK_REALTIME);
+    for (const TaskTelemetrySnapshot& snap : hub_.SnapshotAll()) {
+      v1::TaskStats* st = tr->add_stats();
+      ToProto(snap, st);
+      st->set_timestamp_ns(now_rt);
+      const TaskTelemetry* t = hub_.task(snap.id);
+      ToProto(snap.id, v1::QUANTITY_WAKEUP_LATENCY, t->latency(), tr->add_histograms());
+      ToProto(snap.id, v1::QUANTITY_EXECUTION_TIME, t->execution(), tr->add_histograms());
+    }
+    tr->set_samples_recorded(samples_recorded() + buffered_samples_);
+    tr->set_batches_recorded(batches_recorded_);
+    tr->set_samples_not_recorded(samples_not_recorded());
+    WriteRecord(record);
+  }
+  FlushBuffer();
+  if (fd_ >= 0) {
+    if (config_.fsync_on_close && !failed() && ::fsync(fd_) != 0 && errno != EINVAL &&
+        errno != EROFS) {
+      Fail(ErrnoError(errno, "cannot sync recording \"" + config_.path + "\" to disk"));
+    }
+    if (::close(fd_) != 0 && !failed()) {
+      Fail(ErrnoError(errno, "cannot close recording \"" + config_.path + "\""));
+    }
+    fd_ = -1;
+  }
+  closed_ = true;
+  return status();
+}
+
+// ---------------------------------------------------------------------------------------------
+// RecordReader
+
+Result<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rbe");
+  if (f == nullptr) {
+    return ErrnoError(errno, "cannot open recording \"" + path + "\"",
+                      "check the path and its permissions");
+  }
+  return std::unique_ptr<RecordReader>(new RecordReader(f, path));
+}
+
+RecordReader::~RecordReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Result<bool> RecordReader::Next(v1::Record* record) {
+  const std::uint64_t start = offset_;
+  std::uint64_t length = 0;
+  int shift = 0;
+  std::uint64_t pos = start;
+  for (;;) {
+    const int c = std::fgetc(file_);
+    if (c == EOF) {
+      if (std::ferror(file_)) {
+        return ErrnoError(errno, "cannot read recording \"" + path_ + "\" at " + Offset(pos));
+      }
+      if (pos == start) return false;  // clean end between records
+      return DataLossError("recording \"" + path_ + "\" is truncated: the record at " +
+                           Offset(start) + " ends inside its length prefix");
+    }
+    ++pos;
+    length |= static_cast<std::uint64_t>(c & 0x7f) << shift;
+    if ((c & 0x80) == 0) break;
+    shift += 7;
+    if (shift > 63) {
+      return DataLossError("recording \"" + path_ + "\" is corrupt: the record at " +
+                           Offset(start) + " has an invalid length prefix");
+    }
+  }
+  if (length < kCrcTrailerBytes || length > kMaxRecordBytes) {
+    return DataLossError("recording \"" + path_ + "\" is corrupt: the record at " + Offset(start) +
+                         " claims " + std::to_string(length) + " bytes (expected " +
+                         std::to_string(kCrcTrailerBytes) + " .. " +
+                         std::to_string(kMaxRecordBytes) + ")");
+  }
+  payload_.resize(length);
+  const std::size_t got = std::fread(payload_.data(), 1, length, file_);
+  if (got != length) {
+    if (std::ferror(file_)) {
+      return ErrnoError(errno, "cannot read recording \"" + path_ + "\" at " + Offset(pos));
+    }
+    return DataLossError("recording \"" + path_ + "\" is truncated: the record at " +
+                         Offset(start) + " needs " + std::to_string(length) +
+                         " bytes but the file ends after " + std::to_string(got) +
+                         " (at byte offset " + std::to_string(pos + got) + ")");
+  }
+  const std::size_t body = length - kCrcTrailerBytes;
+  std::uint32_t stored = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(payload_[body + 1 + i]))
+              << (8 * i);
+  }
+  const std::uint32_t computed = Crc32c(payload_.data(), body);
+  if (static_cast<unsigned char>(payload_[body]) != kCrcTag || stored != computed) {
+    return DataLossError("recording \"" + path_ +
+                         "\" is corrupt: checksum mismatch in the record at " + Offset(start) +
+                         " (" + std::to_string(length) + " bytes)");
+  }
+  if (!record->ParseFromArray(payload_.data(), static_cast<int>(length))) {
+    return DataLossError("recording \"" + path_ + "\" is corrupt: the record at " + Offset(start) +
+                         " does not parse as rtloop.telemetry.v1.Record");
+  }
+  offset_ = pos + length;
+  return true;
+}
+
+Result<RecordContents> ReadRecordFile(const std::string& path) {
+  Result<std::unique_ptr<RecordReader>> reader = RecordReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  RecordReader& r = **reader;
+  RecordContents contents;
+  v1::Record record;
+  Result<bool> first = r.Next(&record);
+  if (!first.ok()) return first.status();
+  if (!*first) {
+    return DataLossError("recording \"" + path + "\" is empty: no header record");
+  }
+  if (!record.has_header() || record.header().magic() != kRecordMagic) {
+    return DataLossError("\"" + path + "\" is not an rtloop recording: the first record is not a " +
+                         "header with magic \"" + kRecordMagic + "\"");
+  }
+  if (record.header().format_version() > kRecordFormatVersion) {
+    return InvalidArgumentError("recording \"" + path + "\" has format version " +
+                                std::to_string(record.header().format_version()) +
+                                "; this reader understands up to " +
+                                std::to_string(kRecordFormatVersion) + ": use a newer rtloop");
+  }
+  contents.header = std::move(*record.mutable_header());
+  contents.valid_bytes = r.offset();
+  for (;;) {
+    const std::uint64_t at = r.offset();
+    Result<bool> next = r.Next(&record);
+    if (!next.ok()) {
+      contents.error = next.status();
+      break;
+    }
+    if (!*next) {
+      if (!contents.trailer) {
+        contents.error =
+            DataLossError("recording \"" + path + "\" ends at " + Offset(at) +
+                          " without a trailer: it was cut short (crash, kill or full disk); the " +
+                          std::to_string(contents.batches.size()) + " batches before are intact");
+      }
+      break;
+    }
+    if (contents.trailer) {
+      contents.error = DataLossError("recording \"" + path + "\" is corrupt: a record follows " +
+                                     "the trailer at " + Offset(at));
+      break;
+    }
+    if (record.has_batch()) {
+      contents.batches.push_back(std::move(*record.mutable_batch()));
+    } else if (record.has_trailer()) {
+      contents.trailer = std::move(*record.mutable_trailer());
+    } else {
+      contents.error = DataLossError("recording \"" + path + "\" is corrupt: unexpected " +
+                                     (record.has_header() ? "second header" : "empty record") +
+                                     " at " + Offset(at));
+      break;
+    }
+    contents.valid_bytes = r.offset();
+  }
+  return contents;
+}
+
+}  // namespace rtloop::telemetry

@@ -1,0 +1,172 @@
+#include "rtloop/telemetry/task_telemetry.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace rtloop::telemetry {
+namespace {
+
+inline void BumpU64(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+TaskTelemetry::TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring)
+    : id_(id), config_(config), ring_(std::move(ring)) {}
+
+void TaskTelemetry::OnRtThreadStart() { ring_->writer().AttachToCurrentThread(); }
+
+void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
+  latency_.Record(s.wakeup_latency_ns);
+  execution_.Record(s.execution_ns);
+  if ((s.flags & kCycleOverrun) != 0) BumpU64(overruns_);
+  if ((s.flags & kCycleFault) != 0) BumpU64(faults_);
+  if (s.missed_releases != 0) BumpU64(missed_, s.missed_releases);
+  if ((s.flags & kCycleFirst) == 0 && s.seq != 0) {
+    const std::uint64_t n = jitter_count_.load(std::memory_order_relaxed);
+    if (n == 0 || s.period_jitter_ns < jitter_min_.load(std::memory_order_relaxed)) {
+      jitter_min_.store(s.period_jitter_ns, std::memory_order_relaxed);
+    }
+    if (n == 0 || s.period_jitter_ns > jitter_max_.load(std::memory_order_relaxed)) {
+      jitter_max_.store(s.period_jitter_ns, std::memory_order_relaxed);
+    }
+    jitter_count_.store(n + 1, std::memory_order_relaxed);
+    jitter_last_.store(s.period_jitter_ns, std::memory_order_relaxed);
+  }
+  latency_last_.store(s.wakeup_latency_ns, std::memory_order_relaxed);
+  execution_last_.store(s.execution_ns, std::memory_order_relaxed);
+  BumpU64(samples_);
+  // A full ring drops the sample and counts it; the statistics above already include it.
+  (void)ring_->writer().TryPush(MakeSample(s));
+}
+
+TaskStatsSnapshot TaskTelemetry::OwnStats() const noexcept {
+  TaskStatsSnapshot st;
+  st.cycles = samples();
+  st.state = st.cycles > 0 ? TaskState::kRunning : TaskState::kCreated;
+  st.latency_min_ns = latency_.min_ns();
+  st.latency_max_ns = latency_.max_ns();
+  st.latency_sum_ns = latency_.sum_ns();
+  st.latency_last_ns = latency_last_.load(std::memory_order_relaxed);
+  st.execution_min_ns = execution_.min_ns();
+  st.execution_max_ns = execution_.max_ns();
+  st.execution_sum_ns = execution_.sum_ns();
+  st.execution_last_ns = execution_last_.load(std::memory_order_relaxed);
+  st.jitter_min_ns = jitter_min_.load(std::memory_order_relaxed);
+  st.jitter_max_ns = jitter_max_.load(std::memory_order_relaxed);
+  st.jitter_last_ns = jitter_last_.load(std::memory_order_relaxed);
+  st.overruns = overruns_.load(std::memory_order_relaxed);
+  st.missed_releases = missed_.load(std::memory_order_relaxed);
+  st.faults = faults_.load(std::memory_order_relaxed);
+  return st;
+}
+
+TelemetryHub::TelemetryHub(const TelemetryHubConfig& config) : config_(config), slots_(nullptr) {
+  config_.max_tasks =
+      std::clamp<std::size_t>(config_.max_tasks, 1, std::size_t{kMaxSampleTaskId} + 1);
+  slots_.reset(new std::atomic<TaskTelemetry*>[config_.max_tasks]);
+  for (std::size_t i = 0; i < config_.max_tasks; ++i) {
+    slots_[i].store(nullptr, std::memory_order_relaxed);
+  }
+}
+
+TelemetryHub::~TelemetryHub() = default;
+
+Status TelemetryHub::AddTask(TaskId id, const TaskConfig& config) {
+  if (id >= config_.max_tasks) {
+    return InvalidArgumentError("task id " + std::to_string(id) + " (\"" + config.name +
+                                "\") is beyond the telemetry hub's " +
+                                std::to_string(config_.max_tasks) +
+                                " task slots: raise TelemetryHubConfig::max_tasks");
+  }
+  if (config.period.count() <= 0) {
+    return InvalidArgumentError("task \"" + config.name +
+                                "\" has a period <= 0: telemetry cannot size its sample ring");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slots_[id].load(std::memory_order_acquire) != nullptr) {
+    return Status(StatusCode::kAlreadyExists,
+                  "task id " + std::to_string(id) + " was already added to the telemetry hub");
+  }
+  const std::size_t capacity =
+      config_.ring_capacity > 0
+          ? config_.ring_capacity
+          : RingCapacityFor(config.period, config_.drain_period, config_.min_ring_capacity);
+  Result<std::unique_ptr<SampleRing>> ring = SampleRing::Create({.capacity = capacity});
+  if (!ring.ok()) return ring.status();
+  auto task = std::make_unique<TaskTelemetry>(id, config, std::move(ring).value());
+  slots_[id].store(task.get(), std::memory_order_release);
+  owned_.push_back(std::move(task));
+  return Status::Ok();
+}
+
+void TelemetryHub::SetStatsSource(StatsSource source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_source_ = std::move(source);
+}
+
+void TelemetryHub::OnRtThreadStart(TaskId id) {
+  if (TaskTelemetry* t = task(id)) t->OnRtThreadStart();
+}
+
+void TelemetryHub::OnCycle(const CycleSample& sample) noexcept {
+  TaskTelemetry* t = task(sample.task);
+  if (t == nullptr) {
+    unknown_task_samples_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  t->OnCycle(sample);
+}
+
+TaskTelemetry* TelemetryHub::task(TaskId id) noexcept {
+  return id < config_.max_tasks ? slots_[id].load(std::memory_order_acquire) : nullptr;
+}
+
+const TaskTelemetry* TelemetryHub::task(TaskId id) const noexcept {
+  return id < config_.max_tasks ? slots_[id].load(std::memory_order_acquire) : nullptr;
+}
+
+std::vector<TaskId> TelemetryHub::TaskIds() const {
+  std::vector<TaskId> ids;
+  for (std::size_t i = 0; i < config_.max_tasks; ++i) {
+    if (slots_[i].load(std::memory_order_acquire) != nullptr) ids.push_back(static_cast<TaskId>(i));
+  }
+  return ids;
+}
+
+Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id) const {
+  const TaskTelemetry* t = task(id);
+  if (t == nullptr) {
+    return NotFoundError("no telemetry for task id " + std::to_string(id) +
+                         ": it was never added to the hub");
+  }
+  TaskTelemetrySnapshot s;
+  s.id = id;
+  s.name = t->config().name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.stats = stats_source_ ? stats_source_(id) : t->OwnStats();
+  }
+  s.latency = t->latency().Summary();
+  s.execution = t->execution().Summary();
+  s.samples = t->samples();
+  s.ring_pushed = t->ring().writer().pushed();
+  s.ring_dropped = t->ring().writer().dropped();
+  s.delivered = t->delivered();
+  s.ring_capacity = t->ring().capacity();
+  return s;
+}
+
+std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll() const {
+  std::vector<TaskTelemetrySnapshot> all;
+  for (TaskId id : TaskIds()) {
+    Result<TaskTelemetrySnapshot> s = Snapshot(id);
+    if (s.ok()) all.push_back(std::move(s).value());
+  }
+  return all;
+}
+
+}  // namespace rtloop::telemetry

@@ -1,0 +1,193 @@
+#include "rtloop/telemetry/collector.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::MakeCycle;
+using testing::MakeTaskConfig;
+
+class CollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (TaskId id : {0u, 1u}) {
+      ASSERT_TRUE(hub_.AddTask(id, MakeTaskConfig(id == 0 ? "a" : "b")).ok());
+      hub_.OnRtThreadStart(id);
+    }
+  }
+  void Produce(TaskId task, std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t i = from; i < to; ++i) {
+      hub_.OnCycle(MakeCycle(task, i, static_cast<std::int64_t>(1000 + i), 500));
+    }
+  }
+  TelemetryHub hub_{{.min_ring_capacity = 1024}};
+};
+
+class CountingSink final : public SampleSink {
+ public:
+  void OnSamples(TaskId task, std::span<const Sample> samples) override {
+    for (const Sample& s : samples) seqs[task].push_back(s.seq);
+  }
+  void OnDrainEnd() override { ++drain_ends; }
+  std::map<TaskId, std::vector<std::uint64_t>> seqs;
+  int drain_ends = 0;
+};
+
+TEST_F(CollectorTest, SubscriberReceivesPerTaskBatchesInSeqOrder) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({});
+  Produce(0, 0, 100);
+  Produce(1, 0, 50);
+  EXPECT_EQ(collector.DrainOnce(), 150u);
+  std::vector<SampleBatch> batches;
+  EXPECT_EQ(sub->Pop(&batches, milliseconds(0)), 150u);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].task, 0u);
+  EXPECT_EQ(batches[0].first_seq, 0u);
+  EXPECT_EQ(batches[0].samples.size(), 100u);
+  EXPECT_EQ(batches[0].lost_before, 0u);
+  EXPECT_EQ(batches[1].task, 1u);
+  EXPECT_EQ(batches[1].samples.size(), 50u);
+  for (std::size_t i = 0; i < batches[0].samples.size(); ++i) {
+    EXPECT_EQ(batches[0].samples[i].seq, i);
+    EXPECT_EQ(batches[0].samples[i].latency_ns, static_cast<std::int32_t>(1000 + i));
+  }
+  const SubscriptionStats st = sub->stats();
+  EXPECT_EQ(st.offered, 150u);
+  EXPECT_EQ(st.received, 150u);
+  EXPECT_EQ(st.lost, 0u);
+}
+
+TEST_F(CollectorTest, TaskFilterSelectsTasks) {
+  Collector collector(hub_);
+  auto only_b = collector.Subscribe({.tasks = {1}});
+  Produce(0, 0, 10);
+  Produce(1, 0, 20);
+  collector.DrainOnce();
+  std::vector<SampleBatch> batches;
+  EXPECT_EQ(only_b->Pop(&batches, milliseconds(0)), 20u);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].task, 1u);
+  EXPECT_EQ(only_b->stats().offered, 20u);
+}
+
+TEST_F(CollectorTest, SlowSubscriberLosesItsOldestSamplesWithoutAffectingOthers) {
+  Collector collector(hub_);
+  auto slow = collector.Subscribe({.capacity = 100});
+  auto fast = collector.Subscribe({.capacity = 10'000});
+  Produce(0, 0, 700);
+  collector.DrainOnce();
+  Produce(0, 700, 1000);
+  collector.DrainOnce();
+  std::vector<SampleBatch> batches;
+  EXPECT_EQ(fast->Pop(&batches, milliseconds(0)), 1000u);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].lost_before, 0u);
+  EXPECT_EQ(slow->Pop(&batches, milliseconds(0)), 100u);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].first_seq, 900u);
+  EXPECT_EQ(batches[0].lost_before, 900u);
+  const SubscriptionStats st = slow->stats();
+  EXPECT_EQ(st.offered, 1000u);
+  EXPECT_EQ(st.received + st.lost + st.queued, st.offered);
+  EXPECT_EQ(st.lost, 900u);
+  // Later batches report only the loss since the previous batch.
+  Produce(0, 1000, 1010);
+  collector.DrainOnce();
+  EXPECT_EQ(slow->Pop(&batches, milliseconds(0)), 10u);
+  EXPECT_EQ(batches[0].lost_before, 0u);
+  EXPECT_EQ(batches[0].first_seq, 1000u);
+}
+
+TEST_F(CollectorTest, RingDropsShowAsSeqGapsThatSplitBatches) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({});
+  const std::size_t cap = hub_.task(0)->ring().capacity();
+  Produce(0, 0, cap + 10);  // the last 10 are dropped in the ring
+  collector.DrainOnce();
+  Produce(0, cap + 10, cap + 20);
+  collector.DrainOnce();
+  std::vector<SampleBatch> batches;
+  EXPECT_EQ(sub->Pop(&batches, milliseconds(0), 1 << 20), cap + 10);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].samples.size(), cap);
+  EXPECT_EQ(batches[1].first_seq, cap + 10);
+  EXPECT_EQ(batches[1].lost_before, 0u);
+  Result<TaskTelemetrySnapshot> snap = hub_.Snapshot(0);
+  EXPECT_EQ(snap->ring_dropped, 10u);
+  EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);
+}
+
+TEST_F(CollectorTest, PopWaitsForTheTimeoutAndWakesOnClose) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({});
+  std::vector<SampleBatch> batches;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(sub->Pop(&batches, milliseconds(20)), 0u);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(19));
+  std::thread closer([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    collector.Unsubscribe(sub);
+  });
+  EXPECT_EQ(sub->Pop(&batches, std::chrono::seconds(30)), 0u);  // woken long before 30 s
+  closer.join();
+  EXPECT_TRUE(sub->closed());
+  EXPECT_EQ(collector.stats().subscriptions, 0u);
+}
+
+TEST_F(CollectorTest, PopWakesWhenTheCollectorThreadDelivers) {
+  Collector collector(hub_, {.drain_period = milliseconds(1)});
+  auto sub = collector.Subscribe({.tasks = {0}});
+  ASSERT_TRUE(collector.Start().ok());
+  EXPECT_EQ(collector.Start().code(), StatusCode::kFailedPrecondition);
+  Produce(0, 0, 5);
+  std::vector<SampleBatch> batches;
+  std::size_t got = 0;
+  for (int i = 0; i < 100 && got < 5; ++i) got += sub->Pop(&batches, std::chrono::seconds(1));
+  EXPECT_EQ(got, 5u);
+  collector.Stop();
+}
+
+TEST_F(CollectorTest, UnsubscribedSubscriptionsGetNothingMore) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({});
+  Produce(0, 0, 10);
+  collector.DrainOnce();
+  sub->Close();
+  Produce(0, 10, 20);
+  collector.DrainOnce();
+  EXPECT_EQ(sub->stats().offered, 10u);
+  EXPECT_EQ(collector.stats().subscriptions, 0u);
+  std::vector<SampleBatch> batches;
+  EXPECT_EQ(sub->Pop(&batches, milliseconds(0)), 10u);  // what was queued is still readable
+}
+
+TEST_F(CollectorTest, StopDrainsWhatRemainsIntoSinks) {
+  Collector collector(hub_, {.drain_period = std::chrono::seconds(10)});
+  CountingSink sink;
+  ASSERT_TRUE(collector.AddSink(&sink).ok());
+  ASSERT_TRUE(collector.Start().ok());
+  EXPECT_EQ(collector.AddSink(&sink).code(), StatusCode::kFailedPrecondition);
+  std::this_thread::sleep_for(milliseconds(5));
+  Produce(0, 0, 300);
+  Produce(1, 0, 200);
+  collector.Stop();
+  ASSERT_EQ(sink.seqs[0].size(), 300u);
+  ASSERT_EQ(sink.seqs[1].size(), 200u);
+  for (std::uint64_t i = 0; i < 300; ++i) EXPECT_EQ(sink.seqs[0][i], i);
+  EXPECT_GE(sink.drain_ends, 1);
+  EXPECT_EQ(hub_.task(0)->delivered(), 300u);
+  EXPECT_EQ(collector.stats().delivered, 500u);
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry

@@ -1,0 +1,219 @@
+#include "rtloop/telemetry/latency_histogram.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace rtloop::telemetry {
+namespace {
+
+static_assert(noexcept(std::declval<LatencyHistogram&>().Record(0)));
+static_assert(noexcept(std::declval<const LatencyHistogram&>().Summary()));
+static_assert(noexcept(std::declval<const LatencyHistogram&>().ValueAtPercentile(99.0)));
+static_assert(LatencyHistogram::kBucketCount * sizeof(std::uint64_t) <= 256 * 1024);
+static_assert(LatencyHistogram::kMaxTrackable >= 100'000'000'000);
+
+// Nearest-rank percentile of sorted values: the definition the histogram follows.
+std::int64_t ExactPercentile(const std::vector<std::int64_t>& sorted, double p) {
+  const auto n = static_cast<double>(sorted.size());
+  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * n));
+  rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+void ExpectPercentilesWithinError(const std::vector<std::int64_t>& values) {
+  LatencyHistogram h;
+  for (std::int64_t v : values) h.Record(v);
+  std::vector<std::int64_t> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  const HistogramSummary s = h.Summary();
+  EXPECT_EQ(s.count, values.size());
+  EXPECT_EQ(s.min_ns, sorted.front());
+  EXPECT_EQ(s.max_ns, sorted.back());
+  std::int64_t sum = 0;
+  for (std::int64_t v : values) sum += v;
+  EXPECT_EQ(s.sum_ns, sum);
+  for (std::size_t i = 0; i < kSummaryPercentiles.size(); ++i) {
+    const double p = kSummaryPercentiles[i];
+    const std::int64_t exact = ExactPercentile(sorted, p);
+    const std::int64_t got = s.percentiles_ns[i];
+    EXPECT_EQ(got, h.ValueAtPercentile(p)) << "p" << p;
+    if (exact < LatencyHistogram::kExactLimit) {
+      EXPECT_EQ(got, exact) << "p" << p;
+    } else {
+      const double rel = std::abs(static_cast<double>(got - exact)) / static_cast<double>(exact);
+      EXPECT_LE(rel, 0.001) << "p" << p << " exact " << exact << " got " << got;
+    }
+  }
+  for (double p : {1.0, 10.0, 25.0, 75.0, 95.0, 100.0}) {
+    const std::int64_t exact = ExactPercentile(sorted, p);
+    const std::int64_t got = h.ValueAtPercentile(p);
+    EXPECT_LE(std::abs(static_cast<double>(got - exact)),
+              std::max(0.0, static_cast<double>(exact) * 0.001))
+        << "p" << p;
+  }
+}
+
+constexpr std::size_t kN = 1'000'000;
+
+TEST(LatencyHistogramTest, BucketLayoutIsContiguousExactBelow2048AndWithinRelativeError) {
+  EXPECT_EQ(LatencyHistogram::BucketLower(0), 0);
+  for (std::size_t i = 0; i + 1 < LatencyHistogram::kBucketCount; ++i) {
+    const std::int64_t lo = LatencyHistogram::BucketLower(i);
+    const std::int64_t hi = LatencyHistogram::BucketUpper(i);
+    ASSERT_EQ(hi, LatencyHistogram::BucketLower(i + 1)) << i;
+    ASSERT_EQ(LatencyHistogram::BucketIndex(lo), i);
+    ASSERT_EQ(LatencyHistogram::BucketIndex(hi - 1), i);
+    if (lo < LatencyHistogram::kExactLimit) {
+      ASSERT_EQ(hi - lo, 1);
+    } else {
+      ASSERT_LE(static_cast<double>(hi - lo) / static_cast<double>(lo),
+                LatencyHistogram::kMaxRelativeError);
+    }
+  }
+  EXPECT_EQ(LatencyHistogram::BucketUpper(LatencyHistogram::kBucketCount - 1),
+            LatencyHistogram::kMaxTrackable);
+}
+
+TEST(LatencyHistogramTest, EmptyHistogramReportsZeros) {
+  LatencyHistogram h;
+  const HistogramSummary s = h.Summary();
+  EXPECT_EQ(s.count, 0u);
+  EXPECT_EQ(s.min_ns, 0);
+  EXPECT_EQ(s.max_ns, 0);
+  EXPECT_EQ(h.ValueAtPercentile(99.0), 0);
+  for (std::int64_t v : s.percentiles_ns) EXPECT_EQ(v, 0);
+}
+
+TEST(LatencyHistogramTest, PercentilesMatchSortedValuesOnUniformData) {
+  std::mt19937_64 rng(1);
+  std::uniform_int_distribution<std::int64_t> dist(0, 200'000);
+  std::vector<std::int64_t> v(kN);
+  for (auto& x : v) x = dist(rng);
+  ExpectPercentilesWithinError(v);
+}
+
+TEST(LatencyHistogramTest, PercentilesMatchSortedValuesOnLogNormalData) {
+  std::mt19937_64 rng(2);
+  std::lognormal_distribution<double> dist(std::log(15'000.0), 0.6);
+  std::vector<std::int64_t> v(kN);
+  for (auto& x : v) x = static_cast<std::int64_t>(dist(rng));
+  ExpectPercentilesWithinError(v);
+}
+
+TEST(LatencyHistogramTest, PercentilesMatchSortedValuesOnBimodalData) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> fast(900.0, 80.0);        // exact region
+  std::normal_distribution<double> slow(250'000.0, 9000.0);  // log region
+  std::bernoulli_distribution pick_slow(0.02);
+  std::vector<std::int64_t> v(kN);
+  for (auto& x : v) {
+    x = std::max<std::int64_t>(0,
+                               static_cast<std::int64_t>(pick_slow(rng) ? slow(rng) : fast(rng)));
+  }
+  ExpectPercentilesWithinError(v);
+}
+
+TEST(LatencyHistogramTest, PercentilesMatchSortedValuesOnHeavyTailedData) {
+  // Pareto, alpha 1.1, from 5 µs: the tail reaches seconds.
+  std::mt19937_64 rng(4);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::int64_t> v(kN);
+  for (auto& x : v) {
+    const double pareto = 5'000.0 / std::pow(1.0 - u(rng), 1.0 / 1.1);
+    x = static_cast<std::int64_t>(std::min(pareto, 1.2e11));
+  }
+  ExpectPercentilesWithinError(v);
+}
+
+TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> dist(std::log(20'000.0), 1.0);
+  LatencyHistogram a, b, all;
+  for (int i = 0; i < 200'000; ++i) {
+    std::int64_t x = static_cast<std::int64_t>(dist(rng)) - 50;  // a few negatives
+    if (i % 10'007 == 0) x = 150'000'000'000;                    // a few overflows
+    (i % 3 == 0 ? a : b).Record(x);
+    all.Record(x);
+  }
+  a.Merge(b);
+  std::vector<HistogramBucket> merged, expected;
+  a.ExportBuckets(&merged);
+  all.ExportBuckets(&expected);
+  ASSERT_EQ(merged.size(), expected.size());
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    EXPECT_EQ(merged[i].lower_ns, expected[i].lower_ns);
+    EXPECT_EQ(merged[i].upper_ns, expected[i].upper_ns);
+    EXPECT_EQ(merged[i].count, expected[i].count);
+  }
+  const HistogramSummary sa = a.Summary();
+  const HistogramSummary se = all.Summary();
+  EXPECT_EQ(sa.count, se.count);
+  EXPECT_EQ(sa.negative_count, se.negative_count);
+  EXPECT_EQ(sa.overflow_count, se.overflow_count);
+  EXPECT_EQ(sa.min_ns, se.min_ns);
+  EXPECT_EQ(sa.max_ns, se.max_ns);
+  EXPECT_EQ(sa.sum_ns, se.sum_ns);
+  EXPECT_EQ(sa.percentiles_ns, se.percentiles_ns);
+}
+
+TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
+  LatencyHistogram a, b;
+  for (int i = 0; i < 5000; ++i) a.Record(i * 37);
+  b.CopyFrom(a);
+  EXPECT_EQ(b.Summary().percentiles_ns, a.Summary().percentiles_ns);
+  EXPECT_EQ(b.count(), a.count());
+  b.Reset();
+  EXPECT_EQ(b.count(), 0u);
+  EXPECT_EQ(b.ValueAtPercentile(50), 0);
+}
+
+TEST(LatencyHistogramTest, ZeroIsExact) {
+  LatencyHistogram h;
+  for (int i = 0; i < 10; ++i) h.Record(0);
+  const HistogramSummary s = h.Summary();
+  EXPECT_EQ(s.min_ns, 0);
+  EXPECT_EQ(s.max_ns, 0);
+  for (std::int64_t v : s.percentiles_ns) EXPECT_EQ(v, 0);
+}
+
+TEST(LatencyHistogramTest, NegativeValuesAreCountedSeparatelyAndReflectedInMin) {
+  LatencyHistogram h;
+  h.Record(-500);
+  h.Record(-1500);
+  for (int i = 0; i < 98; ++i) h.Record(10'000);
+  const HistogramSummary s = h.Summary();
+  EXPECT_EQ(s.count, 100u);
+  EXPECT_EQ(s.negative_count, 2u);
+  EXPECT_EQ(s.min_ns, -1500);
+  EXPECT_EQ(s.max_ns, 10'000);
+  EXPECT_EQ(s.sum_ns, -2000 + 98 * 10'000);
+  EXPECT_EQ(h.ValueAtPercentile(1.0), -1000);  // rank among the negatives: their mean
+  EXPECT_EQ(h.ValueAtPercentile(50.0), 10'000);
+  std::vector<HistogramBucket> buckets;
+  h.ExportBuckets(&buckets);
+  ASSERT_FALSE(buckets.empty());
+  EXPECT_EQ(buckets.front().lower_ns, -1500);
+  EXPECT_EQ(buckets.front().upper_ns, 0);
+  EXPECT_EQ(buckets.front().count, 2u);
+}
+
+TEST(LatencyHistogramTest, ValuesBeyondTheRangeGoToOverflowAndReportTheExactMax) {
+  LatencyHistogram h;
+  h.Record(100'000'000'000);  // 100 s: still bucketed
+  h.Record(200'000'000'000);  // 200 s: overflow
+  h.Record(std::numeric_limits<std::int64_t>::max() / 4);
+  EXPECT_EQ(h.overflow_count(), 2u);
+  EXPECT_EQ(h.max_ns(), std::numeric_limits<std::int64_t>::max() / 4);
+  EXPECT_EQ(h.ValueAtPercentile(100.0), std::numeric_limits<std::int64_t>::max() / 4);
+  const std::int64_t p10 = h.ValueAtPercentile(10.0);
+  EXPECT_LE(std::abs(static_cast<double>(p10) - 1e11), 1e11 * 0.001);
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry

@@ -1,0 +1,288 @@
+#include "rtloop/telemetry/recorder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rtloop/telemetry/proto_convert.h"
+#include "test_util.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+using testing::MakeCycle;
+using testing::MakeTaskConfig;
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("rtloop_rec_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::string data(std::filesystem::file_size(path), '\0');
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  EXPECT_NE(f, nullptr) << path;
+  if (f == nullptr) return {};
+  data.resize(std::fread(data.data(), 1, data.size(), f));
+  std::fclose(f);
+  return data;
+}
+
+void WriteAll(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+SystemInfo FakeSystem() {
+  SystemInfo s;
+  s.host_name = "testhost";
+  s.kernel_release = "6.1.0-rt";
+  s.preempt_model = PreemptModel::kRt;
+  s.online_cpus = {0, 1};
+  return s;
+}
+
+class RecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TaskConfig a = MakeTaskConfig("alpha", std::chrono::microseconds(500));
+    a.cpus = {1};
+    a.priority = 90;
+    ASSERT_TRUE(hub_.AddTask(0, a).ok());
+    ASSERT_TRUE(hub_.AddTask(1, MakeTaskConfig("beta")).ok());
+    hub_.OnRtThreadStart(0);
+    hub_.OnRtThreadStart(1);
+  }
+  void TearDown() override {
+    for (const std::string& p : cleanup_) std::remove(p.c_str());
+  }
+  // Records `n` cycles per task through a collector into `path`.
+  void Record(const std::string& path, std::uint64_t n, RecorderConfig config = {}) {
+    cleanup_.push_back(path);
+    config.path = path;
+    config.batch_samples = 256;
+    config.tool_name = "recorder_test";
+    Result<std::unique_ptr<Recorder>> rec = Recorder::Open(config, hub_, FakeSystem());
+    ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+    Collector collector(hub_);
+    ASSERT_TRUE(collector.AddSink(rec->get()).ok());
+    for (std::uint64_t i = 0; i < n; ++i) {
+      hub_.OnCycle(MakeCycle(0, i, static_cast<std::int64_t>(i * 7919 % 50'000) - 10, 3000));
+      hub_.OnCycle(MakeCycle(1, i, static_cast<std::int64_t>(20'000 + i % 13), 100));
+      if (i % 500 == 499) collector.DrainOnce();
+    }
+    collector.Stop();
+    Status s = (*rec)->Close();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ((*rec)->samples_recorded(), 2 * n);
+  }
+  TelemetryHub hub_{{.min_ring_capacity = 1024}};
+  std::vector<std::string> cleanup_;
+};
+
+TEST_F(RecorderTest, RoundTripGivesTheSameSamplesAndStatistics) {
+  const std::string path = TempPath("roundtrip");
+  Record(path, 3000);
+  Result<RecordContents> file = ReadRecordFile(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_TRUE(file->error.ok()) << file->error.ToString();
+  EXPECT_EQ(file->header.magic(), "rtloop-record");
+  EXPECT_EQ(file->header.format_version(), 1u);
+  EXPECT_EQ(file->header.tool_name(), "recorder_test");
+  EXPECT_EQ(file->header.system().host_name(), "testhost");
+  EXPECT_EQ(file->header.system().preempt_model(), "rt");
+  ASSERT_EQ(file->header.tasks_size(), 2);
+  EXPECT_EQ(file->header.tasks(0).name(), "alpha");
+  EXPECT_EQ(file->header.tasks(0).period_ns(), 500'000);
+  EXPECT_EQ(file->header.tasks(0).priority(), 90);
+  EXPECT_EQ(file->header.tasks(0).cpus_size(), 1);
+
+  std::vector<Sample> samples[2];
+  for (const v1::SampleBatch& b : file->batches) {
+    ASSERT_LT(b.task_id(), 2u);
+    ASSERT_TRUE(FromProto(b, &samples[b.task_id()]).ok());
+  }
+  for (TaskId t : {0u, 1u}) {
+    ASSERT_EQ(samples[t].size(), 3000u);
+    for (std::uint64_t i = 0; i < 3000; ++i) {
+      const Sample expected = MakeSample(
+          t == 0 ? MakeCycle(0, i, static_cast<std::int64_t>(i * 7919 % 50'000) - 10, 3000)
+                 : MakeCycle(1, i, static_cast<std::int64_t>(20'000 + i % 13), 100));
+      ASSERT_EQ(samples[t][i].seq, expected.seq);
+      ASSERT_EQ(samples[t][i].release_ns, expected.release_ns);
+      ASSERT_EQ(samples[t][i].latency_ns, expected.latency_ns);
+      ASSERT_EQ(samples[t][i].execution_ns, expected.execution_ns);
+      ASSERT_EQ(samples[t][i].flags, expected.flags);
+    }
+  }
+  ASSERT_TRUE(file->trailer.has_value());
+  EXPECT_EQ(file->trailer->samples_recorded(), 6000u);
+  EXPECT_EQ(file->trailer->samples_not_recorded(), 0u);
+  ASSERT_EQ(file->trailer->stats_size(), 2);
+  ASSERT_EQ(file->trailer->histograms_size(), 4);
+  for (const v1::TaskStats& st : file->trailer->stats()) {
+    v1::TaskStats expected;
+    ToProto(*hub_.Snapshot(st.task_id()), &expected);
+    EXPECT_EQ(st.cycles(), 3000u);
+    EXPECT_EQ(st.latency().DebugString(), expected.latency().DebugString());
+    EXPECT_EQ(st.execution().DebugString(), expected.execution().DebugString());
+    EXPECT_EQ(st.delivered(), 3000u);
+  }
+  EXPECT_EQ(file->valid_bytes, std::filesystem::file_size(path));
+}
+
+TEST_F(RecorderTest, TruncatedFileKeepsEverythingBeforeTheCutAndNamesTheOffset) {
+  const std::string path = TempPath("trunc");
+  Record(path, 2000);
+  const std::string data = ReadAll(path);
+  Result<RecordContents> whole = ReadRecordFile(path);
+  ASSERT_TRUE(whole.ok());
+  const std::size_t total_batches = whole->batches.size();
+  const std::string cut_path = TempPath("trunc_cut");
+  cleanup_.push_back(cut_path);
+  std::size_t previous_batches = 0;
+  for (std::size_t cut :
+       {data.size() - 1, data.size() - 3, data.size() * 3 / 4, data.size() / 2, data.size() / 5}) {
+    WriteAll(cut_path, data.substr(0, cut));
+    Result<RecordContents> file = ReadRecordFile(cut_path);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
+    EXPECT_NE(file->error.message().find("byte offset " + std::to_string(file->valid_bytes)),
+              std::string::npos)
+        << file->error.message();
+    EXPECT_LE(file->valid_bytes, cut);
+    EXPECT_FALSE(file->trailer.has_value());
+    EXPECT_LE(file->batches.size(), total_batches);
+    if (previous_batches != 0) {
+      EXPECT_LE(file->batches.size(), previous_batches);
+    }
+    previous_batches = file->batches.size();
+    // Every batch that survived is identical to the original.
+    for (std::size_t i = 0; i < file->batches.size(); ++i) {
+      ASSERT_EQ(file->batches[i].SerializeAsString(), whole->batches[i].SerializeAsString());
+    }
+  }
+  WriteAll(cut_path, data.substr(0, 3));
+  Result<RecordContents> stub = ReadRecordFile(cut_path);
+  ASSERT_FALSE(stub.ok());
+  EXPECT_EQ(stub.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(stub.status().message().find("byte offset 0"), std::string::npos)
+      << stub.status().message();
+}
+
+TEST_F(RecorderTest, BitFlipsAreDetectedAndTheRecordsBeforeThemStayReadable) {
+  const std::string path = TempPath("flip");
+  Record(path, 2000);
+  const std::string data = ReadAll(path);
+  Result<RecordContents> whole = ReadRecordFile(path);
+  ASSERT_TRUE(whole.ok());
+  const std::string flip_path = TempPath("flip_bad");
+  cleanup_.push_back(flip_path);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::size_t> pos(400, data.size() - 1);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::string bad = data;
+    const std::size_t at = pos(rng);
+    bad[at] = static_cast<char>(bad[at] ^ static_cast<char>(1 << (trial % 8)));
+    WriteAll(flip_path, bad);
+    Result<RecordContents> file = ReadRecordFile(flip_path);
+    if (!file.ok()) {  // the header itself was hit
+      EXPECT_EQ(file.status().code(), StatusCode::kDataLoss);
+      continue;
+    }
+    ASSERT_FALSE(file->error.ok()) << "flip at byte " << at << " went unnoticed";
+    EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
+    EXPECT_NE(file->error.message().find("byte offset"), std::string::npos);
+    EXPECT_LE(file->valid_bytes, at);
+    for (std::size_t i = 0; i < file->batches.size(); ++i) {
+      ASSERT_EQ(file->batches[i].SerializeAsString(), whole->batches[i].SerializeAsString());
+    }
+  }
+}
+
+TEST_F(RecorderTest, UnwritablePathFailsAtOpenWithAClearMessage) {
+  Result<std::unique_ptr<Recorder>> missing_dir =
+      Recorder::Open({.path = "/nonexistent-rtloop-dir/run.rtrec"}, hub_, FakeSystem());
+  ASSERT_FALSE(missing_dir.ok());
+  EXPECT_EQ(missing_dir.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing_dir.status().message().find("/nonexistent-rtloop-dir/run.rtrec"),
+            std::string::npos)
+      << missing_dir.status().message();
+  Result<std::unique_ptr<Recorder>> dir =
+      Recorder::Open({.path = std::filesystem::temp_directory_path().string()}, hub_, FakeSystem());
+  EXPECT_FALSE(dir.ok());
+  EXPECT_FALSE(Recorder::Open({.path = ""}, hub_, FakeSystem()).ok());
+}
+
+TEST_F(RecorderTest, FullDiskStopsRecordingWithoutDisturbingTheCollectorOrSubscribers) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "needs /dev/full";
+  int errors = 0;
+  RecorderConfig config{.path = "/dev/full", .flush_interval = std::chrono::nanoseconds(0)};
+  config.on_error = [&errors](const Status&) { ++errors; };
+  Result<std::unique_ptr<Recorder>> rec = Recorder::Open(config, hub_, FakeSystem());
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  Collector collector(hub_);
+  ASSERT_TRUE(collector.AddSink(rec->get()).ok());
+  auto sub = collector.Subscribe({});
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    hub_.OnCycle(MakeCycle(0, i, 1000, 100));
+    if (i % 100 == 99) collector.DrainOnce();
+  }
+  collector.Stop();
+  EXPECT_TRUE((*rec)->failed());
+  const Status s = (*rec)->Close();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.ToString();
+  EXPECT_EQ(errors, 1);
+  EXPECT_EQ((*rec)->samples_recorded() + (*rec)->samples_not_recorded(), 1000u);
+  EXPECT_EQ(sub->stats().offered, 1000u);
+  EXPECT_EQ(hub_.task(0)->ring().writer().dropped(), 0u);
+}
+
+TEST_F(RecorderTest, ReaderRejectsAFileThatIsNotARecording) {
+  const std::string path = TempPath("notrec");
+  cleanup_.push_back(path);
+  WriteAll(path, "hello, this is plain text and no recording at all\n");
+  Result<RecordContents> file = ReadRecordFile(path);
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().code(), StatusCode::kDataLoss);
+  Result<RecordContents> missing = ReadRecordFile(TempPath("does_not_exist"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(RecorderTest, FileIsReadableAsPlainLengthDelimitedProtobuf) {
+  const std::string path = TempPath("plain");
+  Record(path, 300);
+  const std::string data = ReadAll(path);
+  // A generic reader: varint length, then a v1::Record, until the end.
+  std::size_t pos = 0;
+  int records = 0;
+  while (pos < data.size()) {
+    std::uint64_t len = 0;
+    int shift = 0;
+    while (true) {
+      const auto c = static_cast<unsigned char>(data[pos++]);
+      len |= static_cast<std::uint64_t>(c & 0x7f) << shift;
+      if ((c & 0x80) == 0) break;
+      shift += 7;
+    }
+    v1::Record r;
+    ASSERT_TRUE(r.ParseFromArray(data.data() + pos, static_cast<int>(len)));
+    EXPECT_NE(r.crc32c(), 0u);
+    pos += len;
+    ++records;
+  }
+  EXPECT_EQ(pos, data.size());
+  EXPECT_GE(records, 4);  // header, >= 2 batches, trailer
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry

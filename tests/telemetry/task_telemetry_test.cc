@@ -1,0 +1,178 @@
+#include "rtloop/telemetry/task_telemetry.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "alloc_counter.h"
+#include "rtloop/framework/executor.h"
+#include "rtloop/framework/periodic_task.h"
+#include "rtloop/telemetry/collector.h"
+#include "test_util.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+using testing::MakeCycle;
+using testing::MakeTaskConfig;
+
+static_assert(noexcept(std::declval<TelemetryHub&>().OnCycle(CycleSample{})));
+static_assert(noexcept(std::declval<TaskTelemetry&>().OnCycle(CycleSample{})));
+
+TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
+  TelemetryHub hub;
+  ASSERT_TRUE(hub.AddTask(3, MakeTaskConfig("pos")).ok());
+  hub.OnRtThreadStart(3);
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    CycleSample c = MakeCycle(3, i, static_cast<std::int64_t>(10'000 + i), 2000);
+    if (i == 500) {
+      c.flags |= kCycleOverrun;
+      c.missed_releases = 2;
+    }
+    hub.OnCycle(c);
+  }
+  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(3);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->name, "pos");
+  EXPECT_EQ(snap->stats.cycles, 1000u);
+  EXPECT_EQ(snap->stats.state, TaskState::kRunning);
+  EXPECT_EQ(snap->stats.latency_min_ns, 10'000);
+  EXPECT_EQ(snap->stats.latency_max_ns, 10'999);
+  EXPECT_EQ(snap->stats.latency_sum_ns, 1000 * 10'000 + 999 * 1000 / 2);
+  EXPECT_EQ(snap->stats.execution_max_ns, 2000);
+  EXPECT_EQ(snap->stats.overruns, 1u);
+  EXPECT_EQ(snap->stats.missed_releases, 2u);
+  EXPECT_EQ(snap->latency.count, 1000u);
+  EXPECT_NEAR(static_cast<double>(snap->latency.percentiles_ns[0]), 10'500.0, 11.0);
+  EXPECT_EQ(snap->samples, 1000u);
+  EXPECT_EQ(snap->ring_pushed, 1000u);
+  EXPECT_EQ(snap->ring_dropped, 0u);
+  EXPECT_EQ(snap->delivered, 0u);
+  EXPECT_EQ(hub.TaskIds(), std::vector<TaskId>{3});
+}
+
+TEST(TelemetryHubTest, SamplesOfUnknownTasksAreCountedAndIgnored) {
+  TelemetryHub hub;
+  hub.OnCycle(MakeCycle(9, 0, 1, 1));
+  hub.OnCycle(MakeCycle(100'000, 0, 1, 1));
+  EXPECT_EQ(hub.unknown_task_samples(), 2u);
+  EXPECT_EQ(hub.Snapshot(9).status().code(), StatusCode::kNotFound);
+}
+
+TEST(TelemetryHubTest, AddTaskRejectsIdsBeyondTheSlotsAndDuplicates) {
+  TelemetryHub hub({.max_tasks = 4});
+  Status beyond = hub.AddTask(4, MakeTaskConfig("x"));
+  EXPECT_EQ(beyond.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(beyond.message().find("max_tasks"), std::string::npos) << beyond.message();
+  ASSERT_TRUE(hub.AddTask(1, MakeTaskConfig("a")).ok());
+  EXPECT_EQ(hub.AddTask(1, MakeTaskConfig("a")).code(), StatusCode::kAlreadyExists);
+  TaskConfig bad = MakeTaskConfig("b");
+  bad.period = std::chrono::nanoseconds(0);
+  EXPECT_EQ(hub.AddTask(2, bad).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TelemetryHubTest, RingIsSizedFromTheTaskRateAndDrainPeriod) {
+  TelemetryHub hub({.drain_period = std::chrono::milliseconds(4), .min_ring_capacity = 1024});
+  ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("fast", std::chrono::microseconds(1))).ok());
+  ASSERT_TRUE(hub.AddTask(1, MakeTaskConfig("slow", std::chrono::milliseconds(10))).ok());
+  EXPECT_GE(hub.task(0)->ring().capacity(), 8000u);
+  EXPECT_EQ(hub.task(1)->ring().capacity(), 1024u);
+}
+
+TEST(TelemetryHubTest, StatsSourceProvidesTheExecutorStatistics) {
+  TelemetryHub hub;
+  ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
+  hub.SetStatsSource([](TaskId id) {
+    TaskStatsSnapshot s;
+    s.state = TaskState::kStopped;
+    s.tid = 1234;
+    s.cycles = 77 + id;
+    return s;
+  });
+  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(0);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->stats.state, TaskState::kStopped);
+  EXPECT_EQ(snap->stats.tid, 1234);
+  EXPECT_EQ(snap->stats.cycles, 77u);
+  hub.SetStatsSource(nullptr);
+  EXPECT_EQ(hub.Snapshot(0)->stats.state, TaskState::kCreated);
+}
+
+TEST(TelemetryHubTest, CyclesMakeNoHeapAllocationsInSteadyState) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  TelemetryHub hub({.min_ring_capacity = 1024});
+  ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a", std::chrono::microseconds(100))).ok());
+  ASSERT_TRUE(hub.AddTask(1, MakeTaskConfig("b", std::chrono::microseconds(100))).ok());
+  hub.OnRtThreadStart(0);
+  hub.OnRtThreadStart(1);
+  Collector collector(hub);
+  hub.OnCycle(MakeCycle(0, 0, 1, 1));
+  collector.DrainOnce();  // first pass: warm-up
+  rtloop::testing::AllocationCounter counter;
+  for (std::uint64_t i = 1; i < 5000; ++i) {
+    hub.OnCycle(MakeCycle(0, i, static_cast<std::int64_t>(i * 13 % 100'000), 5000));
+    hub.OnCycle(MakeCycle(1, i, -static_cast<std::int64_t>(i % 7), 5000));
+    if (i % 500 == 0) collector.DrainOnce();  // collector without subscribers: no allocation
+  }
+  for (std::uint64_t i = 5000; i < 7000; ++i) hub.OnCycle(MakeCycle(0, i, 1, 1));  // ring full
+  EXPECT_EQ(counter.Allocations(), 0u);
+  EXPECT_GT(hub.task(0)->ring().writer().dropped(), 0u);
+}
+
+// A task that notes the process's allocation count at two cycles.
+class AllocationProbe final : public PeriodicTask {
+ public:
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    if (ctx.cycle == kFrom) from_.store(rtloop::testing::TotalAllocations());
+    if (ctx.cycle == kTo) to_.store(rtloop::testing::TotalAllocations());
+    return StepResult::kContinue;
+  }
+  static constexpr std::uint64_t kFrom = 500;
+  static constexpr std::uint64_t kTo = 2999;
+  std::atomic<std::uint64_t> from_{0};
+  std::atomic<std::uint64_t> to_{0};
+};
+
+TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadyState) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  ExecutorConfig ec;
+  ec.lock_memory = false;
+  ec.start_delay = std::chrono::milliseconds(5);
+  Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  TelemetryHub hub;
+  AllocationProbe probe;
+  TaskConfig cfg = MakeTaskConfig("probe", std::chrono::microseconds(200));
+  cfg.policy = SchedPolicy::kOther;
+  cfg.priority = 0;
+  cfg.max_cycles = 3000;
+  cfg.observer = &hub;
+  Result<TaskId> id = (*ex)->AddTask(probe, cfg);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE(hub.AddTask(*id, cfg).ok());
+  hub.AttachExecutor(**ex);
+  Collector collector(hub);
+  ASSERT_TRUE(collector.Start().ok());
+  ASSERT_TRUE((*ex)->Start().ok());
+  (*ex)->Wait();
+  collector.Stop();
+  EXPECT_EQ(probe.to_.load() - probe.from_.load(), 0u)
+      << "heap allocations between cycle " << AllocationProbe::kFrom << " and "
+      << AllocationProbe::kTo << " with telemetry and the collector running";
+  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(*id);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->samples, 3000u);
+  EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);
+  EXPECT_EQ(snap->latency.count, 3000u);
+  EXPECT_EQ(snap->stats.cycles, 3000u);  // from the executor
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry
