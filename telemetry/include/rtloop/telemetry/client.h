@@ -1,0 +1,118 @@
+// Client: the library client of the rtloop telemetry service (proto/rtloop/telemetry/v1/
+// telemetry.proto), used by rtloop-top, the tests and any C++ dashboard.
+//
+//   rtloop::telemetry::ClientConfig cc;
+//   cc.address = "127.0.0.1:50051";
+//   rtloop::Result<std::unique_ptr<rtloop::telemetry::Client>> client =
+//       rtloop::telemetry::Client::Create(cc);
+//   if (!client.ok()) return Fail(client.status());
+//   rtloop::Result<v1::GetStatsResponse> stats = (*client)->GetStats({}, false);
+//
+//   v1::StreamSamplesRequest req;                      // all tasks
+//   auto stream = (*client)->StreamSamples(req);
+//   v1::StreamSamplesResponse batch;
+//   while (stream->Next(&batch)) Consume(batch);      // blocks; false at the end
+//   rtloop::Status end = stream->Finish();             // why the stream ended
+//
+// Errors are rtloop Statuses whose message names the address and the RPC; a missing or wrong
+// token is kUnauthenticated, an unreachable server or a TLS mismatch kUnavailable.
+//
+// Threading: a Client may be used from several threads at once. A stream object belongs to one
+// reading thread, except Cancel(), which any thread may call. Not RT-safe: everything here
+// allocates and does network I/O; never call it from an RT thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/status.h"
+#include "rtloop/telemetry/v1/telemetry.pb.h"
+
+namespace rtloop::telemetry {
+
+namespace v1 = ::rtloop::telemetry::v1;
+
+struct ClientConfig {
+  // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051").
+  std::string address = "127.0.0.1:50051";
+  // Bearer token sent with every call; empty: none (see also token_file).
+  std::string token;
+  // File holding the bearer token (one line); used when `token` is empty. Empty: none.
+  std::string token_file;
+  // PEM file with the root certificate(s) that signed the server's certificate: use TLS. Empty:
+  // plaintext.
+  std::string tls_ca_file;
+  // Name checked against the server certificate instead of the address' host; empty: the host.
+  std::string tls_server_name;
+  // gRPC's bandwidth-delay probing, which grows the receive windows of a fast connection. Off, the
+  // transport holds at most ~64 KB per stream for a slow reader, so the server's drop-oldest
+  // buffer (and lost_before) takes over sooner; on (gRPC's default), throughput is higher.
+  bool bdp_probe = true;
+  // Deadline of each unary call (and of connecting, for them).
+  std::chrono::milliseconds call_timeout{5000};
+};
+
+// A server stream of messages of type `Message` (v1::StreamSamplesResponse or
+// v1::GetStatsResponse).
+template <typename Message>
+class ClientStream {
+ public:
+  class Impl;
+  explicit ClientStream(std::unique_ptr<Impl> impl);
+  ~ClientStream();  // cancels the call when it is still open
+  ClientStream(const ClientStream&) = delete;
+  ClientStream& operator=(const ClientStream&) = delete;
+
+  // Blocks until the server has accepted the stream (or ended it): for StreamSamples, every sample
+  // produced from then on reaches this stream. False when the stream already ended.
+  bool WaitForReady();
+  // Blocks for the next message; false when the stream ended (then call Finish()).
+  bool Next(Message* message);
+  // After Next() returned false: OK when the server ended the stream normally, else why not.
+  Status Finish();
+  // Any thread: ends the stream; a blocked Next() returns false soon.
+  void Cancel();
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+using SampleStream = ClientStream<v1::StreamSamplesResponse>;
+using StatsStream = ClientStream<v1::GetStatsResponse>;
+
+class Client {
+ public:
+  // Validates the config and reads the token and CA files; does not connect yet (the first call
+  // does). Errors: bad address, unreadable file.
+  static Result<std::unique_ptr<Client>> Create(const ClientConfig& config);
+
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const std::string& address() const noexcept;
+
+  // Waits up to `timeout` for the connection (TCP, TLS) to be ready. kUnavailable otherwise.
+  Status WaitForConnected(std::chrono::milliseconds timeout);
+
+  Result<v1::GetSystemInfoResponse> GetSystemInfo();
+  Result<v1::ListTasksResponse> ListTasks();
+  // `task_ids` empty: all tasks.
+  Result<v1::GetStatsResponse> GetStats(const std::vector<std::uint32_t>& task_ids,
+                                        bool include_histogram);
+
+  // Server streams. They never fail here: errors (bad request, token, stream limit) come back from
+  // Finish() once Next() returned false.
+  std::unique_ptr<StatsStream> WatchStats(const v1::WatchStatsRequest& request);
+  std::unique_ptr<SampleStream> StreamSamples(const v1::StreamSamplesRequest& request);
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rtloop::telemetry

@@ -1,0 +1,254 @@
+// rtloop::telemetry::Client over gRPC's synchronous client API. One of the two translation units
+// of rtloop that include gRPC headers (with server.cc): they are slow to compile.
+#include "rtloop/telemetry/client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+
+#include "grpc_status.h"
+#include "net_util.h"
+#include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds timeout) {
+  return std::chrono::system_clock::now() + timeout;
+}
+
+}  // namespace
+
+Status FromGrpcStatus(const grpc::Status& status, std::string_view what,
+                      const std::string& address) {
+  if (status.ok()) return Status::Ok();
+  StatusCode code = StatusCode::kInternal;
+  std::string hint;
+  switch (status.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      code = StatusCode::kInvalidArgument;
+      break;
+    case grpc::StatusCode::NOT_FOUND:
+      code = StatusCode::kNotFound;
+      break;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      code = StatusCode::kUnauthenticated;
+      hint = " — give the server's token (--token-file)";
+      break;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      code = StatusCode::kPermissionDenied;
+      break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      code = StatusCode::kResourceExhausted;
+      break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      code = StatusCode::kFailedPrecondition;
+      break;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      code = StatusCode::kUnavailable;
+      hint = " — is the server running there, and do both sides agree on TLS (--tls-ca)?";
+      break;
+    case grpc::StatusCode::CANCELLED:
+      code = StatusCode::kUnavailable;
+      break;
+    default:
+      break;
+  }
+  return Status(code, std::string(what) + " on " + address + ": " + status.error_message() + hint);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams
+
+template <typename Message>
+class ClientStream<Message>::Impl {
+ public:
+  Impl(std::string what, std::string address)
+      : what_(std::move(what)), address_(std::move(address)) {}
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<Message>> reader;
+
+  bool WaitForReady() {
+    if (done_) return false;
+    reader->WaitForInitialMetadata();
+    return true;
+  }
+  bool Next(Message* message) {
+    if (done_) return false;
+    if (reader->Read(message)) return true;
+    done_ = true;
+    return false;
+  }
+  Status Finish() {
+    if (!finished_) {
+      if (!done_) {  // drain what is left, as gRPC requires before Finish()
+        context.TryCancel();
+        Message discard;
+        while (reader->Read(&discard)) {
+        }
+        done_ = true;
+      }
+      final_ = FromGrpcStatus(reader->Finish(), what_, address_);
+      finished_ = true;
+    }
+    return final_;
+  }
+
+ private:
+  std::string what_;
+  std::string address_;
+  bool done_ = false;
+  bool finished_ = false;
+  Status final_;
+};
+
+template <typename Message>
+ClientStream<Message>::ClientStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+template <typename Message>
+ClientStream<Message>::~ClientStream() {
+  if (impl_ != nullptr) (void)impl_->Finish();
+}
+
+template <typename Message>
+bool ClientStream<Message>::WaitForReady() {
+  return impl_->WaitForReady();
+}
+
+template <typename Message>
+bool ClientStream<Message>::Next(Message* message) {
+  return impl_->Next(message);
+}
+
+template <typename Message>
+Status ClientStream<Message>::Finish() {
+  return impl_->Finish();
+}
+
+template <typename Message>
+void ClientStream<Message>::Cancel() {
+  impl_->context.TryCancel();
+}
+
+template class ClientStream<v1::StreamSamplesResponse>;
+template class ClientStream<v1::GetStatsResponse>;
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+class Client::Impl {
+ public:
+  ClientConfig config;
+  std::string token;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Telemetry::Stub> stub;
+
+  void Prepare(grpc::ClientContext& context, bool unary) const {
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    if (unary) context.set_deadline(DeadlineAfter(config.call_timeout));
+  }
+};
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
+  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
+  if (!hp.ok()) return hp.status();
+  if (config.call_timeout.count() <= 0) {
+    return InvalidArgumentError("ClientConfig.call_timeout must be positive");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->token = config.token;
+  if (impl->token.empty() && !config.token_file.empty()) {
+    Result<std::string> token = internal::ReadTokenFile(config.token_file);
+    if (!token.ok()) return token.status();
+    impl->token = *token;
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  if (!config.bdp_probe) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // Reconnect quickly after a server restart (rtloop-top retries with its own backoff).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (!config.tls_ca_file.empty()) {
+    Result<std::string> ca = internal::ReadFileContent(config.tls_ca_file, "TLS CA file");
+    if (!ca.ok()) return ca.status();
+    if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return InvalidArgumentError("TLS CA file \"" + config.tls_ca_file +
+                                  "\" holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
+    }
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = *ca;
+    credentials = grpc::SslCredentials(ssl);
+    if (!config.tls_server_name.empty()) args.SetSslTargetNameOverride(config.tls_server_name);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  impl->channel = grpc::CreateCustomChannel(config.address, credentials, args);
+  impl->stub = v1::Telemetry::NewStub(impl->channel);
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+const std::string& Client::address() const noexcept { return impl_->config.address; }
+
+Status Client::WaitForConnected(std::chrono::milliseconds timeout) {
+  if (impl_->channel->WaitForConnected(DeadlineAfter(timeout))) return Status::Ok();
+  return Status(StatusCode::kUnavailable,
+                "cannot connect to " + impl_->config.address + " within " +
+                    std::to_string(timeout.count()) +
+                    " ms — is the server running there, and do both sides agree on TLS "
+                    "(--tls-ca)?");
+}
+
+Result<v1::GetSystemInfoResponse> Client::GetSystemInfo() {
+  grpc::ClientContext context;
+  impl_->Prepare(context, true);
+  v1::GetSystemInfoResponse response;
+  grpc::Status s = impl_->stub->GetSystemInfo(&context, v1::GetSystemInfoRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s, "GetSystemInfo", impl_->config.address);
+  return response;
+}
+
+Result<v1::ListTasksResponse> Client::ListTasks() {
+  grpc::ClientContext context;
+  impl_->Prepare(context, true);
+  v1::ListTasksResponse response;
+  grpc::Status s = impl_->stub->ListTasks(&context, v1::ListTasksRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s, "ListTasks", impl_->config.address);
+  return response;
+}
+
+Result<v1::GetStatsResponse> Client::GetStats(const std::vector<std::uint32_t>& task_ids,
+                                              bool include_histogram) {
+  grpc::ClientContext context;
+  impl_->Prepare(context, true);
+  v1::GetStatsRequest request;
+  for (const std::uint32_t id : task_ids) request.add_task_ids(id);
+  request.set_include_histogram(include_histogram);
+  v1::GetStatsResponse response;
+  grpc::Status s = impl_->stub->GetStats(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s, "GetStats", impl_->config.address);
+  return response;
+}
+
+std::unique_ptr<StatsStream> Client::WatchStats(const v1::WatchStatsRequest& request) {
+  auto impl = std::make_unique<StatsStream::Impl>("WatchStats", impl_->config.address);
+  impl_->Prepare(impl->context, false);
+  impl->reader = impl_->stub->WatchStats(&impl->context, request);
+  return std::make_unique<StatsStream>(std::move(impl));
+}
+
+std::unique_ptr<SampleStream> Client::StreamSamples(const v1::StreamSamplesRequest& request) {
+  auto impl = std::make_unique<SampleStream::Impl>("StreamSamples", impl_->config.address);
+  impl_->Prepare(impl->context, false);
+  impl->reader = impl_->stub->StreamSamples(&impl->context, request);
+  return std::make_unique<SampleStream>(std::move(impl));
+}
+
+}  // namespace rtloop::telemetry

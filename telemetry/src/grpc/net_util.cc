@@ -1,0 +1,156 @@
+#include "net_util.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace rtloop::telemetry::internal {
+
+Result<HostPort> ParseAddress(std::string_view address) {
+  const auto bad = [&](std::string_view why) {
+    return InvalidArgumentError("bad address \"" + std::string(address) +
+                                "\": " + std::string(why) +
+                                " — use HOST:PORT, e.g. 127.0.0.1:50051, [::1]:50051 or "
+                                "0.0.0.0:0 (port 0 picks a free port)");
+  };
+  HostPort out;
+  std::string_view port_text;
+  if (!address.empty() && address.front() == '[') {
+    const std::size_t close = address.find(']');
+    if (close == std::string_view::npos) return bad("missing ']' after the IPv6 address");
+    out.host = std::string(address.substr(1, close - 1));
+    if (close + 1 >= address.size() || address[close + 1] != ':') return bad("missing :PORT");
+    port_text = address.substr(close + 2);
+  } else {
+    const std::size_t colon = address.rfind(':');
+    if (colon == std::string_view::npos) return bad("missing :PORT");
+    out.host = std::string(address.substr(0, colon));
+    if (out.host.find(':') != std::string::npos) return bad("put an IPv6 address in brackets");
+    port_text = address.substr(colon + 1);
+  }
+  if (out.host.empty()) return bad("empty host");
+  if (port_text.empty()) return bad("empty port");
+  int port = -1;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
+    return bad("the port must be a number from 0 to 65535");
+  }
+  out.port = port;
+  return out;
+}
+
+std::string FormatAddress(const std::string& host, int port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+bool IsLoopbackHost(std::string_view host) {
+  if (host == "localhost" || host == "::1") return true;
+  in_addr v4{};
+  const std::string h(host);
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return false;
+}
+
+Result<std::string> ReadFileContent(const std::string& path, std::string_view what) {
+  if (path.empty()) return InvalidArgumentError(std::string(what) + ": empty path");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return ErrnoError(errno, "cannot open " + std::string(what) + " \"" + path + "\"",
+                      "check the path and its permissions");
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) return ErrnoError(errno, "cannot read " + std::string(what) + " \"" + path + "\"");
+  return content.str();
+}
+
+Result<std::string> ReadTokenFile(const std::string& path) {
+  Result<std::string> content = ReadFileContent(path, "token file");
+  if (!content.ok()) return content.status();
+  std::string_view token = *content;
+  constexpr std::string_view kSpace = " \t\r\n";
+  const std::size_t first = token.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) {
+    return InvalidArgumentError("token file \"" + path +
+                                "\" is empty — write the bearer token (one line) into it");
+  }
+  token = token.substr(first, token.find_last_not_of(kSpace) - first + 1);
+  for (const char c : token) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      return InvalidArgumentError("token file \"" + path +
+                                  "\" holds whitespace or control characters inside the token — "
+                                  "the token must be one word of printable characters");
+    }
+  }
+  return std::string(token);
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) noexcept {
+  // Walk the longer length so the time depends on lengths only; fold the length difference in.
+  const std::size_t n = a.size() > b.size() ? a.size() : b.size();
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+Status ProbeBind(const HostPort& address) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  const std::string port = std::to_string(address.port);
+  const std::string where = FormatAddress(address.host, address.port);
+  if (const int rc = getaddrinfo(address.host.c_str(), port.c_str(), &hints, &list); rc != 0) {
+    return InvalidArgumentError("cannot listen on " + where + ": host \"" + address.host +
+                                "\" does not resolve (" + gai_strerror(rc) +
+                                ") — use an IP address of this machine, e.g. 127.0.0.1");
+  }
+  Status status;
+  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    const int rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+    const int err = errno;
+    close(fd);
+    if (rc == 0) {
+      status = Status::Ok();
+      break;
+    }
+    if (err == EADDRINUSE) {
+      status = ErrnoError(err, "cannot listen on " + where,
+                          "another process uses this port: pick another port (0 picks a free "
+                          "one) or stop that process");
+    } else if (err == EADDRNOTAVAIL) {
+      status = ErrnoError(err, "cannot listen on " + where,
+                          "the host is not an address of this machine: use 127.0.0.1, 0.0.0.0 "
+                          "or one of this machine's addresses");
+    } else if (err == EACCES) {
+      status = ErrnoError(err, "cannot listen on " + where,
+                          "ports below 1024 need root or CAP_NET_BIND_SERVICE");
+    } else {
+      status = ErrnoError(err, "cannot listen on " + where);
+    }
+  }
+  freeaddrinfo(list);
+  return status;
+}
+
+}  // namespace rtloop::telemetry::internal

@@ -1,0 +1,46 @@
+// Helpers of the gRPC server and client that need no gRPC headers: address parsing, loopback
+// detection, reading token/certificate files, constant-time comparison, and a bind probe that turns
+// a failed listen into an errno-based message. Internal to rtloop_telemetry.
+//
+// Not RT-safe: every function here allocates or makes system calls. Thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rtloop/framework/status.h"
+
+namespace rtloop::telemetry::internal {
+
+struct HostPort {
+  std::string host;  // without brackets for IPv6 ("::1")
+  int port = 0;      // 0..65535; 0 asks the kernel for a free port
+};
+
+// "127.0.0.1:50051", "localhost:0", "[::1]:50051", "0.0.0.0:7000". A missing port or a port
+// outside 0..65535 is InvalidArgument with the expected form in the message.
+Result<HostPort> ParseAddress(std::string_view address);
+
+// "host:port", bracketing IPv6 literals.
+std::string FormatAddress(const std::string& host, int port);
+
+// True for "localhost", 127.0.0.0/8 and ::1; false for everything else (0.0.0.0 and :: included).
+bool IsLoopbackHost(std::string_view host);
+
+// The whole content of a file. `what` names the file's role in the message ("token file").
+Result<std::string> ReadFileContent(const std::string& path, std::string_view what);
+
+// A bearer token from a file: surrounding whitespace trimmed; empty or containing whitespace or
+// control characters -> InvalidArgument.
+Result<std::string> ReadTokenFile(const std::string& path);
+
+// Compares in time that depends only on the lengths, never on where the first difference is.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) noexcept;
+
+// Tries to bind a TCP socket to host:port (SO_REUSEADDR as gRPC does) and reports why it fails:
+// EADDRINUSE -> AlreadyExists "port in use", EADDRNOTAVAIL -> "no such local address", unknown
+// host -> InvalidArgument. OK when the bind works (the socket is closed again).
+Status ProbeBind(const HostPort& address);
+
+}  // namespace rtloop::telemetry::internal

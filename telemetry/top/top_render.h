@@ -1,0 +1,43 @@
+// rtloop-top's output: the text dashboard and the JSON snapshot of one moment of a telemetry
+// server (system facts, tasks, statistics). Pure functions of the v1 messages, so the format is
+// testable without a server.
+//
+// Not RT-safe: allocates. Thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rtloop/telemetry/v1/telemetry.pb.h"
+
+namespace rtloop::telemetry::top {
+
+namespace v1 = ::rtloop::telemetry::v1;
+
+struct Snapshot {
+  std::string address;
+  v1::GetSystemInfoResponse system;
+  v1::ListTasksResponse tasks;
+  v1::GetStatsResponse stats;  // with histograms
+};
+
+// Coarse latency bins for the per-task histogram: counts of values below each upper edge (µs),
+// the last bin open-ended.
+struct LatencyBin {
+  std::int64_t upper_us = 0;  // exclusive; 0 for the last (open) bin
+  std::uint64_t count = 0;
+};
+inline constexpr std::int64_t kBinEdgesUs[] = {5, 10, 20, 50, 100, 200, 500, 1000};
+
+std::vector<LatencyBin> BinLatency(const v1::Histogram& histogram);
+
+// The dashboard as plain text lines (no terminal control codes), `width` columns at most.
+std::string RenderText(const Snapshot& snapshot, bool show_histograms);
+
+// One JSON object: {"schema_version":1,"address":...,"system":{...},"tasks":[...],"stats":{...},
+// "latency_bins":[...]} with proto field names; 64-bit integers are JSON strings as in the proto3
+// JSON mapping.
+std::string RenderJson(const Snapshot& snapshot);
+
+}  // namespace rtloop::telemetry::top

@@ -1,0 +1,659 @@
+// End-to-end tests of the telemetry gRPC service: an executor running real (SCHED_OTHER) tasks,
+// the hub, the collector and the server in this process; clients on loopback, in this process or
+// in a child process (rtloop-top, or this binary re-executed as a streaming client).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rtloop/telemetry/client.h"
+#include "telemetry_rig.h"
+
+extern char** environ;
+
+namespace rtloop::telemetry {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using testing::Rig;
+using testing::RigConfig;
+
+constexpr char kChildStreamEnv[] = "RTLOOP_IT_CHILD_STREAM";
+
+RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t cycles) {
+  RigConfig rc;
+  rc.tasks = tasks;
+  rc.period = period;
+  rc.cycles = cycles;
+  return rc;
+}
+
+std::unique_ptr<Client> Connect(const std::string& address, const std::string& token_file = {},
+                                const std::string& ca = {}) {
+  ClientConfig cc;
+  cc.address = address;
+  cc.token_file = token_file;
+  cc.tls_ca_file = ca;
+  Result<std::unique_ptr<Client>> c = Client::Create(cc);
+  RTLOOP_CHECK(c.ok(), "Client::Create failed in a test");
+  return std::move(*c);
+}
+
+// Cancels `stream` when `timeout` passes before Disarm(): no test can hang on a stream.
+template <typename Stream>
+class Watchdog {
+ public:
+  Watchdog(Stream& stream, std::chrono::milliseconds timeout)
+      : thread_([this, &stream, timeout] {
+          std::unique_lock lock(mu_);
+          if (!cv_.wait_for(lock, timeout, [this] { return disarmed_; })) {
+            fired_ = true;
+            stream.Cancel();
+          }
+        }) {}
+  ~Watchdog() { Disarm(); }
+  void Disarm() {
+    {
+      std::lock_guard lock(mu_);
+      disarmed_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  bool fired() const { return fired_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool disarmed_ = false;
+  bool fired_ = false;
+  std::thread thread_;
+};
+
+// Checks a sample stream batch by batch: per task, seqs strictly increasing, every gap covered by
+// the stream's reported loss or (the rest) by ring drops; columns of equal length.
+struct StreamCheck {
+  std::map<std::uint32_t, std::uint64_t> next_seq;  // per task: the seq expected next
+  std::map<std::uint32_t, std::uint64_t> received;
+  std::map<std::uint32_t, std::uint64_t> lost;      // sum of lost_before
+  std::map<std::uint32_t, std::uint64_t> ring_gap;  // gap not covered by lost_before
+  std::string error;
+  std::uint64_t batches = 0;
+
+  void Add(const v1::StreamSamplesResponse& r) {
+    const v1::SampleBatch& b = r.batch();
+    const int n = b.release_ns_size();
+    ++batches;
+    if (b.latency_ns_size() != n || b.execution_ns_size() != n || b.flags_size() != n ||
+        b.missed_releases_size() != n || n == 0) {
+      error = "batch with columns of different or zero length";
+      return;
+    }
+    const std::uint32_t task = b.task_id();
+    const std::uint64_t expected = next_seq[task];
+    if (b.first_seq() < expected) {
+      error = "seq went back or repeated: task " + std::to_string(task) + " first_seq " +
+              std::to_string(b.first_seq()) + " < expected " + std::to_string(expected);
+      return;
+    }
+    const std::uint64_t gap = b.first_seq() - expected;
+    if (gap < b.lost_before()) {
+      error = "lost_before larger than the seq gap";
+      return;
+    }
+    ring_gap[task] += gap - b.lost_before();
+    lost[task] += b.lost_before();
+    if (r.lost_total() != lost[task]) error = "lost_total is not the sum of lost_before";
+    received[task] += static_cast<std::uint64_t>(n);
+    next_seq[task] = b.first_seq() + static_cast<std::uint64_t>(n);
+  }
+  std::uint64_t accounted(std::uint32_t task) { return received[task] + lost[task]; }
+};
+
+// Reads `stream` into `check` until `done()` or the stream ends or `timeout` passes.
+template <typename Done>
+Status ReadStream(SampleStream& stream, StreamCheck& check, Done done, milliseconds timeout) {
+  Watchdog<SampleStream> dog(stream, timeout);
+  v1::StreamSamplesResponse r;
+  while (!done()) {
+    if (!stream.Next(&r)) {
+      dog.Disarm();
+      if (dog.fired()) return Status(StatusCode::kUnavailable, "timed out reading the stream");
+      return stream.Finish();
+    }
+    check.Add(r);
+    if (!check.error.empty()) return InternalError(check.error);
+  }
+  return Status::Ok();
+}
+
+// ----------------------------------------------------------------------------------------------
+
+TEST(GrpcEndToEnd, StreamDeliversEverySampleOfA10kHzTaskOrAccountsForIt) {
+  constexpr std::uint64_t kCycles = 50'000;  // 5 s at 10 kHz
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), kCycles)).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  std::unique_ptr<SampleStream> stream = client->StreamSamples({});
+  ASSERT_TRUE(stream->WaitForReady());
+  ASSERT_TRUE(rig.StartTasks().ok());
+
+  StreamCheck check;
+  std::atomic<bool> tasks_done{false};
+  std::thread waiter([&] {
+    rig.WaitTasks();
+    tasks_done = true;
+  });
+  const TaskId id = rig.ids()[0];
+  Status read = ReadStream(
+      *stream, check,
+      [&] { return tasks_done.load() && check.accounted(id) == rig.hub().Snapshot(id)->delivered; },
+      milliseconds(30'000));
+  waiter.join();
+  ASSERT_TRUE(read.ok()) << read.ToString();
+
+  // Every seq is accounted for: received + lost by this stream + dropped in the ring.
+  const TaskTelemetrySnapshot snap = *rig.hub().Snapshot(id);
+  EXPECT_EQ(snap.stats.cycles, kCycles);
+  EXPECT_EQ(check.received[id] + check.lost[id] + snap.ring_dropped, kCycles);
+  EXPECT_EQ(check.ring_gap[id] + (kCycles - check.next_seq[id]), snap.ring_dropped);
+  std::printf("received %llu, lost by the stream %llu, dropped in the ring %llu, %llu batches\n",
+              static_cast<unsigned long long>(check.received[id]),
+              static_cast<unsigned long long>(check.lost[id]),
+              static_cast<unsigned long long>(snap.ring_dropped),
+              static_cast<unsigned long long>(check.batches));
+
+  // GetStats equals the executor's final statistics.
+  Result<v1::GetStatsResponse> stats = client->GetStats({}, true);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(stats->tasks_size(), 1);
+  const v1::TaskStats& t = stats->tasks(0);
+  const TaskStatsSnapshot ex = rig.executor().Stats(id);
+  EXPECT_EQ(t.cycles(), ex.cycles);
+  EXPECT_EQ(t.latency().min_ns(), ex.latency_min_ns);
+  EXPECT_EQ(t.latency().max_ns(), ex.latency_max_ns);
+  EXPECT_EQ(t.latency().sum_ns(), ex.latency_sum_ns);
+  EXPECT_EQ(t.execution().min_ns(), ex.execution_min_ns);
+  EXPECT_EQ(t.execution().max_ns(), ex.execution_max_ns);
+  EXPECT_EQ(t.execution().sum_ns(), ex.execution_sum_ns);
+  EXPECT_EQ(t.jitter_min_ns(), ex.jitter_min_ns);
+  EXPECT_EQ(t.jitter_max_ns(), ex.jitter_max_ns);
+  EXPECT_EQ(t.overruns(), ex.overruns);
+  EXPECT_EQ(t.missed_releases(), ex.missed_releases);
+  EXPECT_EQ(t.state(), v1::TASK_STATE_STOPPED);
+  EXPECT_EQ(t.ring_dropped(), snap.ring_dropped);
+  EXPECT_EQ(stats->histograms_size(), 2);
+  ASSERT_EQ(stats->stream_loss_size(), 1);
+  EXPECT_EQ(stats->stream_loss(0).lost(), check.lost[id]);
+
+  // Stopping the server ends the open stream with UNAVAILABLE.
+  rig.server().Stop();
+  v1::StreamSamplesResponse r;
+  while (stream->Next(&r)) {
+  }
+  EXPECT_EQ(stream->Finish().code(), StatusCode::kUnavailable);
+}
+
+TEST(GrpcEndToEnd, SystemInfoAndTaskListDescribeTheProcess) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::microseconds(100), 10)).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  Result<v1::GetSystemInfoResponse> sys = client->GetSystemInfo();
+  ASSERT_TRUE(sys.ok()) << sys.status().ToString();
+  EXPECT_FALSE(sys->system().kernel_release().empty());
+  EXPECT_FALSE(sys->system().online_cpus().empty());
+  EXPECT_FALSE(sys->rtloop_version().empty());
+  EXPECT_GT(sys->process_start_unix_ns(), 0);
+  EXPECT_EQ(sys->server_address(), rig.address());
+  Result<v1::ListTasksResponse> tasks = client->ListTasks();
+  ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
+  ASSERT_EQ(tasks->tasks_size(), 2);
+  EXPECT_EQ(tasks->tasks(1).task().name(), "task1");
+  EXPECT_EQ(tasks->tasks(1).task().period_ns(), 100'000);
+  EXPECT_EQ(tasks->tasks(1).effective_policy(), v1::SCHED_POLICY_OTHER);
+  EXPECT_EQ(tasks->tasks(1).task().state(), v1::TASK_STATE_CREATED);
+}
+
+TEST(GrpcEndToEnd, BadRequestsAreInvalidArgumentWithAMessage) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  Result<v1::GetStatsResponse> stats = client->GetStats({7}, false);
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(stats.status().message().find("unknown task id 7"), std::string::npos)
+      << stats.status().message();
+
+  v1::WatchStatsRequest watch;
+  watch.set_interval_ms(5);
+  std::unique_ptr<StatsStream> w = client->WatchStats(watch);
+  v1::GetStatsResponse ignored;
+  EXPECT_FALSE(w->Next(&ignored));
+  Status ws = w->Finish();
+  EXPECT_EQ(ws.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(ws.message().find("below the minimum"), std::string::npos) << ws.message();
+
+  v1::StreamSamplesRequest samples;
+  samples.add_task_ids(3);
+  std::unique_ptr<SampleStream> s = client->StreamSamples(samples);
+  v1::StreamSamplesResponse r;
+  EXPECT_FALSE(s->Next(&r));
+  EXPECT_EQ(s->Finish().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(GrpcEndToEnd, WatchStatsSendsASnapshotEveryInterval) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::milliseconds(1), 0)).ok());
+  ASSERT_TRUE(rig.StartTasks().ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  v1::WatchStatsRequest req;
+  req.set_interval_ms(20);
+  std::unique_ptr<StatsStream> w = client->WatchStats(req);
+  Watchdog<StatsStream> dog(*w, milliseconds(10'000));
+  v1::GetStatsResponse r;
+  std::int64_t last_ns = 0;
+  std::uint64_t last_cycles = 0;
+  const auto start = steady_clock::now();
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(w->Next(&r)) << w->Finish().ToString();
+    ASSERT_EQ(r.tasks_size(), 1);
+    EXPECT_GT(r.monotonic_ns(), last_ns);
+    EXPECT_GE(r.tasks(0).cycles(), last_cycles);
+    last_ns = r.monotonic_ns();
+    last_cycles = r.tasks(0).cycles();
+  }
+  // Six snapshots at 20 ms: at least 100 ms apart from the first to the last.
+  EXPECT_GE(steady_clock::now() - start, milliseconds(95));
+  EXPECT_GE(r.open_streams(), 1u);
+  w->Cancel();
+}
+
+TEST(GrpcEndToEnd, TokenIsRequiredWhenConfigured) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rtloop_it_token_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "good").string();
+  const std::string bad = (dir / "bad").string();
+  std::ofstream(good) << "s3cret-token\n";
+  std::ofstream(bad) << "s3cret-tokem\n";
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.token_file = good;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+
+  Result<v1::ListTasksResponse> none = Connect(rig.address())->ListTasks();
+  EXPECT_EQ(none.status().code(), StatusCode::kUnauthenticated);
+  Result<v1::ListTasksResponse> wrong = Connect(rig.address(), bad)->ListTasks();
+  EXPECT_EQ(wrong.status().code(), StatusCode::kUnauthenticated);
+  std::unique_ptr<SampleStream> s = Connect(rig.address(), bad)->StreamSamples({});
+  v1::StreamSamplesResponse r;
+  EXPECT_FALSE(s->Next(&r));
+  EXPECT_EQ(s->Finish().code(), StatusCode::kUnauthenticated);
+  Result<v1::ListTasksResponse> right = Connect(rig.address(), good)->ListTasks();
+  EXPECT_TRUE(right.ok()) << right.status().ToString();
+  std::filesystem::remove_all(dir);
+}
+
+bool HaveOpenssl() { return std::system("command -v openssl >/dev/null 2>&1") == 0; }
+
+TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "needs the openssl command to generate a test certificate";
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rtloop_it_tls_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cert = (dir / "cert.pem").string();
+  const std::string key = (dir / "key.pem").string();
+  const std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+      "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.tls_cert_file = cert;
+  rc.server.tls_key_file = key;
+  Rig rig;
+  Status built = rig.Build(rc);
+  ASSERT_TRUE(built.ok()) << built.ToString();
+  Result<v1::ListTasksResponse> tls = Connect(rig.address(), {}, cert)->ListTasks();
+  EXPECT_TRUE(tls.ok()) << tls.status().ToString();
+  ClientConfig plain_cc;
+  plain_cc.address = rig.address();
+  plain_cc.call_timeout = milliseconds(1500);
+  Result<v1::ListTasksResponse> plain = (*Client::Create(plain_cc))->ListTasks();
+  EXPECT_EQ(plain.status().code(), StatusCode::kUnavailable) << plain.status().ToString();
+
+  // A certificate file that is not PEM is a clear start-up error.
+  const std::string junk = (dir / "junk.pem").string();
+  std::ofstream(junk) << "not a certificate\n";
+  ServerConfig sc;
+  sc.address = "127.0.0.1:0";
+  sc.tls_cert_file = junk;
+  sc.tls_key_file = key;
+  sc.log_to_stderr = false;
+  Result<std::unique_ptr<Server>> bad = Server::Start(sc, rig.hub(), rig.collector());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("junk.pem"), std::string::npos) << bad.status().message();
+  sc.tls_cert_file = (dir / "missing.pem").string();
+  bad = Server::Start(sc, rig.hub(), rig.collector());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("missing.pem"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GrpcEndToEnd, EightClientsEachSeeEverySample) {
+  constexpr std::uint64_t kCycles = 10'000;  // 1 s at 10 kHz
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), kCycles)).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  std::vector<std::unique_ptr<SampleStream>> streams;
+  for (std::size_t i = 0; i < 8; ++i) {
+    streams.push_back(client->StreamSamples({}));
+    ASSERT_TRUE(streams.back()->WaitForReady());
+  }
+  ASSERT_TRUE(rig.StartTasks().ok());
+  rig.WaitTasks();
+  const TaskId id = rig.ids()[0];
+  const std::uint64_t delivered = rig.hub().Snapshot(id)->delivered;
+  std::vector<StreamCheck> checks(8);
+  std::vector<Status> results(8);
+  std::vector<std::thread> readers;
+  for (std::size_t i = 0; i < 8; ++i) {
+    readers.emplace_back([&, i] {
+      results[i] = ReadStream(
+          *streams[i], checks[i], [&] { return checks[i].accounted(id) == delivered; },
+          milliseconds(20'000));
+    });
+  }
+  for (std::thread& t : readers) t.join();
+  for (std::size_t i = 0; i < 8; ++i) {
+    EXPECT_TRUE(results[i].ok()) << "client " << i << ": " << results[i].ToString();
+    EXPECT_EQ(checks[i].received[id], delivered) << "client " << i;
+    EXPECT_EQ(checks[i].lost[id], 0u) << "client " << i;
+  }
+}
+
+TEST(GrpcEndToEnd, StalledClientLosesOnlyItsOwnSamples) {
+  constexpr std::uint64_t kCycles = 20'000;  // 2 s at 10 kHz
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), kCycles);
+  rc.server.stream_buffer_samples = 1024;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  // The stalled client has its own connection with small transport windows, as a separate
+  // process would (see ClientConfig::bdp_probe).
+  ClientConfig stalled_cc;
+  stalled_cc.address = rig.address();
+  stalled_cc.bdp_probe = false;
+  std::unique_ptr<Client> stalled_client = std::move(*Client::Create(stalled_cc));
+  std::unique_ptr<SampleStream> stalled = stalled_client->StreamSamples({});
+  ASSERT_TRUE(stalled->WaitForReady());
+  std::vector<std::unique_ptr<SampleStream>> live;
+  for (std::size_t i = 0; i < 3; ++i) {
+    live.push_back(client->StreamSamples({}));
+    ASSERT_TRUE(live.back()->WaitForReady());
+  }
+  const TaskId id = rig.ids()[0];
+  std::atomic<bool> tasks_done{false};
+  std::vector<StreamCheck> checks(3);
+  std::vector<Status> results(3);
+  std::vector<std::thread> readers;
+  for (std::size_t i = 0; i < 3; ++i) {
+    readers.emplace_back([&, i] {
+      results[i] = ReadStream(
+          *live[i], checks[i],
+          [&] {
+            return tasks_done.load() &&
+                   checks[i].accounted(id) == rig.hub().Snapshot(id)->delivered;
+          },
+          milliseconds(20'000));
+    });
+  }
+  ASSERT_TRUE(rig.StartTasks().ok());
+  rig.WaitTasks();
+  tasks_done = true;
+  for (std::thread& t : readers) t.join();
+  const std::uint64_t delivered = rig.hub().Snapshot(id)->delivered;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(results[i].ok()) << results[i].ToString();
+    EXPECT_EQ(checks[i].received[id], delivered);
+    EXPECT_EQ(checks[i].lost[id], 0u);
+  }
+  // The stalled client now reads: it lost samples and says exactly how many.
+  StreamCheck stalled_check;
+  Status s = ReadStream(
+      *stalled, stalled_check, [&] { return stalled_check.accounted(id) == delivered; },
+      milliseconds(20'000));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GT(stalled_check.lost[id], 0u);
+  EXPECT_EQ(stalled_check.received[id] + stalled_check.lost[id], delivered);
+  EXPECT_EQ(stalled_check.ring_gap[id], rig.hub().Snapshot(id)->ring_dropped);
+}
+
+TEST(GrpcEndToEnd, StreamLimitIsResourceExhausted) {
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.max_streams = 2;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  std::unique_ptr<SampleStream> a = client->StreamSamples({});
+  std::unique_ptr<StatsStream> b = client->WatchStats({});
+  ASSERT_TRUE(a->WaitForReady());
+  ASSERT_TRUE(b->WaitForReady());
+  std::unique_ptr<SampleStream> c = client->StreamSamples({});
+  v1::StreamSamplesResponse r;
+  EXPECT_FALSE(c->Next(&r));
+  Status cs = c->Finish();
+  EXPECT_EQ(cs.code(), StatusCode::kResourceExhausted) << cs.ToString();
+  EXPECT_EQ(rig.server().open_streams(), 2u);
+  a->Cancel();
+  // The freed slot can be used again.
+  const auto deadline = steady_clock::now() + milliseconds(5000);
+  while (rig.server().open_streams() > 1 && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  std::unique_ptr<SampleStream> d = client->StreamSamples({});
+  EXPECT_TRUE(d->WaitForReady());
+  EXPECT_EQ(rig.server().open_streams(), 2u);
+}
+
+TEST(GrpcEndToEnd, StopEndsOpenStreamsWithinOneSecond) {
+  Rig rig;
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 0);
+  rc.server.stream_buffer_samples = 1024;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  ASSERT_TRUE(rig.StartTasks().ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  std::unique_ptr<SampleStream> stalled = client->StreamSamples({});  // never read
+  std::unique_ptr<SampleStream> reading = client->StreamSamples({});
+  std::unique_ptr<StatsStream> watching = client->WatchStats({});
+  ASSERT_TRUE(stalled->WaitForReady());
+  ASSERT_TRUE(reading->WaitForReady());
+  ASSERT_TRUE(watching->WaitForReady());
+  std::thread reader([&] {
+    v1::StreamSamplesResponse r;
+    while (reading->Next(&r)) {
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(500));  // let the stalled stream fill its windows
+  const auto start = steady_clock::now();
+  rig.server().Stop();
+  const auto took = steady_clock::now() - start;
+  EXPECT_LT(took, milliseconds(1000));
+  EXPECT_EQ(rig.server().open_streams(), 0u);
+  reader.join();
+  EXPECT_EQ(reading->Finish().code(), StatusCode::kUnavailable);
+  v1::GetStatsResponse g;
+  while (watching->Next(&g)) {
+  }
+  EXPECT_EQ(watching->Finish().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(stalled->Finish().ok());
+}
+
+// Runs this binary again as a streaming client (see main()) and SIGKILLs it mid-stream.
+TEST(GrpcEndToEnd, ClientKilledMidStreamFreesItsStream) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 0)).ok());
+  ASSERT_TRUE(rig.StartTasks().ok());
+  const std::string env = std::string(kChildStreamEnv) + "=" + rig.address();
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(env.c_str()));
+  envp.push_back(nullptr);
+  char arg0[] = "rtloop_integration_tests";
+  char* argv[] = {arg0, nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  auto deadline = steady_clock::now() + milliseconds(10'000);
+  while (rig.server().open_streams() == 0 && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(rig.server().open_streams(), 1u) << "the child never opened its stream";
+  std::this_thread::sleep_for(milliseconds(200));  // mid-stream
+  kill(pid, SIGKILL);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  deadline = steady_clock::now() + milliseconds(5000);
+  while (rig.server().open_streams() > 0 && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(rig.server().open_streams(), 0u);
+  // The server keeps serving.
+  EXPECT_TRUE(Connect(rig.address())->ListTasks().ok());
+}
+
+TEST(GrpcEndToEnd, PortInUseAndBadAddressAreClearStartErrors) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
+  ServerConfig sc;
+  sc.address = rig.address();
+  sc.log_to_stderr = false;
+  Result<std::unique_ptr<Server>> second = Server::Start(sc, rig.hub(), rig.collector());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists) << second.status().ToString();
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos)
+      << second.status().message();
+  for (const char* address : {"127.0.0.1", "127.0.0.1:99999", ":50051", "[::1:5"}) {
+    sc.address = address;
+    Result<std::unique_ptr<Server>> bad = Server::Start(sc, rig.hub(), rig.collector());
+    ASSERT_FALSE(bad.ok()) << address;
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << address;
+  }
+  sc.address = "192.0.2.1:0";  // TEST-NET-1: not an address of this machine
+  Result<std::unique_ptr<Server>> foreign = Server::Start(sc, rig.hub(), rig.collector());
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.status().message().find("192.0.2.1"), std::string::npos)
+      << foreign.status().message();
+}
+
+// ----------------------------------------------------------------------------------------------
+// rtloop-top in a child process against this process' server.
+
+struct Command {
+  int exit_code = -1;
+  std::string output;
+};
+
+Command RunCommand(const std::string& cmd) {
+  Command c;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return c;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.output.append(buf, n);
+  const int status = pclose(p);
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return c;
+}
+
+TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::milliseconds(1), 50)).ok());
+  ASSERT_TRUE(rig.StartTasks().ok());
+  rig.WaitTasks();
+  Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --json");
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(c.output.rfind("{\"schema_version\":1,", 0), 0u) << c.output;
+  EXPECT_NE(c.output.find("\"task_name\":\"task1\""), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("\"cycles\":\"50\""), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("\"latency_bins\":[{\"task_id\":0"), std::string::npos) << c.output;
+
+  Command text = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("LAT_P99"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("task1"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("wake-up latency, task 0"), std::string::npos) << text.output;
+}
+
+TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
+  // Unreachable: a port that was free a moment ago.
+  std::string free_address;
+  {
+    Rig rig;
+    ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
+    free_address = rig.address();
+  }
+  Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + free_address + " --once --timeout 1");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 1) << c.output;
+  EXPECT_NE(c.output.find(free_address), std::string::npos) << c.output;
+
+  // Bad token.
+  const std::string token =
+      std::filesystem::temp_directory_path() / ("rtloop_it_top_token_" + std::to_string(getpid()));
+  std::ofstream(token) << "right\n";
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.token_file = token;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("token"), std::string::npos) << c.output;
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --token-file " +
+                 token);
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  std::filesystem::remove(token);
+
+  // Bad usage.
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --interval 0");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --bogus");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+}
+
+// The child of ClientKilledMidStreamFreesItsStream: streams until killed.
+int RunChildStream(const char* address) {
+  std::unique_ptr<Client> client = Connect(address);
+  std::unique_ptr<SampleStream> stream = client->StreamSamples({});
+  v1::StreamSamplesResponse r;
+  while (stream->Next(&r)) {
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry
+
+int main(int argc, char** argv) {
+  if (const char* address = std::getenv(rtloop::telemetry::kChildStreamEnv)) {
+    return rtloop::telemetry::RunChildStream(address);
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
