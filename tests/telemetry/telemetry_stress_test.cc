@@ -84,10 +84,10 @@ TEST(TelemetryStressTest, NoSampleIsDuplicatedOrReorderedAndAccountingIsExact) {
     std::vector<SampleBatch> batches;
     while (true) {
       const bool done = producers_done.load() && !collector.running();
-      const std::size_t n = slow->Pop(&batches, milliseconds(5), 300);
+      const std::size_t n = slow->Pop(&batches, milliseconds(5), 100);
       slow_check.Take(batches);
       if (n == 0 && done) break;
-      std::this_thread::sleep_for(milliseconds(3));  // deliberately slow
+      std::this_thread::sleep_for(milliseconds(20));  // deliberately slow: <= 5000 samples/s
     }
   });
   // Subscriptions that come and go while samples flow.
