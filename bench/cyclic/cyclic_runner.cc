@@ -713,7 +713,11 @@ int Run::Execute() {
     if (s.code() == StatusCode::kPermissionDenied && o_.threads.size() > 0) {
       std::fflush(stdout);
       std::fprintf(stderr, "Unable to change scheduling policy!\n");
-      std::fprintf(stderr, "either run as root or join realtime group\n");
+      // Debian's cyclictest 2.4 binary prints this wording (the rt-utils.c of the reference notes
+      // says "either run as root or join realtime group"); we follow the binary.
+      std::fprintf(stderr,
+                   "Probably missing capabilities, either run as root or increase RLIMIT_RTPRIO "
+                   "limits.\n");
     }
     if (s.message().rfind("FATAL:", 0) == 0) {
       std::fflush(stdout);

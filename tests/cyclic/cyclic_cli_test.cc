@@ -1,0 +1,279 @@
+// End-to-end tests of the rtloop-cyclic binary, run as a subprocess: exit codes, which stream
+// carries what, output files, signals. Every run is short (-l/-D of well under a second). No test
+// asserts a latency value.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef RTLOOP_CYCLIC_BINARY
+#error "RTLOOP_CYCLIC_BINARY must name the rtloop-cyclic executable"
+#endif
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) lines.push_back(line);
+  return lines;
+}
+
+class CyclicCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/rtloop-cyclic-cli-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+
+  // Starts the binary with `args`; stdout/stderr go to files in dir_. `before_exec` runs in the
+  // child (e.g. to drop privileges).
+  pid_t Spawn(const std::vector<std::string>& args, void (*before_exec)() = nullptr) {
+    const std::string out = dir_ + "/stdout";
+    const std::string err = dir_ + "/stderr";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      if (before_exec != nullptr) before_exec();
+      std::vector<char*> argv;
+      static char name[] = RTLOOP_CYCLIC_BINARY;
+      argv.push_back(name);
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(RTLOOP_CYCLIC_BINARY, argv.data());
+      _exit(127);
+    }
+    return pid;
+  }
+
+  Outcome Wait(pid_t pid) {
+    Outcome r;
+    int status = 0;
+    // Bounded: a hang fails the test instead of blocking CI.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      const pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << "rtloop-cyclic did not finish within 20 s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = ReadFile(dir_ + "/stdout");
+    r.err = ReadFile(dir_ + "/stderr");
+    return r;
+  }
+
+  Outcome Run(const std::vector<std::string>& args) { return Wait(Spawn(args)); }
+
+  std::string dir_;
+};
+
+// cyclictest's T: line (us units).
+const std::regex kThreadLine(
+    R"(T: ?\d+ \( *\d+\) P: ?\d+ I:\d+ C: *\d+ Min: *\d+ Act: *\d+ Avg: *\d+ Max: *\d+)");
+
+TEST_F(CyclicCliTest, BadInputExitsTwoWithOneLineMessageAndNoOutputFile) {
+  const std::string json = dir_ + "/out.json";
+  const std::vector<std::vector<std::string>> bad = {
+      {"-i", "0"},      {"-p", "100"},      {"-p", "-1"},      {"-t", "0"},
+      {"-t", "abc"},    {"-h", "0"},        {"-h", "2000000"}, {"-D", "5x"},
+      {"-l", "-3"},     {"--policy=bogus"}, {"-o", "10"},      {"-A", "100", "--secaligned"},
+      {"-a", "100000"}, {"--bogus"},        {"-q", "stray"},
+  };
+  for (const auto& args : bad) {
+    std::vector<std::string> full = args;
+    full.push_back("--json=" + json);
+    full.push_back("-l5");  // in case a bad value were accepted: still short
+    const Outcome r = Run(full);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << joined << ": nothing on stdout, got: " << r.out;
+    const std::vector<std::string> lines = Lines(r.err);
+    ASSERT_EQ(lines.size(), 2u) << joined << "\n" << r.err;
+    EXPECT_EQ(lines[0].rfind("rtloop-cyclic: ", 0), 0u) << lines[0];
+    EXPECT_NE(lines[1].find("--help"), std::string::npos) << lines[1];
+    EXPECT_FALSE(Exists(json)) << joined;
+  }
+}
+
+TEST_F(CyclicCliTest, JsonToMissingDirectoryExitsTwo) {
+  const Outcome r = Run({"-l5", "--json=" + dir_ + "/missing/out.json"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  EXPECT_FALSE(Exists(dir_ + "/missing"));
+}
+
+TEST_F(CyclicCliTest, CpuBeyondTheMachineExitsTwo) {
+  if (sysconf(_SC_NPROCESSORS_CONF) > 64) GTEST_SKIP() << "this machine has a CPU 64";
+  const Outcome r = Run({"-a", "64", "-l5"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("CPU 64 does not exist"), std::string::npos) << r.err;
+}
+
+TEST_F(CyclicCliTest, QuietPrintsOnlyTheFinalThreadLinesOnStdout) {
+  const Outcome r = Run({"-q", "-t2", "-i500", "-l20", "--default-system"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  for (const std::string& l : lines) EXPECT_TRUE(std::regex_match(l, kThreadLine)) << l;
+  EXPECT_NE(lines[0].find("I:500 C:     20"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("I:1000"), std::string::npos) << "distance 500" << lines[1];
+  EXPECT_NE(r.err.find("WARN: not setting cpu_dma_latency from cyclictest"), std::string::npos);
+}
+
+TEST_F(CyclicCliTest, QuietWithHistogramPrintsOnlyTheHistogramBlock) {
+  const Outcome r = Run({"-q", "-i500", "-l20", "-h", "10", "--default-system"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_GE(lines.size(), 12u) << r.out;
+  EXPECT_EQ(lines[0], "# Histogram");
+  EXPECT_EQ(lines[1].rfind("000000 ", 0), 0u);
+  EXPECT_EQ(r.out.find("T:"), std::string::npos) << "-h suppresses the -q T: lines";
+  EXPECT_NE(r.out.find("# Max Latencies: "), std::string::npos);
+}
+
+TEST_F(CyclicCliTest, PercentilesGoToStderrUnderQuiet) {
+  const Outcome r = Run({"-q", "-i500", "-l20", "--default-system", "--percentiles"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
+  EXPECT_NE(r.err.find("99.9"), std::string::npos) << r.err;
+}
+
+TEST_F(CyclicCliTest, JsonFileIsWrittenWithCyclictestKeysAndRtloopKey) {
+  const std::string json = dir_ + "/ct.json";
+  const Outcome r = Run({"-q", "-i500", "-l20", "-h", "50", "--default-system", "--json=" + json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(Exists(json));
+  const std::string text = ReadFile(json);
+  EXPECT_NE(text.find("\"cmdline:\""), std::string::npos);
+  EXPECT_NE(text.find("\"rt_test_version:\": \"2.40\""), std::string::npos);
+  EXPECT_NE(text.find("\"num_threads\": 1"), std::string::npos);
+  EXPECT_NE(text.find("\"cycles\": 20"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"rtloop\""), std::string::npos);
+}
+
+TEST_F(CyclicCliTest, SigtermStopsCleanlyWithTheFullFinalOutput) {
+  const pid_t pid = Spawn({"-q", "-i1000", "--default-system", "-h", "20"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  const Outcome r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("# Histogram\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("# Histogram Overflow at cycle number:"), std::string::npos) << r.out;
+}
+
+TEST_F(CyclicCliTest, SigusrOnePrintsTheStatusBlockOnStderr) {
+  const pid_t pid = Spawn({"-q", "-i1000", "-l600", "--default-system"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(pid, SIGUSR1), 0);
+  const Outcome r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("# cyclictest current status:\nT: 0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("current status"), std::string::npos);
+}
+
+TEST_F(CyclicCliTest, FailAboveExitsThreeNamingThreadAndBound) {
+  const Outcome r = Run({"-q", "-i500", "-l20", "--default-system", "--fail-above=0"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("thread 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--fail-above=0"), std::string::npos) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << "stdout keeps cyclictest's shape: " << r.out;
+}
+
+TEST_F(CyclicCliTest, GenerousBoundsExitZero) {
+  const Outcome r = Run({"-q", "-i500", "-l20", "--default-system", "--fail-above=10000000",
+                         "--fail-percentile=99:10000000", "--fail-missed=1000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(CyclicCliTest, DashNIsANoOpWithANote) {
+  const Outcome r = Run({"-mnq", "-i500", "-l10", "--default-system"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("-n ignored"), std::string::npos) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
+}
+
+TEST_F(CyclicCliTest, HelpExitsZeroOnStdout) {
+  const Outcome r = Run({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--interval"), std::string::npos);
+  EXPECT_TRUE(r.err.empty());
+}
+
+TEST_F(CyclicCliTest, LoopLimitEndsTheRunWhenTheFirstThreadIsDone) {
+  const Outcome r = Run({"-q", "-t2", "-i1000", "-d1000", "-l30", "--default-system"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("C:     30"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1].find("C:     30"), std::string::npos) << "thread 1 (2 ms) ends early";
+}
+
+void DropToNobody() {
+  rlimit none{0, 0};
+  setrlimit(RLIMIT_RTPRIO, &none);
+  if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+}
+
+TEST_F(CyclicCliTest, NoPrivilegeForFifoGivesCyclictestsMessageAndTheFix) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to an unprivileged user (nobody)";
+  const Outcome r = Wait(Spawn({"-p", "99", "-l5", "-q"}, &DropToNobody));
+  if (r.exit_code == 126 || r.exit_code == 127) {
+    GTEST_SKIP() << "cannot run the binary as nobody here (exit " << r.exit_code << ")";
+  }
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("Unable to change scheduling policy!\nProbably missing capabilities, "
+                       "either run as root or increase RLIMIT_RTPRIO limits.\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("CAP_SYS_NICE"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+}  // namespace
