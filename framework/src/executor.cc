@@ -84,28 +84,6 @@ __attribute__((noinline)) void PrefaultStack(std::size_t bytes) {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
-bool Contains(const std::vector<int>& v, int x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-Status ValidateCpus(const std::vector<int>& cpus, const std::vector<int>& online,
-                    const std::vector<int>& allowed, const std::string& who,
-                    const std::string& field) {
-  for (int cpu : cpus) {
-    if (cpu < 0 || cpu >= CPU_SETSIZE || !Contains(online, cpu)) {
-      return InvalidArgumentError(who + ": CPU " + std::to_string(cpu) +
-                                  " does not exist or is offline (online CPUs: " +
-                                  FormatCpuList(online) + ") — fix " + field);
-    }
-    if (!allowed.empty() && !Contains(allowed, cpu)) {
-      return InvalidArgumentError(who + ": CPU " + std::to_string(cpu) +
-                                  " is online but not in this process's allowed CPUs (" +
-                                  FormatCpuList(allowed) + ", see taskset/cpuset) — fix " + field);
-    }
-  }
-  return Status::Ok();
-}
-
 cpu_set_t ToCpuSet(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -171,6 +149,7 @@ class Executor::Impl {
   std::vector<int> online_cpus_;
   std::vector<int> allowed_cpus_;  // the process's affinity before any housekeeping move
   std::vector<int> isolated_cpus_;
+  std::vector<int> present_cpus_;  // /sys/devices/system/cpu/present: exist, maybe offline
   int dma_fd_ = -1;
   bool memory_locked_ = false;
 
@@ -215,9 +194,11 @@ Status Executor::Impl::Init() {
   online_cpus_ = info.online_cpus;
   allowed_cpus_ = info.affinity_cpus;
   isolated_cpus_ = info.isolated_cpus;
+  present_cpus_ = internal::PresentCpus();
 
-  RTLOOP_RETURN_IF_ERROR(ValidateCpus(config_.housekeeping_cpus, online_cpus_, allowed_cpus_,
-                                      "executor", "ExecutorConfig::housekeeping_cpus"));
+  RTLOOP_RETURN_IF_ERROR(internal::ValidateCpus(config_.housekeeping_cpus, online_cpus_,
+                                                present_cpus_, allowed_cpus_, "executor",
+                                                "ExecutorConfig::housekeeping_cpus"));
 
   if (config_.lock_memory) {
     if (RTLOOP_UNDER_SANITIZER) {
@@ -314,8 +295,8 @@ Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& con
                                 "..1 GiB");
   }
   RTLOOP_RETURN_IF_ERROR(internal::ValidateSchedParams(config));
-  RTLOOP_RETURN_IF_ERROR(
-      ValidateCpus(config.cpus, online_cpus_, allowed_cpus_, who, "TaskConfig::cpus"));
+  RTLOOP_RETURN_IF_ERROR(internal::ValidateCpus(config.cpus, online_cpus_, present_cpus_,
+                                                allowed_cpus_, who, "TaskConfig::cpus"));
   for (const auto& s : slots_) {
     if (s->task == &task) {
       return InvalidArgumentError(who + ": this PeriodicTask object was already added as task " +
@@ -345,19 +326,9 @@ Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& con
     RTLOOP_RETURN_IF_ERROR(FallBackToOther(*slot, priv));
   }
 
-  if ((config.policy == SchedPolicy::kFifo || config.policy == SchedPolicy::kRr) &&
-      !isolated_cpus_.empty() && !config.cpus.empty()) {
-    for (int cpu : config.cpus) {
-      if (!Contains(isolated_cpus_, cpu)) {
-        std::fprintf(stderr,
-                     "rtloop: warning: %s (%s %d) is pinned to CPU %d, which is not isolated, "
-                     "while CPUs %s are isolated — pin it to an isolated CPU for the best "
-                     "latency\n",
-                     who.c_str(), LinuxPolicyName(config.policy), config.priority, cpu,
-                     FormatCpuList(isolated_cpus_).c_str());
-        break;
-      }
-    }
+  if (const std::string warning = internal::NonIsolatedCpuWarning(config, isolated_cpus_);
+      !warning.empty()) {
+    std::fprintf(stderr, "rtloop: warning: %s\n", warning.c_str());
   }
 
   slots_.push_back(std::move(slot));
@@ -751,7 +722,9 @@ Status Executor::Impl::RunUntilSignal() {
   sigaddset(&signals, SIGTERM);
   sigset_t old;
   pthread_sigmask(SIG_BLOCK, &signals, &old);
-  Status s = Start();
+  // Already started by the caller: just wait (the threads were created with the signals
+  // blocked either way).
+  Status s = phase_ == Phase::kStarted ? Status::Ok() : Start();
   if (!s.ok()) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return s;

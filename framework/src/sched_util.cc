@@ -2,8 +2,11 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
+
+#include "rtloop/framework/system_info.h"
 
 namespace rtloop::internal {
 
@@ -11,6 +14,9 @@ namespace {
 constexpr int kCapSysNice = 23;
 constexpr int kSchedDeadline = 6;  // SCHED_DEADLINE; glibc 2.36 does not define it
 std::string Quoted(const std::string& name) { return "\"" + name + "\""; }
+bool Contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 }  // namespace
 
 int ToLinuxPolicy(SchedPolicy policy) noexcept {
@@ -92,7 +98,9 @@ std::string SchedFailureWhat(const TaskConfig& config) {
 std::string SchedPermissionHint(SchedPolicy policy) {
   if (policy == SchedPolicy::kDeadline) {
     return "run as root or grant CAP_SYS_NICE (setcap cap_sys_nice+ep BINARY); the rtprio limit "
-           "does not apply to SCHED_DEADLINE";
+           "does not apply to SCHED_DEADLINE. As root, EPERM means the thread's CPU affinity does "
+           "not span its whole root domain: run the process on all CPUs (no taskset) or in an "
+           "exclusive cpuset";
   }
   if (policy == SchedPolicy::kFifo || policy == SchedPolicy::kRr) {
     return "run as root, grant CAP_SYS_NICE (setcap cap_sys_nice+ep BINARY), or raise the rtprio "
@@ -206,6 +214,50 @@ Status ValidateSchedParams(const TaskConfig& config) {
     }
   }
   return Status::Ok();
+}
+
+Status ValidateCpus(const std::vector<int>& cpus, const std::vector<int>& online,
+                    const std::vector<int>& present, const std::vector<int>& allowed,
+                    const std::string& who, const std::string& field) {
+  for (int cpu : cpus) {
+    const std::string prefix = who + ": CPU " + std::to_string(cpu);
+    if (!Contains(online, cpu)) {
+      if (Contains(present, cpu)) {
+        return InvalidArgumentError(prefix + " is offline (online CPUs: " + FormatCpuList(online) +
+                                    ") — bring it online (echo 1 > /sys/devices/system/cpu/cpu" +
+                                    std::to_string(cpu) + "/online) or fix " + field);
+      }
+      return InvalidArgumentError(
+          prefix + " does not exist (online CPUs: " + FormatCpuList(online) + ") — fix " + field);
+    }
+    if (!allowed.empty() && !Contains(allowed, cpu)) {
+      return InvalidArgumentError(prefix + " is online but not in this process's allowed CPUs (" +
+                                  FormatCpuList(allowed) + ", see taskset/cpuset) — fix " + field);
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<int> PresentCpus() {
+  std::ifstream in("/sys/devices/system/cpu/present");
+  std::string line;
+  std::getline(in, line);
+  Result<std::vector<int>> cpus = ParseCpuList(line);
+  return cpus.ok() ? *cpus : std::vector<int>{};
+}
+
+std::string NonIsolatedCpuWarning(const TaskConfig& config, const std::vector<int>& isolated) {
+  if (config.policy != SchedPolicy::kFifo && config.policy != SchedPolicy::kRr) return {};
+  if (isolated.empty()) return {};
+  for (int cpu : config.cpus) {
+    if (!Contains(isolated, cpu)) {
+      return "task " + Quoted(config.name) + " (" + LinuxPolicyName(config.policy) + " " +
+             std::to_string(config.priority) + ") is pinned to CPU " + std::to_string(cpu) +
+             ", which is not isolated, while CPUs " + FormatCpuList(isolated) +
+             " are isolated — pin it to an isolated CPU for the best latency";
+    }
+  }
+  return {};
 }
 
 }  // namespace rtloop::internal

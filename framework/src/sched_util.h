@@ -38,4 +38,16 @@ std::string SchedPermissionHint(SchedPolicy policy);
 // Range checks of policy, priority, nice and deadline parameters (no privilege check).
 Status ValidateSchedParams(const TaskConfig& config);
 
+// Every CPU in `cpus` must exist (`present`), be online and be in the process's `allowed` set
+// (empty: not checked). The message names `who`, the CPU, the sets and `field` to fix.
+Status ValidateCpus(const std::vector<int>& cpus, const std::vector<int>& online,
+                    const std::vector<int>& present, const std::vector<int>& allowed,
+                    const std::string& who, const std::string& field);
+// /sys/devices/system/cpu/present; empty when unreadable.
+std::vector<int> PresentCpus();
+
+// A FIFO/RR task pinned to a CPU that is not isolated while some CPUs are isolated: the warning
+// text; empty when there is nothing to warn about.
+std::string NonIsolatedCpuWarning(const TaskConfig& config, const std::vector<int>& isolated);
+
 }  // namespace rtloop::internal

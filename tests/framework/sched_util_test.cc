@@ -124,5 +124,38 @@ TEST(SchedUtilTest, PolicyNames) {
   EXPECT_FALSE(IsRealtimePolicy(SchedPolicy::kBatch));
 }
 
+TEST(SchedUtilTest, CpuValidationTellsMissingFromOfflineFromForbidden) {
+  const std::vector<int> online = {0, 1, 3};
+  const std::vector<int> present = {0, 1, 2, 3};
+  const std::vector<int> allowed = {0, 3};
+  EXPECT_TRUE(ValidateCpus({0, 3}, online, present, allowed, "task \"t\"", "cpus").ok());
+  Status s = ValidateCpus({2}, online, present, allowed, "task \"t\"", "TaskConfig::cpus");
+  EXPECT_TRUE(Contains(s.message(), "task \"t\": CPU 2 is offline (online CPUs: 0-1,3)"))
+      << s.message();
+  s = ValidateCpus({7}, online, present, allowed, "task \"t\"", "TaskConfig::cpus");
+  EXPECT_TRUE(Contains(s.message(), "task \"t\": CPU 7 does not exist")) << s.message();
+  EXPECT_TRUE(Contains(s.message(), "TaskConfig::cpus")) << s.message();
+  s = ValidateCpus({1}, online, present, allowed, "task \"t\"", "cpus");
+  EXPECT_TRUE(Contains(s.message(), "not in this process's allowed CPUs (0,3")) << s.message();
+  EXPECT_FALSE(ValidateCpus({-1}, online, present, allowed, "x", "cpus").ok());
+}
+
+TEST(SchedUtilTest, WarnsWhenFifoIsPinnedToANonIsolatedCpu) {
+  TaskConfig c = Fifo(90);
+  c.cpus = {1};
+  const std::string w = NonIsolatedCpuWarning(c, {2, 3});
+  EXPECT_TRUE(Contains(w,
+                       "task \"pos\" (SCHED_FIFO 90) is pinned to CPU 1, which is not isolated, "
+                       "while CPUs 2-3 are isolated"))
+      << w;
+  EXPECT_TRUE(NonIsolatedCpuWarning(c, {}).empty());  // nothing isolated
+  c.cpus = {2};
+  EXPECT_TRUE(NonIsolatedCpuWarning(c, {2, 3}).empty());  // pinned right
+  c.cpus = {1};
+  c.policy = SchedPolicy::kOther;
+  c.priority = 0;
+  EXPECT_TRUE(NonIsolatedCpuWarning(c, {2, 3}).empty());  // not an RT task
+}
+
 }  // namespace
 }  // namespace rtloop::internal

@@ -87,15 +87,19 @@ class Executor {
   void Wait();
   // Blocks until any task has stopped (or the timeout passes); true if one has.
   bool WaitAny(std::chrono::nanoseconds timeout);
-  // Start(), then wait for SIGINT/SIGTERM or for every task to end, then Stop(). The signals are
-  // blocked in every executor thread and handled synchronously (sigtimedwait) on this thread.
+  // Start() (unless already started), then wait for SIGINT/SIGTERM or for every task to end, then
+  // Stop(). The signals are blocked in every executor thread and handled synchronously
+  // (sigtimedwait) on this thread; the caller's signal mask is restored on return. Other threads
+  // of the application should block SIGINT/SIGTERM too, or a process-directed signal may go to
+  // them instead.
   Status RunUntilSignal();
 
   // Any thread, RT-safe.
   std::size_t TaskCount() const noexcept;
   TaskStatsSnapshot Stats(TaskId id) const noexcept;
   TaskState State(TaskId id) const noexcept;
-  // Any thread; not RT-safe (copies strings).
+  // Not RT-safe (copies strings). Any thread before Start() or after it has returned (a
+  // fallback to SCHED_OTHER is decided on the task's thread during Start()).
   TaskInfo Info(TaskId id) const;
   // The shared start time S; meaningful once Start() succeeded.
   TimePoint start_time() const noexcept;
