@@ -84,6 +84,38 @@ __attribute__((noinline)) void PrefaultStack(std::size_t bytes) {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
+// What an executor moved a thread to housekeeping CPUs from, so that a later executor created
+// on the same thread still sees the process's CPUs rather than the housekeeping ones.
+struct HousekeepingMove {
+  std::mutex mu;
+  int tid = 0;
+  std::vector<int> housekeeping;
+  std::vector<int> original;
+};
+HousekeepingMove& LastHousekeepingMove() {
+  static HousekeepingMove move;
+  return move;
+}
+std::vector<int> OriginalAffinity(const std::vector<int>& current) {
+  HousekeepingMove& m = LastHousekeepingMove();
+  std::lock_guard<std::mutex> lock(m.mu);
+  if (m.tid == static_cast<int>(syscall(SYS_gettid)) && m.housekeeping == current) {
+    return m.original;
+  }
+  return current;
+}
+void RememberHousekeepingMove(const std::vector<int>& original,
+                              const std::vector<int>& housekeeping) {
+  HousekeepingMove& m = LastHousekeepingMove();
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.tid = static_cast<int>(syscall(SYS_gettid));
+  m.original = original;
+  m.housekeeping = housekeeping;
+  std::sort(m.housekeeping.begin(), m.housekeeping.end());
+  m.housekeeping.erase(std::unique(m.housekeeping.begin(), m.housekeeping.end()),
+                       m.housekeeping.end());
+}
+
 cpu_set_t ToCpuSet(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -192,7 +224,7 @@ Status Executor::Impl::Init() {
   }
   const SystemInfo info = ReadSystemInfo();
   online_cpus_ = info.online_cpus;
-  allowed_cpus_ = info.affinity_cpus;
+  allowed_cpus_ = OriginalAffinity(info.affinity_cpus);
   isolated_cpus_ = info.isolated_cpus;
   present_cpus_ = internal::PresentCpus();
 
@@ -258,6 +290,7 @@ Status Executor::Impl::Init() {
                             FormatCpuList(config_.housekeeping_cpus),
                         "check ExecutorConfig::housekeeping_cpus against taskset/cpuset");
     }
+    RememberHousekeepingMove(allowed_cpus_, config_.housekeeping_cpus);
   }
   InstallWakeHandler();
   return Status::Ok();

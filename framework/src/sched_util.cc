@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -66,7 +67,7 @@ PrivilegeFacts ReadPrivilegeFacts() {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("CapEff:", 0) == 0) {
-      const std::uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+      const std::uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
       facts.cap_sys_nice = ((caps >> kCapSysNice) & 1u) != 0;
     }
   }

@@ -333,6 +333,21 @@ TEST(ExecutorTest, UnpinnedTaskGetsTheProcessCpusNotTheHousekeepingOnes) {
     ex->Wait();
     EXPECT_EQ(probe.affinity, info.affinity_cpus);
   }
+  {
+    // A second executor on the moved thread still knows the process's CPUs.
+    auto ex = MakeExecutor();
+    ProbeTask probe;
+    TaskConfig tc = OtherTask("again", microseconds(500));
+    tc.max_cycles = 2;
+    ASSERT_TRUE(ex->AddTask(probe, tc).ok());
+    tc.name = "pinned-elsewhere";
+    tc.cpus = {info.affinity_cpus.back()};
+    ProbeTask pinned;
+    EXPECT_TRUE(ex->AddTask(pinned, tc).ok());
+    ASSERT_TRUE(ex->Start().ok());
+    ex->Wait();
+    EXPECT_EQ(probe.affinity, info.affinity_cpus);
+  }
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : before) CPU_SET(static_cast<std::size_t>(c), &set);

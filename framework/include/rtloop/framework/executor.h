@@ -13,6 +13,10 @@
 // Release grid: Start() takes one start time S = Now() + start_delay (rounded up to a whole
 // multiple of `align_start_to` when set); task t's releases are E_k = S + phase_t + k * period_t.
 //
+// Stop() wakes RT threads that sleep on long periods with SIGRTMIN+3, for which Create() installs
+// an empty handler (the interrupted sleep returns EINTR and the thread sees its stop flag);
+// WaitMode::kPosixTimer uses SIGALRM on the task's own thread, as cyclictest -x does.
+//
 // Threading: Create/AddTask/Start/Stop/Wait/RunUntilSignal are for one controlling thread (not
 // RT-safe: they create threads and make system calls). Stats()/State()/TaskCount() may be called
 // from any thread at any time and are RT-safe.
