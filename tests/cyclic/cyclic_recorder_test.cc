@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "rtloop/framework/cyclic_task.h"
+#include "rtloop/framework/executor.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -250,6 +252,41 @@ TEST(CyclicRecorder, OnRtThreadStartRecordsTheKernelTid) {
   EXPECT_EQ(rec->Snapshot().tid, 0);
   std::thread([&] { rec->OnRtThreadStart(0); }).join();
   EXPECT_GT(rec->Snapshot().tid, 0);
+}
+
+TEST(CyclicRecorder, FedByTheExecutorAgreesWithItsTaskStats) {
+  ExecutorConfig ec;
+  ec.lock_memory = false;
+  Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  RecorderConfig rc;
+  rc.histogram_buckets = 100000;
+  auto rec = Make(rc);
+  CyclicTask task;
+  TaskConfig tc;
+  tc.name = "cyclic";
+  tc.period = std::chrono::milliseconds(1);
+  tc.policy = SchedPolicy::kOther;  // no privilege needed
+  tc.priority = 0;
+  tc.max_cycles = 30;
+  tc.observer = rec.get();
+  Result<TaskId> id = (*ex)->AddTask(task, tc);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE((*ex)->Start().ok());
+  (*ex)->Wait();
+  const TaskStatsSnapshot stats = (*ex)->Stats(*id);
+  ThreadReport r;
+  rec->FillReport(r);
+  EXPECT_EQ(r.cycles, 30u);
+  EXPECT_EQ(r.cycles, stats.cycles);
+  EXPECT_EQ(r.tid, stats.tid);
+  // calcdiff truncates per sample (and may round up by 1 us across a second boundary).
+  EXPECT_NEAR(static_cast<double>(r.max), static_cast<double>(stats.latency_max_ns / 1000), 1.0);
+  EXPECT_NEAR(static_cast<double>(r.min), static_cast<double>(stats.latency_min_ns / 1000), 1.0);
+  EXPECT_EQ(r.percentiles.max_ns, stats.latency_max_ns);
+  std::uint64_t in_range = 0;
+  for (std::uint64_t v : r.histogram) in_range += v;
+  EXPECT_EQ(in_range + r.histogram_overflows, 30u);
 }
 
 TEST(CyclicRecorder, CreateRejectsBadConfigurationsWithAMessage) {
