@@ -27,8 +27,13 @@
 #include "cyclic_recorder.h"
 #include "rtloop/framework/cyclic_task.h"
 #include "rtloop/framework/executor.h"
+#include "rtloop/framework/system_info.h"
 #include "rtloop/framework/time.h"
+#include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/recorder.h"
+#include "rtloop/telemetry/server.h"
+#include "rtloop/telemetry/task_telemetry.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -329,6 +334,12 @@ class Run {
   std::vector<std::unique_ptr<telemetry::LatencyHistogram>> histograms_;
   std::vector<std::unique_ptr<ThreadObserver>> observers_;
   std::vector<TaskId> ids_;
+  // --telemetry / --record: hub (an observer of every task), collector, sinks, server. Declared
+  // in dependency order: each is destroyed before what it uses.
+  std::unique_ptr<telemetry::TelemetryHub> hub_;
+  std::unique_ptr<telemetry::Recorder> sample_log_;
+  std::unique_ptr<telemetry::Collector> collector_;
+  std::unique_ptr<telemetry::Server> server_;
   // Declared after everything its threads use, so that it is destroyed (stopped) first.
   std::unique_ptr<Executor> executor_;
   std::vector<ThreadReport> base_;  // the static fields of every thread's report
@@ -383,8 +394,14 @@ Status Run::Setup() {
   if (o_.resolution) CheckClockResolution(o_);
   if (o_.tracemark && o_.breaktrace > 0) trace_.Open();
 
-  const bool want_percentiles = o_.percentiles || !o_.fail_percentiles.empty();
+  // The recorder keeps p50..p99.999 itself; --fail-percentile may ask for any P.
+  const bool want_percentiles = !o_.fail_percentiles.empty();
   const std::size_t n = o_.threads.size();
+  if (o_.telemetry || !o_.record_path.empty()) {
+    telemetry::TelemetryHubConfig hc;
+    hc.max_tasks = std::max<std::size_t>(n, 1);
+    hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
+  }
   tasks_ = std::vector<CyclicTask>(n);
   // Stable addresses: observers are handed out as raw pointers.
   recorders_.reserve(n);
@@ -409,7 +426,7 @@ Status Run::Setup() {
                                            : nullptr);
     observers_.push_back(std::make_unique<ThreadObserver>(
         recorders_.back().get(), histograms_.back().get(), o_.warmup,
-        o_.breaktrace > 0 ? &latch_ : nullptr, nullptr));
+        o_.breaktrace > 0 ? &latch_ : nullptr, hub_.get()));
 
     TaskConfig tc;
     tc.name = "cyclic" + std::to_string(plan.index);
@@ -432,6 +449,7 @@ Status Run::Setup() {
     Result<TaskId> id = executor_->AddTask(tasks_[i], tc);
     if (!id.ok()) return id.status();
     ids_.push_back(*id);
+    if (hub_ != nullptr) RTLOOP_RETURN_IF_ERROR(hub_->AddTask(*id, tc));
 
     ThreadReport r;
     r.index = plan.index;
@@ -457,9 +475,36 @@ Status Run::Setup() {
   }
   std::fflush(stdout);
 
+  if (hub_ != nullptr) {
+    hub_->AttachExecutor(*executor_);
+    collector_ = std::make_unique<telemetry::Collector>(*hub_);
+    if (!o_.record_path.empty()) {
+      telemetry::RecorderConfig rc;
+      rc.path = o_.record_path;
+      rc.tool_name = "rtloop-cyclic";
+      rc.tool_version = kToolVersion;
+      rc.command_line = JoinCommandLine(argc_, argv_);
+      Result<std::unique_ptr<telemetry::Recorder>> rec =
+          telemetry::Recorder::Open(rc, *hub_, ReadSystemInfo());
+      if (!rec.ok()) return rec.status();
+      sample_log_ = std::move(*rec);
+      RTLOOP_RETURN_IF_ERROR(collector_->AddSink(sample_log_.get()));
+    }
+  }
+
   RTLOOP_RETURN_IF_ERROR(executor_->Start());
   if (!o_.main_affinity.empty() && !SetThreadAffinity(o_.main_affinity)) {
     std::fprintf(stderr, "WARN: could not set the main thread's affinity (--mainaffinity)\n");
+  }
+  // Non-RT helpers start from the main thread, after --mainaffinity: they inherit its CPUs.
+  if (collector_ != nullptr) RTLOOP_RETURN_IF_ERROR(collector_->Start());
+  if (o_.telemetry) {
+    telemetry::ServerConfig sc;
+    if (!o_.telemetry_address.empty()) sc.address = o_.telemetry_address;
+    Result<std::unique_ptr<telemetry::Server>> server =
+        telemetry::Server::Start(sc, *hub_, *collector_, executor_.get());
+    if (!server.ok()) return server.status();
+    server_ = std::move(*server);
   }
   if (o_.duration_s > 0) {
     // The first thread's stop time: its start (first release - interval) + duration.
@@ -590,23 +635,26 @@ int Run::Finish() {
   const Status stopped = executor_->Stop();
   (void)stopped;  // FailedPrecondition only if already stopped
   StopFifo();
+  if (collector_ != nullptr) collector_->Stop();  // every sample reaches the sinks
+  if (server_ != nullptr) server_->Stop();        // open streams flush, then end
+  if (sample_log_ != nullptr) {
+    if (Status s = sample_log_->Close(); !s.ok()) {
+      std::fprintf(stderr, "rtloop-cyclic: --record %s: %s\n", o_.record_path.c_str(),
+                   s.message().c_str());
+    }
+  }
   if (o_.verbose) DrainVerbose();
 
   std::vector<ThreadReport> reports = base_;
   std::vector<std::vector<std::int64_t>> pct_values(reports.size());
   for (std::size_t i = 0; i < reports.size(); ++i) {
     recorders_[i]->FillReport(reports[i]);
+    if (hub_ != nullptr) {
+      if (Result<telemetry::TaskTelemetrySnapshot> snap = hub_->Snapshot(ids_[i]); snap.ok()) {
+        reports[i].ring_drops = snap->ring_dropped;
+      }
+    }
     if (histograms_[i] != nullptr && histograms_[i]->count() > 0) {
-      const telemetry::HistogramSummary s = histograms_[i]->Summary();
-      LatencyPercentiles& p = reports[i].percentiles;
-      p.valid = true;
-      p.p50_ns = s.percentiles_ns[0];
-      p.p90_ns = s.percentiles_ns[1];
-      p.p99_ns = s.percentiles_ns[2];
-      p.p99_9_ns = s.percentiles_ns[3];
-      p.p99_99_ns = s.percentiles_ns[4];
-      p.p99_999_ns = s.percentiles_ns[5];
-      p.max_ns = s.max_ns;
       for (const PercentileBound& b : o_.fail_percentiles) {
         pct_values[i].push_back(histograms_[i]->ValueAtPercentile(b.percentile));
       }
@@ -785,11 +833,6 @@ int RunCyclic(int argc, const char* const* argv) {
     return kExitOk;
   }
   if (o.unbuffered) std::setvbuf(stdout, nullptr, _IONBF, 0);
-  if (o.telemetry || !o.record_path.empty()) {
-    return PrintUsageError(Status(StatusCode::kUnavailable,
-                                  std::string(o.telemetry ? "--telemetry" : "--record") +
-                                      " is not available yet in this build of rtloop-cyclic"));
-  }
   for (const std::string& note : o.stderr_notes) WriteAll(stderr, note);
   for (const std::string& note : o.stdout_notes) WriteAll(stdout, note);
   Run run(argc, argv, std::move(o));
