@@ -201,9 +201,12 @@ std::string RenderText(const Snapshot& snap, bool show_histograms) {
       for (std::size_t i = 0; i < bins.size(); ++i) {
         const std::uint64_t c = bins[i].count;
         const int bar = c == 0 ? 0 : 1 + static_cast<int>(std::log10(static_cast<double>(c)) * 4);
-        out += Format("  %8s %12" PRIu64 " %6.2f%% %s\n", BinLabel(i).c_str(), c,
-                      total ? 100.0 * static_cast<double>(c) / static_cast<double>(total) : 0.0,
-                      std::string(static_cast<std::size_t>(std::min(bar, 40)), '#').c_str());
+        std::string line =
+            Format("  %8s %12" PRIu64 " %6.2f%% %s", BinLabel(i).c_str(), c,
+                   total ? 100.0 * static_cast<double>(c) / static_cast<double>(total) : 0.0,
+                   std::string(static_cast<std::size_t>(std::min(bar, 40)), '#').c_str());
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line + "\n";
       }
     }
   }

@@ -599,6 +599,7 @@ TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   EXPECT_NE(text.output.find("LAT_P99"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("task1"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("wake-up latency, task 0"), std::string::npos) << text.output;
+  std::printf("%s", text.output.c_str());  // for the log: what the dashboard looks like
 }
 
 TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
