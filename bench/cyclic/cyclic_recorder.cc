@@ -69,6 +69,9 @@ CyclicRecorder::CyclicRecorder(const RecorderConfig& config) : config_(config) {
     outliers_ = std::make_unique<U64[]>(config_.histogram_buckets);
   }
   if (config_.verbose) values_ = std::make_unique<I64[]>(kValueRingSize);
+  if (config_.track_percentiles) {
+    latency_histogram_ = std::make_unique<telemetry::LatencyHistogram>();
+  }
   if (config_.spike_threshold > 0 && config_.spike_nodes > 0) {
     spike_slots_ = std::make_unique<SpikeSlot[]>(config_.spike_nodes);
   }
@@ -129,7 +132,7 @@ void CyclicRecorder::OnCycle(const CycleSample& sample) noexcept {
   }
 
   act_.store(diff, std::memory_order_relaxed);
-  latency_histogram_.Record(sample.wakeup_latency_ns);
+  if (latency_histogram_) latency_histogram_->Record(sample.wakeup_latency_ns);
   if (values_) {
     // Release: a reader that sees this value also sees cycles_ >= c (see DrainValues()).
     values_[c & (kValueRingSize - 1)].store(diff, std::memory_order_release);
@@ -228,7 +231,8 @@ void CyclicRecorder::FillReport(ThreadReport& report) const {
 
 LatencyPercentiles CyclicRecorder::Percentiles() const noexcept {
   LatencyPercentiles p;
-  const telemetry::HistogramSummary s = latency_histogram_.Summary();
+  if (!latency_histogram_) return p;
+  const telemetry::HistogramSummary s = latency_histogram_->Summary();
   if (s.count == 0) return p;
   p.valid = true;
   p.p50_ns = s.percentiles_ns[0];
@@ -239,6 +243,10 @@ LatencyPercentiles CyclicRecorder::Percentiles() const noexcept {
   p.p99_999_ns = s.percentiles_ns[5];
   p.max_ns = s.max_ns;
   return p;
+}
+
+std::int64_t CyclicRecorder::LatencyAtPercentile(double percentile) const noexcept {
+  return latency_histogram_ ? latency_histogram_->ValueAtPercentile(percentile) : 0;
 }
 
 std::vector<SpikeEvent> CyclicRecorder::Spikes() const {

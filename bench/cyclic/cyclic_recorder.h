@@ -71,6 +71,7 @@ struct RecorderConfig {
   std::int64_t break_threshold = 0;     // -b N: trip break_latch on the first sample > N; 0: off
   BreakLatch* break_latch = nullptr;    // required when break_threshold > 0; outlives the recorder
   std::uint64_t warmup_cycles = 0;      // --warmup=N: first N cycles excluded from all statistics
+  bool track_percentiles = true;        // keep an HDR histogram of the latency (~224 KiB, ~3 ns)
 };
 
 // A consistent-enough copy of the live state (see the header comment).
@@ -132,7 +133,11 @@ class CyclicRecorder final : public CycleObserver {
   void FillReport(ThreadReport& report) const;
   // Wake-up latency percentiles so far (ns, HDR histogram: within 0.1%; max exact). Any thread;
   // one pass over ~28k buckets, so call it at the end or at most a few times a second.
+  // {valid=false} without track_percentiles or samples.
   LatencyPercentiles Percentiles() const noexcept;
+  // The wake-up latency (ns) at `percentile` (0..100], e.g. for --fail-percentile; 0 when there
+  // is no sample or track_percentiles is off. Any thread; one pass over the buckets.
+  std::int64_t LatencyAtPercentile(double percentile) const noexcept;
   // The recorded spikes (at most spike_nodes), in order. Not RT-safe.
   std::vector<SpikeEvent> Spikes() const;
 
@@ -168,10 +173,10 @@ class CyclicRecorder final : public CycleObserver {
   bool break_seen_ = false;  // RT thread only: this thread already went over the -b limit
 
   // Wake-up latency in ns (after warm-up) for the percentiles of --percentiles and JSON "rtloop".
-  telemetry::LatencyHistogram latency_histogram_;
-  std::unique_ptr<U64[]> histogram_;  // histogram_buckets
-  std::unique_ptr<U64[]> outliers_;   // histogram_buckets overflow cycle indices
-  std::unique_ptr<I64[]> values_;     // kValueRingSize (-v)
+  std::unique_ptr<telemetry::LatencyHistogram> latency_histogram_;  // track_percentiles
+  std::unique_ptr<U64[]> histogram_;                                // histogram_buckets
+  std::unique_ptr<U64[]> outliers_;  // histogram_buckets overflow cycle indices
+  std::unique_ptr<I64[]> values_;    // kValueRingSize (-v)
   struct SpikeSlot {
     I64 value{0};
     I64 ts_us{0};

@@ -227,6 +227,13 @@ TEST(CyclicRecorder, PercentilesComeFromTheNanosecondLatencyAfterWarmup) {
   EXPECT_NEAR(static_cast<double>(r.percentiles.p99_ns), 990'000.0, 990'000.0 / 1024 + 1000);
   EXPECT_EQ(r.percentiles.max_ns, 1'000'000);
   EXPECT_LE(r.percentiles.p99_999_ns, r.percentiles.max_ns);
+  EXPECT_EQ(rec->LatencyAtPercentile(50.0), r.percentiles.p50_ns);
+
+  c.track_percentiles = false;
+  auto off = Make(c);
+  FeedUs(*off, us);
+  EXPECT_FALSE(off->Percentiles().valid);
+  EXPECT_EQ(off->LatencyAtPercentile(99.0), 0);
 }
 
 TEST(CyclicRecorder, NewMaxCountSignalsEachNewMaximum) {
