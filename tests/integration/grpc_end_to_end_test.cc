@@ -1,7 +1,10 @@
 // End-to-end tests of the telemetry gRPC service: an executor running real (SCHED_OTHER) tasks,
 // the hub, the collector and the server in this process; clients on loopback, in this process or
 // in a child process (rtloop-top, or this binary re-executed as a streaming client).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -16,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -636,6 +640,123 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   EXPECT_EQ(c.exit_code, 2) << c.output;
   c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --bogus");
   EXPECT_EQ(c.exit_code, 2) << c.output;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::size_t CountOf(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t pos = text.find(part); pos != std::string::npos;
+       pos = text.find(part, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Waits up to `timeout` for `pred()`.
+template <typename Pred>
+bool WaitFor(Pred pred, milliseconds timeout) {
+  const auto deadline = steady_clock::now() + timeout;
+  while (!pred()) {
+    if (steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return true;
+}
+
+TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rtloop_it_top_live_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "out").string();
+  const std::string err = (dir / "err").string();
+  auto rig = std::make_unique<Rig>();
+  ASSERT_TRUE(rig->Build(Cfg(1, std::chrono::milliseconds(1), 0)).ok());
+  ASSERT_TRUE(rig->StartTasks().ok());
+  const std::string address = rig->address();
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string path = RTLOOP_TOP_PATH;
+  std::string interval = "--interval=0.05";
+  std::vector<char*> argv = {path.data(), const_cast<char*>(address.c_str()), interval.data(),
+                             nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  EXPECT_TRUE(
+      WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") >= 2; }, milliseconds(10'000)));
+  rig.reset();  // the server goes away
+  EXPECT_TRUE(WaitFor([&] { return ReadAll(err).find("retrying") != std::string::npos; },
+                      milliseconds(10'000)))
+      << ReadAll(err);
+  const std::size_t frames_before = CountOf(ReadAll(out), "rtloop-top  ");
+  RigConfig rc = Cfg(1, std::chrono::milliseconds(1), 0);
+  rc.server.address = address;  // the same port again
+  rig = std::make_unique<Rig>();
+  Status rebuilt = rig->Build(rc);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.ToString();
+  EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") > frames_before + 1; },
+                      milliseconds(15'000)))
+      << ReadAll(err);
+  kill(pid, SIGTERM);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  std::filesystem::remove_all(dir);
+}
+
+// gRPC threads inherit the scheduling of the thread that creates them: Start() must give them
+// SCHED_OTHER even when called from an RT thread.
+TEST(GrpcEndToEnd, ServerThreadsRunSchedOtherWhenStartedFromAnRtThread) {
+  TelemetryHub hub;
+  Collector collector(hub);
+  std::unique_ptr<Server> server;
+  Status status;
+  pid_t rt_tid = 0;
+  bool permitted = true;
+  std::thread rt([&] {
+    sched_param p{};
+    p.sched_priority = 10;
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) != 0) {
+      permitted = false;
+      return;
+    }
+    rt_tid = gettid();
+    ServerConfig sc;
+    sc.address = "127.0.0.1:0";
+    sc.log_to_stderr = false;
+    Result<std::unique_ptr<Server>> s = Server::Start(sc, hub, collector);
+    status = s.status();
+    if (s.ok()) server = std::move(*s);
+  });
+  rt.join();
+  if (!permitted) GTEST_SKIP() << "needs CAP_SYS_NICE (or an rtprio limit) for SCHED_FIFO";
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  // Make gRPC busy so its thread pools exist, then look at every thread of the process.
+  std::unique_ptr<Client> client = Connect(server->address());
+  ASSERT_TRUE(client->ListTasks().ok());
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    const std::string stat = ReadAll(entry.path().string() + "/stat");
+    const std::size_t paren = stat.rfind(')');
+    ASSERT_NE(paren, std::string::npos);
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string field;
+    int policy = -1;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+      if (i == 41) policy = std::stoi(field);
+    }
+    EXPECT_EQ(policy, SCHED_OTHER)
+        << "thread " << entry.path().filename() << " (the RT thread was " << rt_tid << ")";
+  }
 }
 
 // The child of ClientKilledMidStreamFreesItsStream: streams until killed.

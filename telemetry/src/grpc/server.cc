@@ -611,7 +611,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
     if (!t.ok()) return t.status();
     token = *t;
   }
-  std::shared_ptr<grpc::ServerCredentials> credentials;
+  grpc::SslServerCredentialsOptions ssl;
   const bool tls = !config.tls_cert_file.empty();
   if (tls) {
     Result<std::string> cert = internal::ReadFileContent(config.tls_cert_file, "TLS certificate");
@@ -626,24 +626,23 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
       return InvalidArgumentError("TLS key \"" + config.tls_key_file +
                                   "\" holds no PEM private key (-----BEGIN PRIVATE KEY-----)");
     }
-    grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    credentials = grpc::SslServerCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureServerCredentials();
   }
 
   auto impl = std::make_unique<Impl>();
   impl->core = std::make_unique<ServerCore>(config, token, hub, collector, executor);
-  impl->service = std::make_unique<TelemetryService>(impl->core.get());
 
-  // Build on a SCHED_OTHER helper thread: gRPC's threads and the pump inherit its scheduling and
-  // affinity, whatever the caller's.
+  // Everything that touches gRPC runs on a SCHED_OTHER helper thread: the first gRPC call of the
+  // process (credentials, service, builder) starts gRPC's own threads, and they, the server's
+  // threads and the pump inherit the helper's scheduling and affinity, whatever the caller's.
   Status status;
   int selected_port = 0;
   std::thread builder_thread([&] {
     status = MakeHousekeepingThread(config.cpus);
     if (!status.ok()) return;
+    std::shared_ptr<grpc::ServerCredentials> credentials =
+        tls ? grpc::SslServerCredentials(ssl) : grpc::InsecureServerCredentials();
+    impl->service = std::make_unique<TelemetryService>(impl->core.get());
     grpc::ServerBuilder builder;
     // Without this, gRPC sets SO_REUSEPORT and a second server on the same port would not fail.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
