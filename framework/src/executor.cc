@@ -488,7 +488,7 @@ void Executor::Impl::RunTask(Slot& slot) {
 
   Status st = ApplyScheduling(slot);
   if (st.ok() && memory_locked_) {
-    const std::size_t reserve = 64 * 1024;
+    const std::size_t reserve = std::size_t{64} * 1024;
     PrefaultStack(c.stack_size > 2 * reserve ? c.stack_size - reserve : c.stack_size / 2);
   }
   timer_t timer{};

@@ -74,8 +74,8 @@ struct TaskConfig {
   WatchdogConfig watchdog;
   Clock clock = Clock::kMonotonic;
   WaitMode wait_mode = WaitMode::kAbsolute;
-  std::size_t stack_size = 256 * 1024;  // bytes, prefaulted when the executor locks memory
-  std::uint64_t max_cycles = 0;         // stop the task after this many Step() calls; 0: never
+  std::size_t stack_size = 262'144;  // bytes (256 KiB), prefaulted when the executor locks memory
+  std::uint64_t max_cycles = 0;      // stop the task after this many Step() calls; 0: never
   // Called on the RT thread after every cycle's bookkeeping (telemetry plugs in here). Not owned;
   // must outlive the executor. nullptr: none.
   CycleObserver* observer = nullptr;
