@@ -299,6 +299,7 @@ class Run {
   ~Run() {
     StopFifo();
     if (dma_fd_ >= 0) close(dma_fd_);
+    if (!status_file_.empty()) unlink(status_file_.c_str());
   }
 
   int Execute();
@@ -316,6 +317,11 @@ class Run {
   void DrainVerbose();
   void StartFifo();
   void StopFifo();
+  // SIGUSR2: the status block into /dev/shm/cyclictest<pid>, where rt-tests'
+  // get_cyclictest_snapshot looks (the file exists from set-up to exit, as cyclictest's).
+  void CreateStatusFile();
+  void WriteStatusFile();
+  std::string status_file_;
 
   int argc_;
   const char* const* argv_;
@@ -526,6 +532,7 @@ Status Run::Setup() {
                        : *first;
   }
   if (!o_.fifo_path.empty()) StartFifo();
+  CreateStatusFile();
   return Status::Ok();
 }
 
@@ -559,8 +566,10 @@ void Run::Tick(std::chrono::steady_clock::time_point deadline) {
     const int sig = sigtimedwait(&signals_, &info, &ts);
     if (sig == SIGINT || sig == SIGTERM) {
       stop_signal_ = true;
-    } else if (sig == SIGUSR1 || sig == SIGUSR2) {
+    } else if (sig == SIGUSR1) {
       WriteAll(stderr, FormatStatusBlock(LiveReports(), format_));
+    } else if (sig == SIGUSR2) {
+      WriteStatusFile();
     }
   }
 }
@@ -716,9 +725,34 @@ int Run::Finish() {
   std::fflush(stdout);
   if (o_.percentiles) WriteAll(o_.quiet ? stderr : stdout, FormatPercentileTable(reports, format_));
   std::fflush(stdout);
+  if (o_.warmup > 0) {
+    std::fprintf(stderr,
+                 "rtloop-cyclic: note: the first %llu cycles of each thread were left out of the "
+                 "statistics (--warmup)\n",
+                 static_cast<unsigned long long>(o_.warmup));
+  }
   for (const std::string& b : breaches)
     std::fprintf(stderr, "rtloop-cyclic: FAIL: %s\n", b.c_str());
   return exit_code;
+}
+
+void Run::CreateStatusFile() {
+  const std::string path = "/dev/shm/cyclictest" + std::to_string(getpid());
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // no /dev/shm: SIGUSR2 then writes nothing, as cyclictest
+  close(fd);
+  status_file_ = path;
+}
+
+void Run::WriteStatusFile() {
+  if (status_file_.empty()) return;
+  const int fd = open(status_file_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::string block = FormatStatusBlock(LiveReports(), format_);
+  if (write(fd, block.data(), block.size()) < 0) {
+    // Best effort: a full /dev/shm loses the snapshot, not the run.
+  }
+  close(fd);
 }
 
 void Run::StartFifo() {
