@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <vector>
+
+#include "alloc_counter.h"
 
 namespace rtloop {
 namespace {
@@ -188,6 +191,20 @@ TEST(CycleEngineTest, PhaseOffsetSetsTheFirstRelease) {
   e.BeginCycle(At(301));
   e.EndCycle(At(302), StepResult::kContinue);
   EXPECT_EQ(e.release(), At(1300));
+}
+
+TEST(CycleEngineTest, BookkeepingAllocatesNothing) {
+  if (!testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under ASan/TSan";
+  }
+  for (OverrunPolicy policy :
+       {OverrunPolicy::kSkip, OverrunPolicy::kCatchUp, OverrunPolicy::kReanchor}) {
+    Fixture f(policy, /*watchdog=*/2, /*keep=*/true);
+    testing::AllocationCounter counter;
+    for (int i = 0; i < 10'000; ++i) f.Cycle(i % 7, (i % 50 == 0) ? 2500 : 100);
+    EXPECT_EQ(counter.Allocations(), 0u) << OverrunPolicyName(policy);
+    EXPECT_EQ(f.stats.Snapshot().cycles, 10'000u);
+  }
 }
 
 }  // namespace
