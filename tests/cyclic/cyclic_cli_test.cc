@@ -255,6 +255,62 @@ TEST_F(CyclicCliTest, LoopLimitEndsTheRunWhenTheFirstThreadIsDone) {
   EXPECT_EQ(lines[1].find("C:     30"), std::string::npos) << "thread 1 (2 ms) ends early";
 }
 
+TEST_F(CyclicCliTest, LiveScreenRedrawsWithTheCursorUpEscape) {
+  const Outcome r = Run({"-t2", "-i1000", "-l60", "--default-system"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("policy: other/other: loadavg: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("          \n\nT: 0 ("), std::string::npos);
+  EXPECT_NE(r.out.find("\033[4Apolicy: "), std::string::npos) << "n_threads + 2 lines up";
+  EXPECT_NE(r.out.back(), 'A') << "the last screen is not followed by the escape";
+}
+
+TEST_F(CyclicCliTest, VerbosePrintsInfoLinesAndEverySample) {
+  const Outcome r = Run({"-v", "-i1000", "-l5", "--default-system"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_EQ(lines.size(), 8u) << r.out;
+  EXPECT_EQ(lines[0].rfind("Max CPUs = ", 0), 0u);
+  EXPECT_EQ(lines[1].rfind("Online CPUs = ", 0), 0u);
+  EXPECT_EQ(lines[2], "Thread 0 Interval: 1500") << "cyclictest's off-by-one, kept";
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex(R"( {7}0: {7}0: *\d+)"))) << lines[3];
+  EXPECT_TRUE(std::regex_match(lines[7], std::regex(R"( {7}0: {7}4: *\d+)"))) << lines[7];
+}
+
+TEST_F(CyclicCliTest, HistfileTakesTheHistogramBlock) {
+  const std::string hist = dir_ + "/hist.txt";
+  const Outcome r =
+      Run({"-q", "-i500", "-l20", "-h", "5", "--default-system", "--histfile=" + hist});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  const std::string text = ReadFile(hist);
+  EXPECT_EQ(text.rfind("# Histogram\n000000 ", 0), 0u) << text;
+  EXPECT_NE(text.find("# Total: "), std::string::npos) << text;
+}
+
+TEST_F(CyclicCliTest, BreaktraceEndsTheRunAndPrintsTheBreakLines) {
+  // Under -N every sample exceeds 1 ns: the first one breaks.
+  const Outcome b = Run({"-q", "-i1000", "-D5", "-N", "-b", "1", "--default-system"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::vector<std::string> lines = Lines(b.out);
+  ASSERT_EQ(lines.size(), 4u) << b.out;
+  EXPECT_NE(lines[0].find("C:      1 "), std::string::npos) << "stops with the breaking sample";
+  EXPECT_EQ(lines[1].rfind("# Thread Ids: ", 0), 0u);
+  EXPECT_EQ(lines[2].rfind("# Break thread: ", 0), 0u);
+  EXPECT_EQ(lines[3].rfind("# Break value: ", 0), 0u);
+}
+
+TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
+  const std::string rec = dir_ + "/run.rtrec";
+  const Outcome r = Run(
+      {"-q", "-i1000", "-l50", "--default-system", "--telemetry=127.0.0.1:0", "--record=" + rec});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << "stdout unchanged: " << r.out;
+  EXPECT_NE(r.err.find("127.0.0.1:"), std::string::npos) << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(rec.c_str(), &st), 0);
+  EXPECT_GT(st.st_size, 0);
+}
+
 void DropToNobody() {
   rlimit none{0, 0};
   setrlimit(RLIMIT_RTPRIO, &none);

@@ -1,0 +1,87 @@
+#include "cyclic_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace rtloop::cyclic {
+namespace {
+
+TEST(CyclicRunnerTest, DurationBecomesACycleBudgetRoundedUp) {
+  EXPECT_EQ(CyclesForDuration(0, 1000), 0u);
+  EXPECT_EQ(CyclesForDuration(3, 1000), 3000u);
+  EXPECT_EQ(CyclesForDuration(4, 1500), 2667u) << "cyclictest -D4 -i1000 -t2: T1 C: 2667";
+  EXPECT_EQ(CyclesForDuration(1, 700000), 2u);
+  EXPECT_EQ(CyclesForDuration(86400, 200), 432'000'000u);
+}
+
+ThreadReport Thread(int index, std::int64_t max, std::uint64_t missed = 0) {
+  ThreadReport t;
+  t.index = index;
+  t.tid = 1000 + index;
+  t.cycles = 100;
+  t.max = max;
+  t.missed_releases = missed;
+  return t;
+}
+
+TEST(CyclicRunnerTest, FailAboveNamesTheThreadAndTheBound) {
+  CyclicOptions o;
+  o.fail_above_us = 100;
+  const std::vector<ThreadReport> threads = {Thread(0, 100), Thread(1, 101)};
+  const std::vector<std::string> out = CheckFailBounds(o, threads, {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].find("thread 1 (tid 1001)"), std::string::npos) << out[0];
+  EXPECT_NE(out[0].find("max latency 101 us > --fail-above=100 us"), std::string::npos) << out[0];
+}
+
+TEST(CyclicRunnerTest, FailAboveComparesNanosecondsUnderDashN) {
+  CyclicOptions o;
+  o.nsecs = true;
+  o.fail_above_us = 100;
+  const std::vector<ThreadReport> ok = {Thread(0, 100'000)};
+  EXPECT_TRUE(CheckFailBounds(o, ok, {}).empty());
+  const std::vector<ThreadReport> bad = {Thread(0, 100'001)};
+  ASSERT_EQ(CheckFailBounds(o, bad, {}).size(), 1u);
+}
+
+TEST(CyclicRunnerTest, FailAboveIgnoresThreadsWithoutCycles) {
+  CyclicOptions o;
+  o.fail_above_us = 0;
+  ThreadReport idle = Thread(0, 0);
+  idle.cycles = 0;
+  const std::vector<ThreadReport> threads = {idle};
+  EXPECT_TRUE(CheckFailBounds(o, threads, {}).empty());
+}
+
+TEST(CyclicRunnerTest, FailPercentileUsesTheGivenValues) {
+  CyclicOptions o;
+  o.fail_percentiles.push_back(PercentileBound{99.9, 50, "99.9:50"});
+  const std::vector<ThreadReport> threads = {Thread(0, 0), Thread(1, 0)};
+  const std::vector<std::vector<std::int64_t>> values = {{50'000}, {50'001}};
+  const std::vector<std::string> out = CheckFailBounds(o, threads, values);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].find("thread 1"), std::string::npos) << out[0];
+  EXPECT_NE(out[0].find("p99.9 latency 50.001 us > --fail-percentile=99.9:50"), std::string::npos)
+      << out[0];
+}
+
+TEST(CyclicRunnerTest, FailMissedCountsMissedReleases) {
+  CyclicOptions o;
+  o.fail_missed = 2;
+  const std::vector<ThreadReport> threads = {Thread(0, 0, 2), Thread(1, 0, 3)};
+  const std::vector<std::string> out = CheckFailBounds(o, threads, {});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NE(out[0].find("thread 1 (tid 1001): 3 missed releases > --fail-missed=2"),
+            std::string::npos)
+      << out[0];
+}
+
+TEST(CyclicRunnerTest, NoBoundsNoBreaches) {
+  const std::vector<ThreadReport> threads = {Thread(0, 1'000'000, 1'000)};
+  EXPECT_TRUE(CheckFailBounds(CyclicOptions{}, threads, {}).empty());
+}
+
+}  // namespace
+}  // namespace rtloop::cyclic
