@@ -142,6 +142,55 @@ TEST(CyclicOptionsTest, VendorCommandLinesParse) {
   EXPECT_EQ(g.duration_s, 7200);
 }
 
+// Every command line board vendors publish (reference/documented-results.json), with
+// "cyclictest" replaced: all must parse. Split on spaces like a shell would.
+TEST(CyclicOptionsTest, EveryDocumentedVendorCommandLineParses) {
+  MachineCpus board;
+  board.configured = 8;
+  board.online = board.allowed = {0, 1, 2, 3, 4, 5, 6, 7};
+  const char* const lines[] = {
+      "-c 0 -m -n -t 8 -p 99 -D 2H",
+      "-c0 -m -n -t -p99 -D 2H",
+      "-c 0 -m -n -t 4 -p 99",
+      "-c 0 -m -a -t 4 -p 99",
+      "-c 0 -m -t 8 -p 99",
+      "-c0 -m -t -p99 -D8H",
+      "-i 700000 -r -p 80 -l 33",
+      "-l1000000 -m -Sp99 --policy=fifo -h25000 -q",
+      "-m -Sp99 -i1000 -h800 -D24h -q",
+      "-m -a -p 99 -t 3 -i 1000 -D 2h",
+      "-m -a 1 -p 99 -t 1 -i 1000 --mainaffinity=0 -D 2h",
+      "-m -a 1 -p 99 -t 1 -i 1000 -D 2h",
+      "-m -n -p80 -t1 -i800",
+      "-m -n -p99 -i800 -l100000 -q",
+      "-t5 -p98 -m -D10m",
+  };
+  for (const char* line : lines) {
+    std::vector<std::string> words;
+    std::string word;
+    for (const char* c = line;; ++c) {
+      if (*c == ' ' || *c == '\0') {
+        if (!word.empty()) words.push_back(word);
+        word.clear();
+        if (*c == '\0') break;
+      } else {
+        word += *c;
+      }
+    }
+    std::vector<const char*> argv{"rtloop-cyclic"};
+    for (const std::string& w : words) argv.push_back(w.c_str());
+    Result<CyclicOptions> r = ParseCyclicOptions(static_cast<int>(argv.size()), argv.data(), board);
+    EXPECT_TRUE(r.ok()) << line << ": " << r.status().message();
+  }
+  // Spot checks of what 2.4 makes of them.
+  std::vector<const char*> a{"rtloop-cyclic", "-c0", "-m", "-t", "-p99", "-D8H"};
+  Result<CyclicOptions> r = ParseCyclicOptions(static_cast<int>(a.size()), a.data(), board);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->num_threads, 8);
+  EXPECT_EQ(r->duration_s, 8 * 3600);
+  EXPECT_EQ(r->threads[7].interval_us, 4500);
+}
+
 TEST(CyclicOptionsTest, ThreadsOptionalArgumentForms) {
   EXPECT_EQ(ParseOk({"-t"}).num_threads, 4);
   EXPECT_EQ(ParseOk({"-t4"}).num_threads, 4);
