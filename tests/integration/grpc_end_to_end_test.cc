@@ -313,6 +313,23 @@ TEST(GrpcEndToEnd, TokenIsRequiredWhenConfigured) {
   std::filesystem::remove_all(dir);
 }
 
+struct Command {
+  int exit_code = -1;
+  std::string output;
+};
+
+Command RunCommand(const std::string& cmd) {
+  Command c;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return c;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.output.append(buf, n);
+  const int status = pclose(p);
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return c;
+}
+
 bool HaveOpenssl() { return std::system("command -v openssl >/dev/null 2>&1") == 0; }
 
 TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
@@ -341,6 +358,13 @@ TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
   plain_cc.call_timeout = milliseconds(1500);
   Result<v1::ListTasksResponse> plain = (*Client::Create(plain_cc))->ListTasks();
   EXPECT_EQ(plain.status().code(), StatusCode::kUnavailable) << plain.status().ToString();
+  // rtloop-top: a TLS mismatch is a one-line reason and exit code 2; with the CA it works.
+  Command top =
+      RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --timeout 1.5");
+  EXPECT_EQ(top.exit_code, 2) << top.output;
+  EXPECT_NE(top.output.find("TLS"), std::string::npos) << top.output;
+  top = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --tls-ca " + cert);
+  EXPECT_EQ(top.exit_code, 0) << top.output;
 
   // A certificate file that is not PEM is a clear start-up error.
   const std::string junk = (dir / "junk.pem").string();
@@ -568,23 +592,6 @@ TEST(GrpcEndToEnd, PortInUseAndBadAddressAreClearStartErrors) {
 
 // ----------------------------------------------------------------------------------------------
 // rtloop-top in a child process against this process' server.
-
-struct Command {
-  int exit_code = -1;
-  std::string output;
-};
-
-Command RunCommand(const std::string& cmd) {
-  Command c;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return c;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.output.append(buf, n);
-  const int status = pclose(p);
-  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return c;
-}
 
 TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   Rig rig;

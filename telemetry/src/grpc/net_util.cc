@@ -18,8 +18,8 @@ Result<HostPort> ParseAddress(std::string_view address) {
   const auto bad = [&](std::string_view why) {
     return InvalidArgumentError("bad address \"" + std::string(address) +
                                 "\": " + std::string(why) +
-                                " — use HOST:PORT, e.g. 127.0.0.1:50051, [::1]:50051 or "
-                                "0.0.0.0:0 (port 0 picks a free port)");
+                                " — use HOST:PORT, e.g. 127.0.0.1:50051 or [::1]:50051 (a server "
+                                "also takes port 0: a free port)");
   };
   HostPort out;
   std::string_view port_text;

@@ -672,6 +672,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
   if (config.log_to_stderr) {
     std::fprintf(stderr, "rtloop telemetry: serving on %s (%s, %s)\n", impl->address.c_str(),
                  tls ? "TLS" : "plaintext", token.empty() ? "no token" : "bearer token");
+  }
+  {  // Exposure warnings are printed whatever log_to_stderr says.
     if (!internal::IsLoopbackHost(hp->host)) {
       if (token.empty()) {
         std::fprintf(stderr,

@@ -19,7 +19,8 @@
 //
 // Threading: a Client may be used from several threads at once. A stream object belongs to one
 // reading thread, except Cancel(), which any thread may call. Not RT-safe: everything here
-// allocates and does network I/O; never call it from an RT thread.
+// allocates and does network I/O; never call it from an RT thread. The first gRPC use in a process
+// starts gRPC's threads, which inherit the creating thread's scheduling and affinity.
 #pragma once
 
 #include <chrono>

@@ -69,7 +69,8 @@ struct ServerConfig {
   std::chrono::milliseconds stop_grace{300};
   // CPUs for the server's threads; empty: the caller's affinity.
   std::vector<int> cpus;
-  // Print "serving on ADDR" and warnings to stderr.
+  // Print "serving on ADDR" to stderr. Warnings about exposure (a non-loopback address without a
+  // token, or a token without TLS) are printed in any case.
   bool log_to_stderr = true;
 };
 
