@@ -1,6 +1,7 @@
 // Real-thread tests of the Executor: scheduling really applied, lifecycle, signals, bad input.
 #include "rtloop/framework/executor.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <pthread.h>
@@ -741,10 +742,27 @@ TEST(ExecutorBadInputTest, InvalidExecutorConfig) {
 TEST(ExecutorBadInputTest, CpuDmaLatencyIsHeldWhenPermitted) {
   if (geteuid() != 0) GTEST_SKIP() << "writing /dev/cpu_dma_latency needs root";
   if (access("/dev/cpu_dma_latency", F_OK) != 0) GTEST_SKIP() << "no /dev/cpu_dma_latency";
+  // Reading the device gives the aggregated request in force.
+  const auto current = [] {
+    std::int32_t value = -1;
+    const int fd = open("/dev/cpu_dma_latency", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (read(fd, &value, sizeof(value)) != static_cast<ssize_t>(sizeof(value))) value = -1;
+      close(fd);
+    }
+    return value;
+  };
+  const std::int32_t before = current();
   ExecutorConfig ec = TestExecutorConfig();
-  ec.cpu_dma_latency_us = 0;
-  auto ex = Executor::Create(ec);
-  EXPECT_TRUE(ex.ok()) << ex.status().ToString();
+  ec.cpu_dma_latency_us = 7;
+  {
+    auto ex = Executor::Create(ec);
+    ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+    if (before > 7) {
+      EXPECT_EQ(current(), 7);
+    }
+  }
+  EXPECT_EQ(current(), before);  // released with the executor
 }
 
 class ThrowingTask final : public PeriodicTask {
