@@ -48,7 +48,8 @@ struct ExecutorConfig {
   // threads created afterwards inherit it). Empty: leave affinity alone.
   std::vector<int> housekeeping_cpus;
   // Without the privilege for an RT policy: fail (false) or run the task as SCHED_OTHER and say so
-  // loudly on stderr and in the task's state (true).
+  // loudly on stderr and in TaskInfo::fell_back_to_non_rt (true). Also lets Create() continue,
+  // with a warning, when mlockall() fails.
   bool allow_non_rt_fallback = false;
   // Time between Start() and the shared start time S: room for threads to set up.
   std::chrono::nanoseconds start_delay{std::chrono::milliseconds(50)};

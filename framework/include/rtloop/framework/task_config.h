@@ -36,13 +36,15 @@ enum class OverrunPolicy {
 
 const char* OverrunPolicyName(OverrunPolicy policy) noexcept;
 
-// How the RT thread waits for its release. Only kAbsolute keeps a fixed grid; the others exist to
-// reproduce cyclictest's -r, -s and -x modes.
+// How the RT thread waits for its release. Only kAbsolute and kPosixTimer keep a fixed grid; the
+// relative modes exist to reproduce cyclictest's -r and -s. In every mode the first release is the
+// shared start time + phase; in the relative modes each later release E_k is "the time just before
+// the sleep + period" (as in cyclictest), so their wake-up latency excludes the loop's own time.
 enum class WaitMode {
   kAbsolute,    // clock_nanosleep(TIMER_ABSTIME, E_k): the default
   kRelative,    // clock_nanosleep(relative, period) from just before the sleep (cyclictest -r)
   kNanosleep,   // nanosleep(period) (cyclictest -s)
-  kPosixTimer,  // a per-thread POSIX timer + sigwait (cyclictest -x)
+  kPosixTimer,  // a per-thread one-shot POSIX timer (SIGALRM to this thread) + sigwait (-x)
 };
 
 // "absolute", "relative", "nanosleep", "posix-timer". RT-safe.
