@@ -46,9 +46,14 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# The main job's embedded defaults (README "Quick start"): one measuring thread per CPU (-S) at
+# SCHED_FIFO 99 with memory locked, 1000 us interval on every thread (-d0), 10 s, cyclictest's
+# -q summary, then our percentile table, with the gRPC telemetry API served on 127.0.0.1:50051
+# meanwhile (watch it with build/bin/rtloop-top). Extra ARGS are appended (later options win).
+MAIN_DEFAULTS=(-S -m -p 99 -i 1000 -d 0 -D 10s -q --percentiles --telemetry)
+
 run_main() {
-  # The main job: see README "Quick start".
-  exec "$BUILD_DIR/bin/rtloop-two-tasks" --duration=10 "$@"
+  exec "$BUILD_DIR/bin/rtloop-cyclic" "${MAIN_DEFAULTS[@]}" "$@"
 }
 
 run_tests() {
