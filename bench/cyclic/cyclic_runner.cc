@@ -498,20 +498,26 @@ Status Run::Setup() {
     }
   }
 
+  // The server binds before anything is measured, so that a port in use stops the run early. Its
+  // threads go to --mainaffinity's CPUs when given (they are created here, before the main thread
+  // moves there).
+  if (o_.telemetry) {
+    telemetry::ServerConfig sc;
+    if (!o_.telemetry_address.empty()) sc.address = o_.telemetry_address;
+    sc.cpus = o_.main_affinity;
+    Result<std::unique_ptr<telemetry::Server>> server =
+        telemetry::Server::Start(sc, *hub_, *collector_, executor_.get());
+    if (!server.ok()) return server.status();
+    server_ = std::move(*server);
+  }
+
   RTLOOP_RETURN_IF_ERROR(executor_->Start());
   if (!o_.main_affinity.empty() && !SetThreadAffinity(o_.main_affinity)) {
     std::fprintf(stderr, "WARN: could not set the main thread's affinity (--mainaffinity)\n");
   }
   // Non-RT helpers start from the main thread, after --mainaffinity: they inherit its CPUs.
   if (collector_ != nullptr) RTLOOP_RETURN_IF_ERROR(collector_->Start());
-  if (o_.telemetry) {
-    telemetry::ServerConfig sc;
-    if (!o_.telemetry_address.empty()) sc.address = o_.telemetry_address;
-    Result<std::unique_ptr<telemetry::Server>> server =
-        telemetry::Server::Start(sc, *hub_, *collector_, executor_.get());
-    if (!server.ok()) return server.status();
-    server_ = std::move(*server);
-  }
+
   if (o_.duration_s > 0) {
     // The first thread's stop time: its start (first release - interval) + duration.
     std::optional<TimePoint> first;
