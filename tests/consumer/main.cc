@@ -1,8 +1,10 @@
-// Runs one SCHED_OTHER task for 20 cycles through an installed rtloop and checks the statistics.
+// Runs one SCHED_OTHER task for 20 cycles through an installed rtloop, with the telemetry hub
+// attached, and checks that the executor and telemetry agree on the cycle count.
 #include <cstdio>
 #include <memory>
 
 #include "rtloop/framework/executor.h"
+#include "rtloop/telemetry/task_telemetry.h"
 
 namespace {
 
@@ -29,9 +31,15 @@ int main() {
   task_config.policy = rtloop::SchedPolicy::kOther;
   task_config.priority = 0;
   task_config.max_cycles = 20;
+  rtloop::telemetry::TelemetryHub hub;
+  task_config.observer = &hub;
   rtloop::Result<rtloop::TaskId> id = (*executor)->AddTask(task, task_config);
   if (!id.ok()) {
     std::fprintf(stderr, "%s\n", id.status().ToString().c_str());
+    return 1;
+  }
+  if (rtloop::Status s = hub.AddTask(*id, task_config); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }
   if (rtloop::Status s = (*executor)->Start(); !s.ok()) {
@@ -40,6 +48,15 @@ int main() {
   }
   (*executor)->Wait();
   const rtloop::TaskStatsSnapshot stats = (*executor)->Stats(*id);
-  std::printf("consumer: %llu cycles\n", static_cast<unsigned long long>(stats.cycles));
-  return stats.cycles == 20 ? 0 : 1;
+  rtloop::Result<rtloop::telemetry::TaskTelemetrySnapshot> snapshot = hub.Snapshot(*id);
+  if (!snapshot.ok()) {
+    std::fprintf(stderr, "%s\n", snapshot.status().ToString().c_str());
+    return 1;
+  }
+  const rtloop::telemetry::TaskTelemetrySnapshot& telemetry = *snapshot;
+  std::printf("consumer: %llu cycles, %llu latency samples, p99 %lld ns\n",
+              static_cast<unsigned long long>(stats.cycles),
+              static_cast<unsigned long long>(telemetry.latency.count),
+              static_cast<long long>(telemetry.latency.percentiles_ns[2]));
+  return stats.cycles == 20 && telemetry.latency.count == 20 ? 0 : 1;
 }
