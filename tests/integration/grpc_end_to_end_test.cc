@@ -38,6 +38,7 @@ using testing::Rig;
 using testing::RigConfig;
 
 constexpr char kChildStreamEnv[] = "RTLOOP_IT_CHILD_STREAM";
+constexpr char kChildVerifyEnv[] = "RTLOOP_IT_CHILD_VERIFY";  // "ADDR CYCLES"
 
 RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t cycles) {
   RigConfig rc;
@@ -766,6 +767,54 @@ TEST(GrpcEndToEnd, ServerThreadsRunSchedOtherWhenStartedFromAnRtThread) {
   }
 }
 
+// The server in this process, the streaming client in a child process (this binary re-executed,
+// see RunChildVerify): every seq arrives once and in order, or the loss counters explain it.
+TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
+  constexpr std::uint64_t kCycles = 20'000;  // 2 s at 10 kHz
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rtloop_it_child_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "out").string();
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), kCycles)).ok());
+  const std::string env =
+      std::string(kChildVerifyEnv) + "=" + rig.address() + " " + std::to_string(kCycles);
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(env.c_str()));
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  char arg0[] = "rtloop_integration_tests";
+  char* argv[] = {arg0, nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // The child's subscription exists once the collector counts it: start the task then.
+  EXPECT_TRUE(
+      WaitFor([&] { return rig.collector().stats().subscriptions == 1; }, milliseconds(10'000)));
+  ASSERT_TRUE(rig.StartTasks().ok());
+  rig.WaitTasks();
+  // The child exits once it saw the last seq; if the ring dropped that one, stopping the server
+  // ends its stream.
+  int wstatus = 0;
+  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(10'000))) {
+    rig.server().Stop();
+    waitpid(pid, &wstatus, 0);
+  }
+  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(out);
+  unsigned long long received = 0, lost = 0, ring_gap = 0, next_seq = 0;
+  ASSERT_EQ(std::sscanf(ReadAll(out).c_str(), "received %llu lost %llu ring_gap %llu next %llu",
+                        &received, &lost, &ring_gap, &next_seq),
+            4)
+      << ReadAll(out);
+  const TaskTelemetrySnapshot snap = *rig.hub().Snapshot(rig.ids()[0]);
+  EXPECT_EQ(received + lost + snap.ring_dropped, kCycles);
+  EXPECT_EQ(ring_gap + (kCycles - next_seq), snap.ring_dropped);
+  std::filesystem::remove_all(dir);
+}
+
 // The child of ClientKilledMidStreamFreesItsStream: streams until killed.
 int RunChildStream(const char* address) {
   std::unique_ptr<Client> client = Connect(address);
@@ -776,12 +825,41 @@ int RunChildStream(const char* address) {
   return 0;
 }
 
+// The child of StreamAcrossProcessesDeliversEverySampleOrAccountsForIt: streams every task from
+// before its start, checks each batch, and prints its counts once it saw seq CYCLES-1 or the
+// stream ended. Exit 1 on a check failure.
+int RunChildVerify(const char* spec) {
+  char address[256] = {};
+  unsigned long long cycles = 0;
+  if (std::sscanf(spec, "%255s %llu", address, &cycles) != 2) return 3;
+  std::unique_ptr<Client> client = Connect(address);
+  std::unique_ptr<SampleStream> stream = client->StreamSamples({});
+  StreamCheck check;
+  v1::StreamSamplesResponse r;
+  while (check.next_seq[0] < cycles && stream->Next(&r)) {
+    check.Add(r);
+    if (!check.error.empty()) {
+      std::printf("error %s\n", check.error.c_str());
+      return 1;
+    }
+  }
+  std::printf("received %llu lost %llu ring_gap %llu next %llu\n",
+              static_cast<unsigned long long>(check.received[0]),
+              static_cast<unsigned long long>(check.lost[0]),
+              static_cast<unsigned long long>(check.ring_gap[0]),
+              static_cast<unsigned long long>(check.next_seq[0]));
+  return 0;
+}
+
 }  // namespace
 }  // namespace rtloop::telemetry
 
 int main(int argc, char** argv) {
   if (const char* address = std::getenv(rtloop::telemetry::kChildStreamEnv)) {
     return rtloop::telemetry::RunChildStream(address);
+  }
+  if (const char* spec = std::getenv(rtloop::telemetry::kChildVerifyEnv)) {
+    return rtloop::telemetry::RunChildVerify(spec);
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
