@@ -137,7 +137,10 @@ SubscriptionStats Subscription::stats() const {
 Collector::Collector(TelemetryHub& hub, const CollectorConfig& config)
     : hub_(hub), config_(config), buffer_(std::max<std::size_t>(config.chunk_size, 1)) {}
 
-Collector::~Collector() { Stop(); }
+Collector::~Collector() {
+  // Only a running collector drains here: sinks may already be gone after an explicit Stop().
+  if (running_.load(std::memory_order_acquire)) Stop();
+}
 
 Status Collector::AddSink(SampleSink* sink) {
   if (sink == nullptr) return InvalidArgumentError("Collector::AddSink: the sink is null");

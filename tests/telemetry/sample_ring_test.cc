@@ -82,6 +82,21 @@ TEST(SampleRingTest, TryPushWithoutAProducerTokenDropsAndCounts) {
   EXPECT_EQ(ring->writer().dropped(), 1u);
 }
 
+TEST(SampleRingTest, ReattachingTheWriterKeepsOrderAndCapacity) {
+  auto ring = MakeRing(512);
+  ring->writer().AttachToCurrentThread();
+  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(ring->writer().TryPush(Numbered(i)));
+  ring->writer().AttachToCurrentThread();  // e.g. the task's thread was restarted
+  std::uint64_t pushed = 100;
+  while (ring->writer().TryPush(Numbered(pushed))) ++pushed;
+  EXPECT_GE(pushed, 256u);
+  std::vector<Sample> out(1024);
+  std::size_t total = 0;
+  while (std::size_t n = ring->reader().Drain(out.data() + total, out.size() - total)) total += n;
+  ASSERT_EQ(total, pushed);
+  for (std::uint64_t i = 0; i < total; ++i) EXPECT_EQ(out[i].seq, i);
+}
+
 TEST(SampleRingTest, RingIsReusedIndefinitelyWhenDrained) {
   auto ring = MakeRing(1024);
   ring->writer().AttachToCurrentThread();

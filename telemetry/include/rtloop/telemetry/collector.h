@@ -123,24 +123,24 @@ class Collector {
  public:
   // `hub` must outlive the collector.
   explicit Collector(TelemetryHub& hub, const CollectorConfig& config = {});
-  ~Collector();  // Stop()
+  ~Collector();  // Stop() if still running (the sinks must then still exist)
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
 
-  // Adds a sink (not owned; must outlive the collector). Before Start() only: FailedPrecondition
-  // afterwards.
+  // Adds a sink (not owned; must outlive the collector's Stop() or destruction). Before Start()
+  // only: FailedPrecondition afterwards.
   Status AddSink(SampleSink* sink);
   // Creates the collector thread. FailedPrecondition when already started.
   Status Start();
-  // Stops the thread, then drains every ring until empty, delivers, and flushes the sinks. Stop the
-  // executor first to collect every sample. Idempotent.
+  // Stops the thread (if started), then drains every ring until empty, delivers, and flushes the
+  // sinks. Stop the executor first to collect every sample. Safe to call more than once.
   void Stop();
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
   // One synchronous drain pass on the calling thread (for callers that run no thread, and tests);
-  // returns the samples drained. Must not run concurrently with the collector thread.
+  // returns the samples drained. Serialised with the collector thread's own passes.
   std::size_t DrainOnce();
 
-  // Any time, any non-RT thread. InvalidArgument-free: a bad config is clamped (capacity >= 1).
+  // Any time, any non-RT thread. Never fails: a capacity of 0 is taken as 1.
   std::shared_ptr<Subscription> Subscribe(const SubscriptionConfig& config);
   // Closes `sub` and forgets it. Safe to call twice or with a subscription already closed.
   void Unsubscribe(const std::shared_ptr<Subscription>& sub);
