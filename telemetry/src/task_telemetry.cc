@@ -137,7 +137,7 @@ std::vector<TaskId> TelemetryHub::TaskIds() const {
   return ids;
 }
 
-Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id) const {
+Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_buckets) const {
   const TaskTelemetry* t = task(id);
   if (t == nullptr) {
     return NotFoundError("no telemetry for task id " + std::to_string(id) +
@@ -157,13 +157,17 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id) const {
   s.ring_dropped = t->ring().writer().dropped();
   s.delivered = t->delivered();
   s.ring_capacity = t->ring().capacity();
+  if (with_buckets) {
+    t->latency().ExportBuckets(&s.latency_buckets);
+    t->execution().ExportBuckets(&s.execution_buckets);
+  }
   return s;
 }
 
-std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll() const {
+std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll(bool with_buckets) const {
   std::vector<TaskTelemetrySnapshot> all;
   for (TaskId id : TaskIds()) {
-    Result<TaskTelemetrySnapshot> s = Snapshot(id);
+    Result<TaskTelemetrySnapshot> s = Snapshot(id, with_buckets);
     if (s.ok()) all.push_back(std::move(s).value());
   }
   return all;

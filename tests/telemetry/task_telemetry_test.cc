@@ -52,6 +52,15 @@ TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
   EXPECT_EQ(snap->ring_dropped, 0u);
   EXPECT_EQ(snap->delivered, 0u);
   EXPECT_EQ(hub.TaskIds(), std::vector<TaskId>{3});
+  EXPECT_TRUE(snap->latency_buckets.empty());
+  Result<TaskTelemetrySnapshot> with_buckets = hub.Snapshot(3, /*with_buckets=*/true);
+  ASSERT_TRUE(with_buckets.ok());
+  std::uint64_t in_buckets = 0;
+  for (const HistogramBucket& b : with_buckets->latency_buckets) in_buckets += b.count;
+  EXPECT_EQ(in_buckets, 1000u);
+  ASSERT_EQ(with_buckets->execution_buckets.size(), 1u);
+  EXPECT_EQ(with_buckets->execution_buckets[0].lower_ns, 2000);
+  EXPECT_EQ(with_buckets->execution_buckets[0].count, 1000u);
 }
 
 TEST(TelemetryHubTest, SamplesOfUnknownTasksAreCountedAndIgnored) {

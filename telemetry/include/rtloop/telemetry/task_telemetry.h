@@ -63,6 +63,9 @@ struct TaskTelemetrySnapshot {
   std::uint64_t ring_dropped = 0;  // samples the ring had no room for (stats still include them)
   std::uint64_t delivered = 0;     // samples the collector took out of the ring
   std::size_t ring_capacity = 0;
+  // Non-empty histogram buckets (filled only when Snapshot() is asked for them), for dashboards.
+  std::vector<HistogramBucket> latency_buckets;
+  std::vector<HistogramBucket> execution_buckets;
 };
 
 // One task's telemetry state. Created by TelemetryHub::AddTask.
@@ -146,9 +149,10 @@ class TelemetryHub final : public CycleObserver {
   const TaskTelemetry* task(TaskId id) const noexcept;
   // Ids of the tasks added, ascending. Not RT-safe: allocates.
   std::vector<TaskId> TaskIds() const;
-  // Not RT-safe: copies strings. NotFound for an unknown id.
-  Result<TaskTelemetrySnapshot> Snapshot(TaskId id) const;
-  std::vector<TaskTelemetrySnapshot> SnapshotAll() const;
+  // Not RT-safe: copies strings. NotFound for an unknown id. `with_buckets` also exports both
+  // histograms' non-empty buckets.
+  Result<TaskTelemetrySnapshot> Snapshot(TaskId id, bool with_buckets = false) const;
+  std::vector<TaskTelemetrySnapshot> SnapshotAll(bool with_buckets = false) const;
   // Samples for task ids that were never added (they are ignored). Any thread.
   std::uint64_t unknown_task_samples() const noexcept {
     return unknown_task_samples_.load(std::memory_order_relaxed);
