@@ -125,12 +125,14 @@ std::vector<LatencyBin> BinLatency(const v1::Histogram& histogram) {
   return bins;
 }
 
-std::string RenderText(const Snapshot& snap, bool show_histograms) {
+std::string RenderText(const Snapshot& snap, bool show_histograms, std::int64_t now_unix_ns) {
   std::string out;
   const v1::SystemInfo& sys = snap.system.system();
-  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const std::int64_t now_ns = now_unix_ns >= 0
+                                  ? now_unix_ns
+                                  : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count();
   const std::time_t now_s = static_cast<std::time_t>(now_ns / 1'000'000'000);
   std::tm tm{};
   gmtime_r(&now_s, &tm);

@@ -32,8 +32,10 @@ inline constexpr std::int64_t kBinEdgesUs[] = {5, 10, 20, 50, 100, 200, 500, 100
 
 std::vector<LatencyBin> BinLatency(const v1::Histogram& histogram);
 
-// The dashboard as plain text lines (no terminal control codes), `width` columns at most.
-std::string RenderText(const Snapshot& snapshot, bool show_histograms);
+// The dashboard as plain text lines (no terminal control codes). `now_unix_ns` is the time shown
+// (and the uptime's end); < 0: the current time.
+std::string RenderText(const Snapshot& snapshot, bool show_histograms,
+                       std::int64_t now_unix_ns = -1);
 
 // One JSON object: {"schema_version":1,"address":...,"system":{...},"tasks":[...],"stats":{...},
 // "latency_bins":[...]} with proto field names; 64-bit integers are JSON strings as in the proto3

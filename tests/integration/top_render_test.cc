@@ -1,0 +1,123 @@
+// Golden tests of rtloop-top's output (text dashboard and JSON snapshot) for a fixed snapshot.
+// Set RTLOOP_UPDATE_GOLDEN=1 to rewrite the golden files after an intended format change.
+#include "top_render.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace rtloop::telemetry::top {
+namespace {
+
+Snapshot FixedSnapshot() {
+  Snapshot s;
+  s.address = "127.0.0.1:50051";
+  v1::SystemInfo* sys = s.system.mutable_system();
+  sys->set_host_name("board");
+  sys->set_kernel_release("6.1.0-rt");
+  sys->set_kernel_version("#1 SMP PREEMPT_RT");
+  sys->set_machine("aarch64");
+  sys->set_preempt_model("rt");
+  sys->set_realtime(true);
+  for (int cpu : {0, 1, 2, 3}) sys->add_online_cpus(cpu);
+  for (int cpu : {2, 3}) sys->add_isolated_cpus(cpu);
+  for (int cpu : {0, 1}) sys->add_affinity_cpus(cpu);
+  s.system.set_rtloop_version("0.1.0");
+  s.system.set_process_start_unix_ns(1'700'000'000'000'000'000);
+  s.system.set_cpu_dma_latency_us(0);
+  s.system.set_server_address("127.0.0.1:50051");
+
+  v1::TaskInfo* info = s.tasks.add_tasks();
+  info->mutable_task()->set_id(0);
+  info->mutable_task()->set_name("position");
+  info->mutable_task()->set_period_ns(500'000);
+  info->mutable_task()->set_policy(v1::SCHED_POLICY_FIFO);
+  info->mutable_task()->set_priority(90);
+  info->set_effective_policy(v1::SCHED_POLICY_FIFO);
+  info->set_effective_priority(90);
+
+  s.stats.set_monotonic_ns(123'456'789);
+  s.stats.set_unix_time_ns(1'700'000'060'000'000'000);
+  s.stats.set_open_streams(2);
+  v1::TaskStats* t = s.stats.add_tasks();
+  t->set_task_id(0);
+  t->set_task_name("position");
+  t->set_state(v1::TASK_STATE_RUNNING);
+  t->set_cycles(120'000);
+  v1::LatencyStats* lat = t->mutable_latency();
+  lat->set_count(120'000);
+  lat->set_min_ns(1'800);
+  lat->set_max_ns(48'200);
+  lat->set_avg_ns(3'412.5);
+  for (auto [p, v] : {std::pair{50.0, 3'200},
+                      {90.0, 4'100},
+                      {99.0, 7'900},
+                      {99.9, 12'000},
+                      {99.99, 31'000},
+                      {99.999, 47'000}}) {
+    v1::Percentile* q = lat->add_percentiles();
+    q->set_percentile(p);
+    q->set_value_ns(v);
+  }
+  t->mutable_execution()->set_avg_ns(850.0);
+  t->mutable_execution()->set_max_ns(4'100);
+  t->set_jitter_min_ns(-9'000);
+  t->set_jitter_max_ns(41'000);
+  t->set_overruns(1);
+  t->set_missed_releases(1);
+  t->set_ring_dropped(0);
+  v1::StreamLoss* loss = s.stats.add_stream_loss();
+  loss->set_task_id(0);
+  loss->set_lost(17);
+  v1::Histogram* h = s.stats.add_histograms();
+  h->set_task_id(0);
+  h->set_quantity(v1::QUANTITY_WAKEUP_LATENCY);
+  for (auto [lo, n] :
+       {std::pair{1'800, 40'000}, {3'000, 70'000}, {6'000, 9'000}, {15'000, 990}, {48'200, 10}}) {
+    v1::HistogramBucket* b = h->add_buckets();
+    b->set_lower_ns(lo);
+    b->set_upper_ns(lo + 1);
+    b->set_count(static_cast<std::uint64_t>(n));
+  }
+  return s;
+}
+
+void ExpectGolden(const std::string& actual, const std::string& name) {
+  const std::string path = std::string(RTLOOP_IT_DATA_DIR) + "/" + name;
+  if (std::getenv("RTLOOP_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << "missing golden file " << path << " (RTLOOP_UPDATE_GOLDEN=1 writes it)";
+  std::ostringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(actual, expected.str()) << "differs from " << path;
+}
+
+TEST(TopRender, TextDashboardMatchesGolden) {
+  ExpectGolden(RenderText(FixedSnapshot(), true, 1'700'000'060'000'000'000), "top_text.golden");
+}
+
+TEST(TopRender, JsonSnapshotMatchesGolden) {
+  ExpectGolden(RenderJson(FixedSnapshot()), "top_json.golden");
+}
+
+TEST(TopRender, LatencyBinsCountEveryValueOnce) {
+  const Snapshot s = FixedSnapshot();
+  const std::vector<LatencyBin> bins = BinLatency(s.stats.histograms(0));
+  ASSERT_EQ(bins.size(), std::size(kBinEdgesUs) + 1);
+  std::uint64_t total = 0;
+  for (const LatencyBin& b : bins) total += b.count;
+  EXPECT_EQ(total, 120'000u);
+  EXPECT_EQ(bins[0].count, 110'000u);  // < 5 µs
+  EXPECT_EQ(bins[1].count, 9'000u);    // < 10 µs
+  EXPECT_EQ(bins[2].count, 990u);      // < 20 µs
+  EXPECT_EQ(bins[3].count, 10u);       // < 50 µs
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry::top
