@@ -253,6 +253,13 @@ TEST(GrpcEndToEnd, BadRequestsAreInvalidArgumentWithAMessage) {
   EXPECT_EQ(ws.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ws.message().find("below the minimum"), std::string::npos) << ws.message();
 
+  v1::StreamSamplesRequest huge;
+  huge.set_buffer_samples(1u << 30);
+  std::unique_ptr<SampleStream> h = client->StreamSamples(huge);
+  v1::StreamSamplesResponse hr;
+  EXPECT_FALSE(h->Next(&hr));
+  EXPECT_EQ(h->Finish().code(), StatusCode::kInvalidArgument);
+
   v1::StreamSamplesRequest samples;
   samples.add_task_ids(3);
   std::unique_ptr<SampleStream> s = client->StreamSamples(samples);
@@ -420,10 +427,8 @@ TEST(GrpcEndToEnd, EightClientsEachSeeEverySample) {
 
 TEST(GrpcEndToEnd, StalledClientLosesOnlyItsOwnSamples) {
   constexpr std::uint64_t kCycles = 20'000;  // 2 s at 10 kHz
-  RigConfig rc = Cfg(1, std::chrono::microseconds(100), kCycles);
-  rc.server.stream_buffer_samples = 1024;
   Rig rig;
-  ASSERT_TRUE(rig.Build(rc).ok());
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), kCycles)).ok());
   std::unique_ptr<Client> client = Connect(rig.address());
   // The stalled client has its own connection with small transport windows, as a separate
   // process would (see ClientConfig::bdp_probe).
@@ -431,7 +436,9 @@ TEST(GrpcEndToEnd, StalledClientLosesOnlyItsOwnSamples) {
   stalled_cc.address = rig.address();
   stalled_cc.bdp_probe = false;
   std::unique_ptr<Client> stalled_client = std::move(*Client::Create(stalled_cc));
-  std::unique_ptr<SampleStream> stalled = stalled_client->StreamSamples({});
+  v1::StreamSamplesRequest small;
+  small.set_buffer_samples(1024);  // the others keep the default (65536)
+  std::unique_ptr<SampleStream> stalled = stalled_client->StreamSamples(small);
   ASSERT_TRUE(stalled->WaitForReady());
   std::vector<std::unique_ptr<SampleStream>> live;
   for (std::size_t i = 0; i < 3; ++i) {

@@ -498,13 +498,21 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
                               "max_batch_samples " + std::to_string(request->max_batch_samples()) +
                                   " is above the limit of " + std::to_string(kMaxBatchSamples)));
     }
+    const std::size_t max_buffer = core_->config().max_stream_buffer_samples;
+    if (request->buffer_samples() > max_buffer) {
+      return new Error(
+          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "buffer_samples " + std::to_string(request->buffer_samples()) +
+                                  " is above the server's limit of " + std::to_string(max_buffer)));
+    }
     const std::size_t max_batch = request->max_batch_samples() == 0
                                       ? core_->config().max_batch_samples
                                       : request->max_batch_samples();
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
     SubscriptionConfig sc;
     if (request->task_ids_size() > 0) sc.tasks = std::move(*ids);
-    sc.capacity = core_->config().stream_buffer_samples;
+    sc.capacity = request->buffer_samples() == 0 ? core_->config().stream_buffer_samples
+                                                 : request->buffer_samples();
     auto reactor =
         std::make_shared<SampleStreamReactor>(core_, core_->collector().Subscribe(sc), max_batch);
     SampleStreamReactor* raw = reactor.get();
@@ -521,8 +529,9 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
 
 Status ValidateConfig(const ServerConfig& c) {
   if (c.max_streams < 1) return InvalidArgumentError("ServerConfig.max_streams must be >= 1");
-  if (c.stream_buffer_samples < 1024) {
-    return InvalidArgumentError("ServerConfig.stream_buffer_samples must be >= 1024");
+  if (c.stream_buffer_samples < 1 || c.max_stream_buffer_samples < c.stream_buffer_samples) {
+    return InvalidArgumentError(
+        "ServerConfig.stream_buffer_samples must be >= 1 and <= max_stream_buffer_samples");
   }
   if (c.max_batch_samples < 1 || c.max_batch_samples > kMaxBatchSamples) {
     return InvalidArgumentError("ServerConfig.max_batch_samples must be 1..65536");

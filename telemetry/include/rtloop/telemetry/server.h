@@ -59,8 +59,11 @@ struct ServerConfig {
   std::string tls_key_file;
   // Concurrent streams (WatchStats + StreamSamples) at most; RESOURCE_EXHAUSTED beyond. >= 1.
   std::size_t max_streams = 16;
-  // Samples each StreamSamples client may have queued before its oldest are dropped. >= 1024.
+  // Samples each StreamSamples client may have queued before its oldest are dropped, unless its
+  // request asks for another size (StreamSamplesRequest.buffer_samples). >= 1.
   std::size_t stream_buffer_samples = 1 << 16;
+  // The largest buffer_samples a request may ask for. >= stream_buffer_samples.
+  std::size_t max_stream_buffer_samples = 1 << 20;
   // Samples per StreamSamples message unless the request asks for fewer. 1..65536.
   std::size_t max_batch_samples = 4096;
   // Shortest WatchStats interval accepted; shorter requests are INVALID_ARGUMENT.
