@@ -28,14 +28,20 @@ inline void AddI64(std::atomic<std::int64_t>& c, std::int64_t by) noexcept {
           std::memory_order_relaxed);
 }
 
-// The 1-based rank of `percentile` among `total` values (nearest-rank definition).
+// The 1-based rank of `percentile` among `total` values: the nearest-rank definition
+// ceil(percentile / 100 * total), computed in integers so that decimal percentiles are exact (in
+// doubles, 99.9 / 100 * 1000 is 999.0000000000001 and would give rank 1000, not 999). The
+// percentile is taken to 1e-9 percent; NaN and values <= 0 give rank 1, values >= 100 give total.
 std::uint64_t RankOf(double percentile, std::uint64_t total) noexcept {
   if (total == 0) return 0;
-  const double p = std::clamp(percentile, 0.0, 100.0);
-  const double r = std::ceil(p / 100.0 * static_cast<double>(total));
-  if (r < 1.0) return 1;
-  if (r >= static_cast<double>(total)) return total;
-  return static_cast<std::uint64_t>(r);
+  const double p = percentile > 0.0 ? std::min(percentile, 100.0) : 0.0;
+  __extension__ using U128 = unsigned __int128;
+  constexpr std::uint64_t kHundredPercent = 100'000'000'000;  // units of 1e-9 percent
+  const auto units = static_cast<std::uint64_t>(std::llround(p * 1e9));
+  const U128 rank = (U128{units} * total + (kHundredPercent - 1)) / kHundredPercent;
+  if (rank < 1) return 1;
+  if (rank >= total) return total;
+  return static_cast<std::uint64_t>(rank);
 }
 
 // `v` clamped to [lo, hi]; unchanged when a concurrent reader saw lo > hi.

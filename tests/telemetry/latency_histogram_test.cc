@@ -18,11 +18,14 @@ static_assert(noexcept(std::declval<const LatencyHistogram&>().ValueAtPercentile
 static_assert(LatencyHistogram::kBucketCount * sizeof(std::uint64_t) <= 256 * 1024);
 static_assert(LatencyHistogram::kMaxTrackable >= 100'000'000'000);
 
-// Nearest-rank percentile of sorted values: the definition the histogram follows.
+// Nearest-rank percentile of sorted values, the definition the histogram follows: the value of
+// rank ceil(p / 100 * n), computed in integers (p in thousandths of a percent) so that no rounding
+// of doubles shifts the rank.
 std::int64_t ExactPercentile(const std::vector<std::int64_t>& sorted, double p) {
-  const auto n = static_cast<double>(sorted.size());
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * n));
-  rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+  const auto milli = static_cast<std::uint64_t>(std::llround(p * 1000.0));
+  const std::uint64_t n = sorted.size();
+  std::uint64_t rank = (milli * n + 99'999) / 100'000;
+  rank = std::clamp<std::uint64_t>(rank, 1, n);
   return sorted[rank - 1];
 }
 
@@ -171,6 +174,35 @@ TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
   b.Reset();
   EXPECT_EQ(b.count(), 0u);
   EXPECT_EQ(b.ValueAtPercentile(50), 0);
+}
+
+TEST(LatencyHistogramTest, PercentileRanksFollowTheNearestRankDefinitionExactly) {
+  // 1..n are all exact values, so every percentile must be exactly ceil(p / 100 * n). Computed in
+  // doubles, 99.9 / 100 * 1000 is 999.0000000000001: a rank one too high (the max).
+  for (std::int64_t n : {1000, 2000, 1999, 100, 7}) {
+    LatencyHistogram h;
+    std::vector<std::int64_t> sorted;
+    for (std::int64_t v = 1; v <= n; ++v) {
+      h.Record(v);
+      sorted.push_back(v);
+    }
+    const HistogramSummary s = h.Summary();
+    for (std::size_t i = 0; i < kSummaryPercentiles.size(); ++i) {
+      EXPECT_EQ(s.percentiles_ns[i], ExactPercentile(sorted, kSummaryPercentiles[i]))
+          << "n " << n << " p" << kSummaryPercentiles[i];
+    }
+  }
+  LatencyHistogram h;
+  for (std::int64_t v = 1; v <= 1000; ++v) h.Record(v);
+  EXPECT_EQ(h.ValueAtPercentile(99.9), 999);
+  EXPECT_EQ(h.ValueAtPercentile(50.0), 500);
+  EXPECT_EQ(h.ValueAtPercentile(90.0), 900);
+  EXPECT_EQ(h.ValueAtPercentile(99.0), 990);
+  EXPECT_EQ(h.ValueAtPercentile(100.0), 1000);
+  EXPECT_EQ(h.ValueAtPercentile(0.0), 1);   // rank 1
+  EXPECT_EQ(h.ValueAtPercentile(-5.0), 1);  // out of range: clamped
+  EXPECT_EQ(h.ValueAtPercentile(250.0), 1000);
+  EXPECT_EQ(h.ValueAtPercentile(std::nan("")), 1);
 }
 
 TEST(LatencyHistogramTest, ZeroIsExact) {
