@@ -50,6 +50,10 @@ constexpr int kTimerSignal = SIGALRM;
 
 extern "C" void RtloopWakeHandler(int /*sig*/) {}
 
+// The executor whose task runs on this thread (nullptr elsewhere): Stop() from a task's own
+// thread would wait for itself.
+thread_local const void* t_running_executor = nullptr;
+
 void InstallWakeHandler() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -141,6 +145,9 @@ class Executor::Impl {
     bool fell_back = false;
     TaskStats stats;
     std::atomic<bool> stop_requested{false};
+    // True while the thread is inside its RT loop (waiting or stepping): the only time Stop()
+    // sends it the wake signal, so that OnStop() never sees an EINTR of ours.
+    std::atomic<bool> in_loop{false};
     pthread_t thread{};
     bool thread_created = false;
     // Guarded by Impl::mu_.
@@ -170,6 +177,8 @@ class Executor::Impl {
  private:
   enum class Phase { kIdle, kStarted, kStopped };
 
+  Status StopLocked();  // control_mu_ held
+
   static void* ThreadMain(void* arg);
   void RunTask(Slot& slot);
   Status ApplyScheduling(Slot& slot);
@@ -190,7 +199,10 @@ class Executor::Impl {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::atomic<std::size_t> task_count_{0};
 
-  Phase phase_ = Phase::kIdle;
+  // Serialises AddTask/Start/Stop/destruction, so that Stop() (or Wait()) from another thread
+  // waits for a Start() in progress. Lock order: control_mu_, then mu_. RT threads never take it.
+  std::mutex control_mu_;
+  std::atomic<Phase> phase_{Phase::kIdle};  // written under control_mu_
   TimePoint start_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -201,6 +213,7 @@ class Executor::Impl {
 };
 
 Executor::Impl::~Impl() {
+  std::lock_guard<std::mutex> control(control_mu_);
   StopAndJoinAll();
   if (dma_fd_ >= 0) close(dma_fd_);
 }
@@ -297,6 +310,7 @@ Status Executor::Impl::Init() {
 }
 
 Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& config) {
+  std::lock_guard<std::mutex> control(control_mu_);
   const std::string who = "task " + Quoted(config.name);
   if (phase_ != Phase::kIdle) {
     return FailedPreconditionError("cannot add " + who +
@@ -462,6 +476,7 @@ void Executor::Impl::Finish(Slot& slot, TaskState state) {
 }
 
 void Executor::Impl::RunTask(Slot& slot) {
+  t_running_executor = this;
   const TaskConfig& c = slot.config;
   const std::string who = "task " + Quoted(c.name);
   slot.stats.SetTid(Gettid());
@@ -564,7 +579,10 @@ void Executor::Impl::RunTask(Slot& slot) {
 
   // The RT loop. Nothing below allocates, locks or makes a syscall but the wait and
   // clock_gettime (plus, in posix-timer mode, timer_settime and sigwait).
+  slot.in_loop.store(true, std::memory_order_release);
   for (;;) {
+    // Checked before the wait too: a stop that came during Step() costs no sleep.
+    if (slot.stop_requested.load(std::memory_order_relaxed)) break;
     // The first release is S + phase in every mode (one grid start for all tasks); after it, the
     // relative modes sleep one period from just before the sleep, as cyclictest -r/-s do.
     const WaitMode mode = engine.cycles() == 0 && (c.wait_mode == WaitMode::kRelative ||
@@ -625,13 +643,22 @@ void Executor::Impl::RunTask(Slot& slot) {
     }
   }
 
+  slot.in_loop.store(false, std::memory_order_release);
   slot.task->OnStop();
   if (have_timer) timer_delete(timer);
   Finish(slot, final_state);
 }
 
 Status Executor::Impl::Start() {
-  if (phase_ == Phase::kStarted) return FailedPreconditionError("Start() called twice");
+  if (t_running_executor == this) {
+    return FailedPreconditionError(
+        "Start() called from one of this executor's task threads — call it from the controlling "
+        "thread");
+  }
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (phase_ == Phase::kStarted) {
+    return FailedPreconditionError("Start() called twice — the executor is already running");
+  }
   if (phase_ == Phase::kStopped) {
     return FailedPreconditionError("Start() after Stop(): create a new Executor to run again");
   }
@@ -715,11 +742,12 @@ void Executor::Impl::StopAndJoinAll() {
   for (auto& s : slots_) s->stop_requested.store(true, std::memory_order_relaxed);
   for (auto& s : slots_) {
     if (!s->thread_created) continue;
-    // Re-send the wake signal until the thread is out: a signal that lands just before the
-    // thread enters its sleep would otherwise cost a whole period.
+    // Re-send the wake signal while the thread is in its RT loop: a signal that lands just
+    // before the thread enters its sleep would otherwise cost a whole period. Once it has left
+    // the loop (OnStop() running) it gets no more signals.
     std::unique_lock<std::mutex> lock(mu_);
     while (!s->finished) {
-      pthread_kill(s->thread, WakeSignal());
+      if (s->in_loop.load(std::memory_order_acquire)) pthread_kill(s->thread, WakeSignal());
       cv_.wait_for(lock, std::chrono::milliseconds(10));
     }
     lock.unlock();
@@ -729,26 +757,54 @@ void Executor::Impl::StopAndJoinAll() {
 }
 
 Status Executor::Impl::Stop() {
-  if (phase_ == Phase::kIdle) return FailedPreconditionError("Stop() called before Start()");
-  if (phase_ == Phase::kStopped) return FailedPreconditionError("Stop() called twice");
+  if (t_running_executor == this) {
+    return FailedPreconditionError(
+        "Stop() called from one of this executor's task threads (it would wait for itself) — "
+        "return StepResult::kStop from Step() to end that task, or call Stop() from another "
+        "thread");
+  }
+  std::lock_guard<std::mutex> control(control_mu_);
+  return StopLocked();
+}
+
+Status Executor::Impl::StopLocked() {
+  if (phase_ == Phase::kIdle) {
+    return FailedPreconditionError("Stop() called before Start() — nothing is running yet");
+  }
+  if (phase_ == Phase::kStopped) {
+    return FailedPreconditionError(
+        "Stop() called twice (or after a failed Start()) — the executor is already stopped");
+  }
   phase_ = Phase::kStopped;
   StopAndJoinAll();
   return Status::Ok();
 }
 
 void Executor::Impl::Wait() {
-  if (phase_ == Phase::kIdle) return;
+  {
+    // A Start() in progress on another thread finishes first.
+    std::lock_guard<std::mutex> control(control_mu_);
+    if (phase_ == Phase::kIdle) return;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return finished_count_ >= started_count_; });
 }
 
 bool Executor::Impl::WaitAny(std::chrono::nanoseconds timeout) {
-  if (phase_ == Phase::kIdle) return false;
+  {
+    std::lock_guard<std::mutex> control(control_mu_);
+    if (phase_ == Phase::kIdle) return false;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return finished_count_ > 0; });
 }
 
 Status Executor::Impl::RunUntilSignal() {
+  if (t_running_executor == this) {
+    return FailedPreconditionError(
+        "RunUntilSignal() called from one of this executor's task threads — call it from the "
+        "controlling thread");
+  }
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -770,7 +826,11 @@ Status Executor::Impl::RunUntilSignal() {
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_count_ >= started_count_) break;
   }
-  s = Stop();
+  {
+    // Another thread may have called Stop() already: that is not an error here.
+    std::lock_guard<std::mutex> control(control_mu_);
+    if (phase_ == Phase::kStarted) s = StopLocked();
+  }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return s;
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -89,6 +90,48 @@ TEST(ExecutorStressTest, ConcurrentReadersAndRepeatedStartStop) {
     }
     EXPECT_EQ(total, obs.samples.load());
     EXPECT_EQ(obs.early.load(), 0u);
+  }
+}
+
+// Stop() from a second thread at random moments around Start(): it is refused before Start(),
+// waits for a Start() in progress, and then stops every task; Wait() on the first thread returns.
+TEST(ExecutorStressTest, StopFromAnotherThreadRacesStart) {
+  std::mt19937 rng(777);
+  for (int round = 0; round < 20; ++round) {
+    ExecutorConfig ec;
+    ec.lock_memory = false;
+    ec.start_delay = milliseconds(1);
+    auto ex = Executor::Create(ec);
+    ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+    std::vector<Busy> tasks(3);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      TaskConfig tc;
+      tc.name = "race" + std::to_string(i);
+      tc.period = microseconds(300);
+      tc.policy = SchedPolicy::kOther;
+      tc.priority = 0;
+      ASSERT_TRUE((*ex)->AddTask(tasks[i], tc).ok());
+    }
+    const int delay_us = std::uniform_int_distribution<int>(0, 3000)(rng);
+    Status stopped;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(microseconds(delay_us));
+      for (;;) {
+        Status s = (*ex)->Stop();
+        if (s.ok() || s.message().find("before Start()") == std::string::npos) {
+          stopped = s;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_TRUE((*ex)->Start().ok());
+    (*ex)->Wait();
+    stopper.join();
+    EXPECT_TRUE(stopped.ok()) << stopped.ToString();
+    for (TaskId id = 0; id < tasks.size(); ++id) {
+      EXPECT_EQ((*ex)->State(id), TaskState::kStopped);
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -178,6 +179,16 @@ TEST(ExecutorTest, CyclicTaskRunsUnderTheExecutor) {
   static_assert(noexcept(cyclic.Step(std::declval<const CycleContext&>())));
 }
 
+// Polls (bounded) until `task` has run `n` steps; false after 10 s.
+bool WaitForSteps(const CountingTask& task, int n) {
+  const TimePoint until = Now(Clock::kMonotonic) + std::chrono::seconds(10);
+  while (task.steps.load() < n) {
+    if (Now(Clock::kMonotonic) > until) return false;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return true;
+}
+
 class StopAfter final : public CountingTask {
  public:
   explicit StopAfter(int n) : n_(n) {}
@@ -217,13 +228,69 @@ TEST(ExecutorTest, StopWakesThreadsSleepingOnLongPeriods) {
     tc.wait_mode = mode;
     ASSERT_TRUE(ex->AddTask(task, tc).ok());
     ASSERT_TRUE(ex->Start().ok());
-    std::this_thread::sleep_for(milliseconds(30));  // the first release has passed
+    ASSERT_TRUE(WaitForSteps(task, 1));  // now asleep until the release 30 s later
     const TimePoint t0 = Now(Clock::kMonotonic);
     ASSERT_TRUE(ex->Stop().ok());
     EXPECT_LT(Now(Clock::kMonotonic) - t0, std::chrono::seconds(2));
     EXPECT_EQ(task.steps.load(), 1);
     EXPECT_TRUE(task.stopped.load());
   }
+}
+
+// Sleeps in OnStop() and records whether the sleep was interrupted.
+class SleepyStopTask final : public CountingTask {
+ public:
+  void OnStop() noexcept override {
+    timespec ts = ToTimespec(milliseconds(60));
+    interrupted.store(nanosleep(&ts, nullptr) != 0 && errno == EINTR);
+    CountingTask::OnStop();
+  }
+  std::atomic<bool> interrupted{false};
+};
+
+TEST(ExecutorTest, StopSendsNoWakeSignalDuringOnStop) {
+  for (WaitMode mode : {WaitMode::kAbsolute, WaitMode::kPosixTimer}) {
+    SCOPED_TRACE(WaitModeName(mode));
+    auto ex = MakeExecutor();
+    SleepyStopTask task;
+    TaskConfig tc = OtherTask("sleepy-stop", std::chrono::seconds(30));
+    tc.wait_mode = mode;
+    ASSERT_TRUE(ex->AddTask(task, tc).ok());
+    ASSERT_TRUE(ex->Start().ok());
+    ASSERT_TRUE(WaitForSteps(task, 1));
+    ASSERT_TRUE(ex->Stop().ok());
+    EXPECT_TRUE(task.stopped.load());
+    EXPECT_FALSE(task.interrupted.load());
+  }
+}
+
+// Calls Stop() and Start() on its own executor from Step(), then ends.
+class SelfStoppingTask final : public CountingTask {
+ public:
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    stop_status = executor->Stop();
+    start_status = executor->Start();
+    CountingTask::Step(ctx);
+    return StepResult::kStop;
+  }
+  Executor* executor = nullptr;
+  Status stop_status;
+  Status start_status;
+};
+
+TEST(ExecutorTest, StopFromATaskThreadIsRefusedNotADeadlock) {
+  auto ex = MakeExecutor();
+  SelfStoppingTask task;
+  task.executor = ex.get();
+  ASSERT_TRUE(ex->AddTask(task, OtherTask("self-stop", milliseconds(1))).ok());
+  ASSERT_TRUE(ex->Start().ok());
+  ex->Wait();
+  EXPECT_EQ(task.steps.load(), 1);
+  EXPECT_EQ(task.stop_status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(task.stop_status.message(), "StepResult::kStop"))
+      << task.stop_status.message();
+  EXPECT_EQ(task.start_status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(ex->Stop().ok());
 }
 
 TEST(ExecutorTest, EveryWaitModeRunsCycles) {

@@ -14,12 +14,17 @@
 // multiple of `align_start_to` when set); task t's releases are E_k = S + phase_t + k * period_t.
 //
 // Stop() wakes RT threads that sleep on long periods with SIGRTMIN+3, for which Create() installs
-// an empty handler (the interrupted sleep returns EINTR and the thread sees its stop flag);
-// WaitMode::kPosixTimer uses SIGALRM on the task's own thread, as cyclictest -x does.
+// an empty handler (the interrupted sleep returns EINTR and the thread sees its stop flag). The
+// signal is sent only while a thread is in its RT loop, so a system call inside Step() may see
+// EINTR during Stop(), but OnStop() never does. WaitMode::kPosixTimer uses SIGALRM on the task's
+// own thread, as cyclictest -x does.
 //
-// Threading: Create/AddTask/Start/Stop/Wait/RunUntilSignal are for one controlling thread (not
-// RT-safe: they create threads and make system calls). Stats()/State()/TaskCount() may be called
-// from any thread at any time and are RT-safe.
+// Threading: AddTask/Start/RunUntilSignal are for one controlling thread. Stop(), Wait() and
+// WaitAny() may also be called from another thread (e.g. a UI or service thread): they are
+// serialised with a Start() in progress, which completes first. None of them may be called from
+// a task's own hooks (Stop() and Start() then return FailedPrecondition); none is RT-safe (they
+// create and join threads and make system calls). Stats()/State()/TaskCount() may be called from
+// any thread at any time and are RT-safe.
 #pragma once
 
 #include <chrono>
