@@ -20,8 +20,8 @@
 // RESOURCE_EXHAUSTED.
 //
 // Threads: gRPC's threads and the server's pump thread are created from a helper thread that
-// Start() switches to SCHED_OTHER (nice 0) and, when `cpus` is set, to those CPUs; otherwise they
-// inherit the caller's affinity (gRPC threads inherit the affinity of the thread that creates
+// Start() switches to SCHED_OTHER (nice unchanged) and, when `cpus` is set, to those CPUs; else
+// they inherit the caller's affinity (gRPC threads inherit the affinity of the thread that creates
 // them). Never call Start() from an RT-pinned thread without setting `cpus`. Note that gRPC may
 // also create threads from the first thread that uses gRPC in the process (e.g. a Client created
 // earlier).
