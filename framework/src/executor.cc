@@ -288,8 +288,8 @@ Status Executor::Impl::Init() {
       if (write(fd, &value, sizeof(value)) != static_cast<ssize_t>(sizeof(value))) {
         const int err = errno;
         close(fd);
-        return ErrnoError(err,
-                          "cannot write " + std::to_string(value) + " to /dev/cpu_dma_latency");
+        return ErrnoError(err, "cannot write " + std::to_string(value) + " to /dev/cpu_dma_latency",
+                          "run as root, or leave ExecutorConfig::cpu_dma_latency_us unset");
       }
       dma_fd_ = fd;  // held open: closing it drops the request
     }
@@ -326,7 +326,8 @@ Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& con
   }
   if (config.phase.count() < 0) {
     return InvalidArgumentError(who + ": phase must be >= 0 (got " +
-                                std::to_string(config.phase.count()) + " ns)");
+                                std::to_string(config.phase.count()) +
+                                " ns) — set TaskConfig::phase to 0 or a positive offset");
   }
   if (config.clock != config_.start_clock) {
     return InvalidArgumentError(
@@ -339,7 +340,8 @@ Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& con
       config.stack_size > (std::size_t{1} << 30)) {
     return InvalidArgumentError(who + ": stack_size " + std::to_string(config.stack_size) +
                                 " bytes is outside " + std::to_string(PTHREAD_STACK_MIN) +
-                                "..1 GiB");
+                                " bytes..1 GiB — set TaskConfig::stack_size in that range "
+                                "(default 256 KiB)");
   }
   RTLOOP_RETURN_IF_ERROR(internal::ValidateSchedParams(config));
   RTLOOP_RETURN_IF_ERROR(internal::ValidateCpus(config.cpus, online_cpus_, present_cpus_,
@@ -352,7 +354,8 @@ Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& con
   }
   if (slots_.size() >= kMaxTasks) {
     return {Status(StatusCode::kResourceExhausted,
-                   who + ": an executor runs at most " + std::to_string(kMaxTasks) + " tasks")};
+                   who + ": an executor runs at most " + std::to_string(kMaxTasks) +
+                       " tasks — split the tasks over several executors")};
   }
 
   auto slot = std::make_unique<Slot>();

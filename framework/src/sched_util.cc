@@ -181,7 +181,7 @@ Status ValidateSchedParams(const TaskConfig& config) {
       if (config.policy == SchedPolicy::kOther || config.policy == SchedPolicy::kBatch) {
         if (config.nice < -20 || config.nice > 19) {
           return InvalidArgumentError(task + ": nice " + std::to_string(config.nice) +
-                                      " is outside -20..19");
+                                      " is outside -20..19 — set TaskConfig::nice in that range");
         }
       } else if (config.nice != 0) {
         return InvalidArgumentError(task + ": nice " + std::to_string(config.nice) +
@@ -204,7 +204,8 @@ Status ValidateSchedParams(const TaskConfig& config) {
     }
     if (runtime < 1024) {
       return InvalidArgumentError(task + ": SCHED_DEADLINE runtime " + std::to_string(runtime) +
-                                  " ns is below the kernel's minimum of 1024 ns");
+                                  " ns is below the kernel's minimum of 1024 ns — raise "
+                                  "TaskConfig::deadline.runtime");
     }
     if (!config.cpus.empty()) {
       return InvalidArgumentError(

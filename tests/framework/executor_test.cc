@@ -778,12 +778,14 @@ TEST(ExecutorBadInputTest, OtherInvalidTaskConfigs) {
   tc = OtherTask("ph", milliseconds(1));
   tc.phase = microseconds(-1);
   EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "phase must be >= 0"));
+  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "set TaskConfig::phase"));
   tc = OtherTask("clk", milliseconds(1));
   tc.clock = Clock::kRealtime;
   EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "start_clock"));
   tc = OtherTask("stk", milliseconds(1));
   tc.stack_size = 100;
   EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "stack_size 100"));
+  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "set TaskConfig::stack_size"));
   ASSERT_TRUE(ex->AddTask(t, OtherTask("once", milliseconds(1))).ok());
   EXPECT_TRUE(Contains(ex->AddTask(t, OtherTask("twice", milliseconds(1))).status().message(),
                        "already added as task \"once\""));
