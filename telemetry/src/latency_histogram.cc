@@ -124,8 +124,9 @@ void LatencyHistogram::Record(std::int64_t value_ns) noexcept {
   if (value_ns > max_.load(std::memory_order_relaxed)) {
     max_.store(value_ns, std::memory_order_relaxed);
   }
-  // Last, so that a reader that sees the count also tends to see the value's bucket.
-  Bump(count_);
+  // Last, with release: a reader that loads the count (acquire) also sees this value's bucket,
+  // sum, min and max.
+  count_.store(count_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 void LatencyHistogram::Reset() noexcept {
@@ -145,18 +146,18 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) noexcept {
     for (std::size_t i = 0; i < kBucketCount; ++i) {
       Bump(buckets_[i], buckets_[i].load(std::memory_order_relaxed));
     }
-    Bump(count_, count());
     Bump(negative_count_, negative_count());
     Bump(overflow_count_, overflow_count());
     AddI64(negative_sum_, negative_sum_.load(std::memory_order_relaxed));
     AddI64(sum_, sum_ns());
+    count_.store(2 * count_.load(std::memory_order_relaxed), std::memory_order_release);
     return;
   }
+  const std::uint64_t other_count = other.count();  // acquire: its min/max are visible
   for (std::size_t i = 0; i < kBucketCount; ++i) {
     const std::uint64_t c = other.buckets_[i].load(std::memory_order_relaxed);
     if (c != 0) Bump(buckets_[i], c);
   }
-  Bump(count_, other.count());
   Bump(negative_count_, other.negative_count());
   Bump(overflow_count_, other.overflow_count());
   AddI64(negative_sum_, other.negative_sum_.load(std::memory_order_relaxed));
@@ -165,14 +166,15 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) noexcept {
   const std::int64_t omax = other.max_.load(std::memory_order_relaxed);
   if (omin < min_.load(std::memory_order_relaxed)) min_.store(omin, std::memory_order_relaxed);
   if (omax > max_.load(std::memory_order_relaxed)) max_.store(omax, std::memory_order_relaxed);
+  count_.store(count_.load(std::memory_order_relaxed) + other_count, std::memory_order_release);
 }
 
 void LatencyHistogram::CopyFrom(const LatencyHistogram& other) noexcept {
   if (&other == this) return;
+  const std::uint64_t other_count = other.count();  // acquire: its min/max are visible
   for (std::size_t i = 0; i < kBucketCount; ++i) {
     buckets_[i].store(other.buckets_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
-  count_.store(other.count(), std::memory_order_relaxed);
   negative_count_.store(other.negative_count(), std::memory_order_relaxed);
   overflow_count_.store(other.overflow_count(), std::memory_order_relaxed);
   negative_sum_.store(other.negative_sum_.load(std::memory_order_relaxed),
@@ -180,89 +182,79 @@ void LatencyHistogram::CopyFrom(const LatencyHistogram& other) noexcept {
   sum_.store(other.sum_ns(), std::memory_order_relaxed);
   min_.store(other.min_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   max_.store(other.max_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  count_.store(other_count, std::memory_order_release);
 }
 
+// The count decides emptiness, not the sentinels: INT64_MAX (or INT64_MIN) is a valid recorded
+// value, and a histogram holding only INT64_MIN has that as its max.
 std::int64_t LatencyHistogram::min_ns() const noexcept {
-  const std::int64_t v = min_.load(std::memory_order_relaxed);
-  return v == kI64Max ? 0 : v;
+  return count() == 0 ? 0 : min_.load(std::memory_order_relaxed);
 }
 
 std::int64_t LatencyHistogram::max_ns() const noexcept {
-  const std::int64_t v = max_.load(std::memory_order_relaxed);
-  return v == kI64Min ? 0 : v;
+  return count() == 0 ? 0 : max_.load(std::memory_order_relaxed);
 }
 
 std::int64_t LatencyHistogram::ValueAtPercentile(double percentile) const noexcept {
-  // Summary() computes the standard set in one pass; an arbitrary percentile uses the same walk.
-  const std::uint64_t negatives = negative_count();
-  const std::uint64_t overflow = overflow_count();
-  std::uint64_t in_buckets = 0;
-  for (std::size_t i = 0; i < kBucketCount; ++i) {
-    in_buckets += buckets_[i].load(std::memory_order_relaxed);
-  }
-  const std::uint64_t total = negatives + in_buckets + overflow;
-  if (total == 0) return 0;
-  const std::uint64_t rank = RankOf(percentile, total);
-  const std::int64_t lo = min_ns();
-  const std::int64_t hi = max_ns();
-  if (rank <= negatives) {
-    const std::int64_t mean =
-        negative_sum_.load(std::memory_order_relaxed) / static_cast<std::int64_t>(negatives);
-    return std::clamp<std::int64_t>(mean, std::min<std::int64_t>(lo, -1), -1);
-  }
-  std::uint64_t cumulative = negatives;
-  for (std::size_t i = 0; i < kBucketCount; ++i) {
-    cumulative += buckets_[i].load(std::memory_order_relaxed);
-    if (cumulative >= rank) {
-      const std::int64_t lower = BucketLower(i);
-      const std::int64_t mid = lower + (BucketUpper(i) - lower) / 2;
-      return ClampTo(mid, lo, hi);
-    }
-  }
-  return hi;
+  std::int64_t value = 0;
+  ValuesAtPercentiles(std::span<const double>(&percentile, 1), std::span<std::int64_t>(&value, 1));
+  return value;
 }
 
 HistogramSummary LatencyHistogram::Summary() const noexcept {
   HistogramSummary s;
-  s.count = count();
+  s.count = count();  // acquire first: min, max and sum below are at least this recent
   s.negative_count = negative_count();
   s.overflow_count = overflow_count();
   s.min_ns = min_ns();
   s.max_ns = max_ns();
   s.sum_ns = sum_ns();
   s.mean_ns = s.count ? static_cast<double>(s.sum_ns) / static_cast<double>(s.count) : 0.0;
+  ValuesAtPercentiles(kSummaryPercentiles, s.percentiles_ns);
+  return s;
+}
+
+void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles,
+                                           std::span<std::int64_t> out) const noexcept {
+  std::fill(out.begin(), out.end(), 0);
   // Two passes over the atomics (total, then ranks) instead of a copy: no allocation.
+  const std::uint64_t negatives = negative_count();
   std::uint64_t in_buckets = 0;
   for (std::size_t i = 0; i < kBucketCount; ++i) {
     in_buckets += buckets_[i].load(std::memory_order_relaxed);
   }
-  const std::uint64_t total = s.negative_count + in_buckets + s.overflow_count;
-  if (total == 0) return s;
-  std::array<std::uint64_t, kSummaryPercentiles.size()> ranks{};
-  for (std::size_t p = 0; p < ranks.size(); ++p) ranks[p] = RankOf(kSummaryPercentiles[p], total);
+  const std::uint64_t total = negatives + in_buckets + overflow_count();
+  if (total == 0) return;
+  const std::int64_t lo = min_ns();
+  const std::int64_t hi = max_ns();
+  // Ranks of ascending percentiles ascend: one walk serves them all. `want` is the rank of
+  // percentiles[next] (0 once every value is filled).
   std::size_t next = 0;
-  const std::int64_t lo = s.min_ns;
-  const std::int64_t hi = s.max_ns;
-  if (s.negative_count > 0) {
+  auto advance = [&](std::int64_t v) {
+    out[next++] = v;
+    return next < out.size() ? RankOf(percentiles[next], total) : std::uint64_t{0};
+  };
+  std::uint64_t want = out.empty() ? 0 : RankOf(percentiles[0], total);
+  if (negatives > 0) {
+    // Negative values have no buckets: a rank among them reports their mean.
     const std::int64_t mean =
-        negative_sum_.load(std::memory_order_relaxed) / static_cast<std::int64_t>(s.negative_count);
+        negative_sum_.load(std::memory_order_relaxed) / static_cast<std::int64_t>(negatives);
     const std::int64_t v = std::clamp<std::int64_t>(mean, std::min<std::int64_t>(lo, -1), -1);
-    while (next < ranks.size() && ranks[next] <= s.negative_count) s.percentiles_ns[next++] = v;
+    while (want != 0 && want <= negatives) want = advance(v);
   }
-  std::uint64_t cumulative = s.negative_count;
+  std::uint64_t cumulative = negatives;
   // A bucket may have grown since the first pass; ranks beyond the second pass's total fall to max.
-  for (std::size_t i = 0; i < kBucketCount && next < ranks.size(); ++i) {
+  for (std::size_t i = 0; i < kBucketCount && want != 0; ++i) {
     const std::uint64_t c = buckets_[i].load(std::memory_order_relaxed);
     if (c == 0) continue;
     cumulative += c;
-    if (cumulative < ranks[next]) continue;
+    if (cumulative < want) continue;
     const std::int64_t lower = BucketLower(i);
     const std::int64_t mid = lower + (BucketUpper(i) - lower) / 2;
     const std::int64_t v = ClampTo(mid, lo, hi);
-    while (next < ranks.size() && ranks[next] <= cumulative) s.percentiles_ns[next++] = v;
+    while (want != 0 && want <= cumulative) want = advance(v);
   }
-  while (next < ranks.size()) s.percentiles_ns[next++] = hi;
-  return s;
+  while (next < out.size()) out[next++] = hi;
 }
 
 void LatencyHistogram::ExportBuckets(std::vector<HistogramBucket>* out) const {
@@ -273,7 +265,10 @@ void LatencyHistogram::ExportBuckets(std::vector<HistogramBucket>* out) const {
     if (c != 0) out->push_back({BucketLower(i), BucketUpper(i), c});
   }
   const std::uint64_t overflow = overflow_count();
-  if (overflow > 0) out->push_back({kMaxTrackable, max_ns() + 1, overflow});
+  if (overflow > 0) {
+    const std::int64_t max = max_ns();
+    out->push_back({kMaxTrackable, max == kI64Max ? kI64Max : max + 1, overflow});
+  }
 }
 
 }  // namespace rtloop::telemetry

@@ -205,6 +205,57 @@ TEST(LatencyHistogramTest, PercentileRanksFollowTheNearestRankDefinitionExactly)
   EXPECT_EQ(h.ValueAtPercentile(std::nan("")), 1);
 }
 
+TEST(LatencyHistogramTest, BucketBoundariesAtTheExactLimitPowersOfTwoAndTheTopOfTheRange) {
+  using H = LatencyHistogram;
+  EXPECT_EQ(H::BucketIndex(2047), 2047u);  // last exact bucket
+  EXPECT_EQ(H::BucketIndex(2048), 2048u);  // first log bucket: [2048, 2050)
+  EXPECT_EQ(H::BucketLower(2048), 2048);
+  EXPECT_EQ(H::BucketUpper(2048), 2050);
+  EXPECT_EQ(H::BucketIndex(2049), 2048u);
+  for (int k = 11; k < H::kMaxExponent; ++k) {
+    const std::int64_t p = std::int64_t{1} << k;
+    const std::size_t at = H::BucketIndex(p);
+    EXPECT_EQ(H::BucketLower(at), p) << "2^" << k << " starts a bucket";
+    EXPECT_EQ(H::BucketIndex(p - 1), at - 1) << "2^" << k << " - 1 ends the previous one";
+  }
+  EXPECT_EQ(H::BucketIndex(H::kMaxTrackable - 1), H::kBucketCount - 1);
+  EXPECT_EQ(H::BucketIndex(-1), 0u);  // out of contract, but never out of bounds
+  LatencyHistogram h;
+  h.Record(H::kMaxTrackable - 1);  // last bucket
+  h.Record(H::kMaxTrackable);      // first overflow value
+  EXPECT_EQ(h.overflow_count(), 1u);
+  std::vector<HistogramBucket> buckets;
+  h.ExportBuckets(&buckets);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].upper_ns, H::kMaxTrackable);
+  EXPECT_EQ(buckets[1].lower_ns, H::kMaxTrackable);
+  EXPECT_EQ(buckets[1].upper_ns, H::kMaxTrackable + 1);
+}
+
+TEST(LatencyHistogramTest, ExtremeValuesAreReportedExactly) {
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  LatencyHistogram only_max;
+  only_max.Record(kMax);
+  EXPECT_EQ(only_max.min_ns(), kMax);  // not mistaken for "empty"
+  EXPECT_EQ(only_max.max_ns(), kMax);
+  EXPECT_EQ(only_max.ValueAtPercentile(50.0), kMax);
+  std::vector<HistogramBucket> buckets;
+  only_max.ExportBuckets(&buckets);  // upper bound max + 1 saturates instead of overflowing
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(buckets[0].lower_ns, LatencyHistogram::kMaxTrackable);
+  EXPECT_EQ(buckets[0].upper_ns, kMax);
+  LatencyHistogram only_min;
+  only_min.Record(kMin);
+  const HistogramSummary s = only_min.Summary();
+  EXPECT_EQ(s.count, 1u);
+  EXPECT_EQ(s.negative_count, 1u);
+  EXPECT_EQ(s.min_ns, kMin);
+  EXPECT_EQ(s.max_ns, kMin);  // not mistaken for "empty"
+  EXPECT_EQ(s.sum_ns, kMin);
+  for (std::int64_t v : s.percentiles_ns) EXPECT_EQ(v, kMin);
+}
+
 TEST(LatencyHistogramTest, ZeroIsExact) {
   LatencyHistogram h;
   for (int i = 0; i < 10; ++i) h.Record(0);

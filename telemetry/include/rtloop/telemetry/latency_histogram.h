@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace rtloop::telemetry {
@@ -80,7 +81,8 @@ class LatencyHistogram {
   void CopyFrom(const LatencyHistogram& other) noexcept;
 
   // Any thread. RT-safe.
-  std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
+  // Acquire: what the writer recorded before this count (buckets, sum, min, max) is visible.
+  std::uint64_t count() const noexcept { return count_.load(std::memory_order_acquire); }
   std::int64_t min_ns() const noexcept;
   std::int64_t max_ns() const noexcept;
   std::int64_t sum_ns() const noexcept { return sum_.load(std::memory_order_relaxed); }
@@ -95,7 +97,7 @@ class LatencyHistogram {
   // Count, min, max, sum, mean and every kSummaryPercentiles value in one pass. Any thread.
   HistogramSummary Summary() const noexcept;
   // Appends the non-empty buckets in ascending order (negatives as one bucket [min, 0), overflow as
-  // [kMaxTrackable, max + 1)). Any thread. Not RT-safe: grows `out`.
+  // [kMaxTrackable, max + 1), saturated at INT64_MAX). Any thread. Not RT-safe: grows `out`.
   void ExportBuckets(std::vector<HistogramBucket>* out) const;
 
   // The bucket layout (pure functions). RT-safe.
@@ -105,6 +107,9 @@ class LatencyHistogram {
 
  private:
   using Counter = std::atomic<std::uint64_t>;
+  // The values at `percentiles` (ascending) into `out` (same size), in two passes over the buckets.
+  void ValuesAtPercentiles(std::span<const double> percentiles,
+                           std::span<std::int64_t> out) const noexcept;
   std::unique_ptr<Counter[]> buckets_;
   Counter count_{0};
   Counter negative_count_{0};
