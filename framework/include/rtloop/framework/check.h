@@ -1,6 +1,10 @@
 // RTLOOP_CHECK / RTLOOP_DCHECK: programming errors, never environment errors (those are Status).
+//
+//   RTLOOP_CHECK(id < slots.size(), "TaskId out of range");
+//
 // A failed check prints file:line and the message to stderr and aborts. RTLOOP_CHECK is always on;
-// RTLOOP_DCHECK only when NDEBUG is not defined. RT-safe while the condition holds (one branch).
+// RTLOOP_DCHECK only when NDEBUG is not defined. Any thread. RT-safe while the condition holds
+// (one branch); a failing check ends the process anyway.
 #pragma once
 
 namespace rtloop::internal {

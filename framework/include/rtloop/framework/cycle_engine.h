@@ -52,7 +52,9 @@ class CycleEngine {
   TimePoint release() const noexcept { return schedule_.release(); }
   // For relative wait modes: the pending release becomes `release`. RT-safe.
   void Rebase(TimePoint release) noexcept { schedule_.Rebase(release); }
+  // RT-safe.
   const ReleaseSchedule& schedule() const noexcept { return schedule_; }
+  // Cycles ended so far (EndCycle() calls). RT-safe.
   std::uint64_t cycles() const noexcept { return cycles_; }
 
   // The thread woke at `wake` for the pending release: returns the Step()'s context. RT-safe.

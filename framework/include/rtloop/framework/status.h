@@ -3,11 +3,12 @@
 // Set-up APIs return a Status (code, errno, message) or a Result<T> (a value or a Status). The
 // message is written for the user: what was attempted, the errno text, and how to fix it.
 //
-//   Result<Executor> executor = Executor::Create(config);
+//   rtloop::Result<std::unique_ptr<rtloop::Executor>> executor = rtloop::Executor::Create(config);
 //   if (!executor.ok()) {
 //     std::fprintf(stderr, "%s\n", executor.status().ToString().c_str());
 //     return 1;
 //   }
+//   RTLOOP_RETURN_IF_ERROR((*executor)->Start());  // in a function that returns Status
 //
 // Thread-safety: value types; a const object may be read from any thread.
 // Not RT-safe: constructing a non-OK Status allocates its message. Checking ok() is RT-safe.
@@ -46,7 +47,7 @@ class [[nodiscard]] Status {
 
   static Status Ok() { return {}; }
 
-  // RT-safe.
+  // RT-safe (ok(), code(), sys_errno(), message()).
   bool ok() const noexcept { return code_ == StatusCode::kOk; }
   StatusCode code() const noexcept { return code_; }
   // errno of the failed system call, 0 when the error did not come from one.

@@ -1,5 +1,12 @@
 // Facts about the machine that tools and telemetry report: online and isolated CPUs, the preempt
-// model, kernel release. Not RT-safe: reads /sys and /proc.
+// model, kernel release.
+//
+//   const rtloop::SystemInfo info = rtloop::ReadSystemInfo();
+//   std::printf("%s, isolated CPUs %s\n", rtloop::PreemptModelName(info.preempt_model),
+//               rtloop::FormatCpuList(info.isolated_cpus).c_str());
+//
+// Threading: free functions without shared state; any thread. Not RT-safe: they read /sys and
+// /proc and allocate.
 #pragma once
 
 #include <string>

@@ -34,6 +34,7 @@ enum class OverrunPolicy {
   kReanchor,  // next release = now + period: the grid shifts
 };
 
+// "skip", "catch-up", "re-anchor". RT-safe.
 const char* OverrunPolicyName(OverrunPolicy policy) noexcept;
 
 // How the RT thread waits for its release. Only kAbsolute and kPosixTimer keep a fixed grid; the

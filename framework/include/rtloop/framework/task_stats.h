@@ -1,9 +1,17 @@
-// Per-task statistics, written by the task's RT thread and readable from any thread while it runs.
+// Per-task statistics (DESIGN.md §3), written by the task's RT thread and readable from any thread
+// while it runs.
 //
-// TaskStats is the single-writer store: the RT thread updates it with relaxed atomic stores (no
-// read-modify-write contention, no locks); readers call Snapshot() for a copy. Fields of one
-// snapshot are individually exact but may come from adjacent cycles (e.g. cycles already counts a
-// cycle whose latency_sum does not yet). All counters are 64-bit.
+//   const rtloop::TaskStatsSnapshot s = executor->Stats(id);   // any thread, any time
+//   std::printf("%llu cycles, max latency %lld ns\n", (unsigned long long)s.cycles,
+//               (long long)s.latency_max_ns);
+//
+// Threading: TaskStats is a single-writer store. Only the owning RT thread calls Record() and
+// RecordFault(): plain relaxed loads and stores of its own values (no atomic read-modify-write, no
+// lock), so readers never slow it down. Snapshot() may be called from any thread concurrently.
+// The writer stores `cycles` last with release and Snapshot() loads it first with acquire, so a
+// snapshot includes every value of the cycles it counts; its other fields may already include
+// (part of) the next cycle, e.g. latency_sum_ns one cycle ahead of cycles. All counters are
+// 64-bit.
 #pragma once
 
 #include <atomic>
@@ -20,6 +28,7 @@ enum class TaskState {
   kFault,    // the watchdog tripped (and keep_running_after_fault is false), or OnStart() failed
 };
 
+// "created", "starting", "running", "stopped", "fault". RT-safe.
 const char* TaskStateName(TaskState state) noexcept;
 
 struct TaskStatsSnapshot {
@@ -55,8 +64,9 @@ class TaskStats {
   // RT-safe. Records one cycle. `first` marks the task's first cycle (no jitter yet).
   void Record(std::int64_t latency_ns, std::int64_t execution_ns, std::int64_t jitter_ns,
               bool first, bool overrun, std::uint64_t missed) noexcept;
-  // RT-safe.
+  // RT-safe. Counts one watchdog trip.
   void RecordFault() noexcept;
+  // RT-safe. Set by the executor on the task's thread as its lifecycle moves on.
   void SetState(TaskState state) noexcept { state_.store(state, std::memory_order_release); }
   void SetTid(int tid) noexcept { tid_.store(tid, std::memory_order_relaxed); }
   // Any thread. RT-safe (relaxed loads only).

@@ -6,8 +6,9 @@
 //   SleepUntil(clock, next);  // returns at or after `next`, even if a signal interrupts the sleep
 //
 // A TimePoint is a position on one clock (ns since that clock's epoch), not a duration: the
-// difference of two TimePoints is a std::chrono::nanoseconds. All functions here are RT-safe:
-// Now() is clock_gettime and SleepUntil() is clock_nanosleep(TIMER_ABSTIME).
+// difference of two TimePoints is a std::chrono::nanoseconds. Threading: no shared state; any
+// thread. All functions here are RT-safe: Now() is clock_gettime and SleepUntil() is
+// clock_nanosleep(TIMER_ABSTIME).
 #pragma once
 
 #include <time.h>
