@@ -822,6 +822,64 @@ TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
   std::filesystem::remove_all(dir);
 }
 
+// The server in another process: rtloop-cyclic --telemetry=127.0.0.1:0 prints the port it got;
+// rtloop-top --once --json and a streaming Client in this process read it.
+TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
+#ifndef RTLOOP_CYCLIC_PATH
+  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
+#else
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("rtloop_it_cyclic_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "out").string();
+  const std::string err = (dir / "err").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> args = {
+      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "3", "-i", "1000", "-q"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  std::string address;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string e = ReadAll(err);
+        const std::size_t at = e.find("serving on ");
+        if (at == std::string::npos) return false;
+        const std::size_t end = e.find(' ', at + 11);
+        if (end == std::string::npos) return false;
+        address = e.substr(at + 11, end - at - 11);
+        return true;
+      },
+      milliseconds(10'000)))
+      << ReadAll(err);
+  if (!address.empty()) {
+    std::unique_ptr<Client> client = Connect(address);
+    std::unique_ptr<SampleStream> stream = client->StreamSamples({});
+    StreamCheck check;
+    Status read = ReadStream(
+        *stream, check, [&] { return check.received[0] >= 300; }, milliseconds(10'000));
+    EXPECT_TRUE(read.ok()) << read.ToString();
+    stream->Cancel();
+    Command top = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + address + " --once --json");
+    EXPECT_EQ(top.exit_code, 0) << top.output;
+    EXPECT_NE(top.output.find("\"task_name\":\"cyclic0\""), std::string::npos) << top.output;
+  }
+  int wstatus = 0;
+  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &wstatus, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 // The child of ClientKilledMidStreamFreesItsStream: streams until killed.
 int RunChildStream(const char* address) {
   std::unique_ptr<Client> client = Connect(address);
