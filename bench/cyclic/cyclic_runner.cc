@@ -322,6 +322,7 @@ class Run {
   void CreateStatusFile();
   void WriteStatusFile();
   std::string status_file_;
+  bool sched_denied_ = false;  // set-up failed for lack of scheduling privilege
 
   int argc_;
   const char* const* argv_;
@@ -366,7 +367,10 @@ Status Run::Setup() {
   start_time_ = FormatJsonTime(std::time(nullptr));
 
   if (o_.smi) return CheckSmi();
-  RTLOOP_RETURN_IF_ERROR(CheckPrivileges(o_));
+  if (Status priv = CheckPrivileges(o_); !priv.ok()) {
+    sched_denied_ = true;
+    return priv;
+  }
 
   if (o_.verbose) {
     std::printf("Max CPUs = %ld\n", sysconf(_SC_NPROCESSORS_CONF));
@@ -453,7 +457,10 @@ Status Run::Setup() {
     tc.max_cycles = max_cycles;
     tc.observer = observers_.back().get();
     Result<TaskId> id = executor_->AddTask(tasks_[i], tc);
-    if (!id.ok()) return id.status();
+    if (!id.ok()) {
+      sched_denied_ = id.status().code() == StatusCode::kPermissionDenied;
+      return id.status();
+    }
     ids_.push_back(*id);
     if (hub_ != nullptr) RTLOOP_RETURN_IF_ERROR(hub_->AddTask(*id, tc));
 
@@ -798,7 +805,7 @@ int Run::Execute() {
   pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
 
   if (Status s = Setup(); !s.ok()) {
-    if (s.code() == StatusCode::kPermissionDenied && o_.threads.size() > 0) {
+    if (sched_denied_) {
       std::fflush(stdout);
       std::fprintf(stderr, "Unable to change scheduling policy!\n");
       // Debian's cyclictest 2.4 binary prints this wording (the rt-utils.c of the reference notes

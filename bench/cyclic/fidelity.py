@@ -115,7 +115,10 @@ def run_one(tool, binary, options, duration, buckets, tmp, tag, args):
     sink_note = ""
     if sink is not None:
         _, serr = sink.communicate(timeout=30)
-        sink_note = serr.strip().split("\n")[-1] if serr else ""
+        last = serr.strip().split("\n")[-1] if serr else ""
+        # "rtloop-cyclic-sink: samples=N lost=M batches=B end=..." -> "streamed N lost M"
+        fields = dict(f.split("=", 1) for f in last.split() if "=" in f)
+        sink_note = "streamed %s lost %s" % (fields.get("samples", "?"), fields.get("lost", "?"))
     if proc.returncode != 0:
         raise RuntimeError("%s exited %d: %s" % (" ".join(cmd), proc.returncode, err.strip()))
     s = summarize(out_json, buckets)
