@@ -8,9 +8,15 @@
 namespace rtloop::telemetry {
 namespace {
 
+// Empty: all tasks. Ids beyond kMaxSampleTaskId can never carry samples and are ignored (a
+// client asking for id 4e9 must not make us allocate 512 MB); a filter of only such ids still
+// matches nothing rather than everything.
 std::vector<bool> MakeFilter(const std::vector<TaskId>& tasks) {
   std::vector<bool> filter;
+  if (tasks.empty()) return filter;
+  filter.resize(1, false);
   for (TaskId t : tasks) {
+    if (t > kMaxSampleTaskId) continue;
     if (t >= filter.size()) filter.resize(std::size_t{t} + 1, false);
     filter[t] = true;
   }

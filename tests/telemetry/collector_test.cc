@@ -80,6 +80,20 @@ TEST_F(CollectorTest, TaskFilterSelectsTasks) {
   EXPECT_EQ(only_b->stats().offered, 20u);
 }
 
+TEST_F(CollectorTest, FilterOfOnlyImpossibleTaskIdsMatchesNothing) {
+  Collector collector(hub_);
+  // Ids above 65535 cannot appear in a Sample: ignored, without sizing the filter by them.
+  auto none = collector.Subscribe({.tasks = {4'000'000'000u}});
+  EXPECT_FALSE(none->Wants(0));
+  EXPECT_FALSE(none->Wants(1));
+  auto mixed = collector.Subscribe({.tasks = {4'000'000'000u, 1}});
+  EXPECT_FALSE(mixed->Wants(0));
+  EXPECT_TRUE(mixed->Wants(1));
+  Produce(0, 0, 10);
+  collector.DrainOnce();
+  EXPECT_EQ(none->stats().offered, 0u);
+}
+
 TEST_F(CollectorTest, SlowSubscriberLosesItsOldestSamplesWithoutAffectingOthers) {
   Collector collector(hub_);
   auto slow = collector.Subscribe({.capacity = 100});

@@ -61,7 +61,7 @@ struct SampleBatch {
 };
 
 struct SubscriptionConfig {
-  std::vector<TaskId> tasks = {};  // tasks to receive; empty: all
+  std::vector<TaskId> tasks = {};  // tasks to receive; empty: all (ids > 65535 match nothing)
   std::size_t capacity = 1 << 16;  // samples queued at most; the oldest are dropped beyond. > 0
 };
 
