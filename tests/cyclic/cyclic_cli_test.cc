@@ -325,6 +325,39 @@ TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
   EXPECT_GT(st.st_size, 0);
 }
 
+TEST_F(CyclicCliTest, RefreshOnMaxEndsWithTheCursorDownEscape) {
+  const Outcome r = Run({"-M", "-i1000", "-l60", "--default-system"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("policy: other/other: loadavg: ", 0), 0u) << r.out;
+  ASSERT_GE(r.out.size(), 4u);
+  EXPECT_EQ(r.out.substr(r.out.size() - 4), "\033[3B");
+}
+
+TEST_F(CyclicCliTest, FifoServesThreadLinesToAReader) {
+  const std::string fifo = dir_ + "/ctfifo";
+  const pid_t pid = Spawn({"-q", "-i1000", "-l1500", "--default-system", "-F", fifo});
+  // The pipe appears once the run started; a non-blocking reader then gets the T: lines within
+  // the writer's 500 ms poll.
+  int fd = -1;
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < deadline && got.find('\n') == std::string::npos) {
+    if (fd < 0) fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    if (fd >= 0) {
+      char buf[512];
+      const ssize_t n = read(fd, buf, sizeof(buf));
+      if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (fd >= 0) close(fd);
+  const Outcome r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(got.find('\n'), std::string::npos) << "nothing read from " << fifo;
+  EXPECT_TRUE(IsThreadLine(got.substr(0, got.find('\n')))) << got;
+  EXPECT_FALSE(Exists(fifo)) << "the pipe is removed at exit";
+}
+
 void DropToNobody() {
   rlimit none{0, 0};
   setrlimit(RLIMIT_RTPRIO, &none);
