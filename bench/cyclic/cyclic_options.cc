@@ -18,7 +18,7 @@ namespace rtloop::cyclic {
 namespace {
 
 constexpr std::uint32_t kHistMax = 1000000;  // cyclictest's HIST_MAX
-constexpr int kMaxThreads = 4096;
+constexpr int kMaxThreads = 256;             // the executor runs at most 256 tasks
 
 Status Invalid(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message));
@@ -479,7 +479,7 @@ struct Parser {
         threads_given = true;
         if (arg) {
           Result<std::int64_t> v = Int(spec, value, 1, kMaxThreads,
-                                       "a number of threads from 1 to 4096 (or -t alone: one "
+                                       "a number of threads from 1 to 256 (or -t alone: one "
                                        "per CPU)");
           if (!v.ok()) return v.status();
           num_threads = static_cast<int>(*v);
@@ -616,6 +616,11 @@ struct Parser {
       num_threads = static_cast<int>(o.affinity == AffinityMode::kCpuSet ? o.affinity_cpus.size()
                                                                          : machine.allowed.size());
       if (num_threads < 1) num_threads = 1;
+      if (num_threads > kMaxThreads) {
+        return Invalid("one thread per CPU would be " + std::to_string(num_threads) +
+                       " threads; rtloop runs at most " + std::to_string(kMaxThreads) +
+                       ": give -t N or an -a CPU set");
+      }
     }
     o.num_threads = num_threads;
     const bool rt = o.policy == SchedPolicy::kFifo || o.policy == SchedPolicy::kRr;

@@ -404,6 +404,7 @@ TEST(CyclicOptionsTest, MoreBadInputIsRejected) {
   EXPECT_NE(ParseError({"--quiet=1"}).find("takes no value"), std::string::npos);
   EXPECT_NE(ParseError({"-q", "extra"}).find("unexpected argument 'extra'"), std::string::npos);
   EXPECT_NE(ParseError({"-c", "2"}).find("-c/--clock"), std::string::npos);
+  EXPECT_NE(ParseError({"-t", "257"}).find("1 to 256"), std::string::npos);
   EXPECT_NE(ParseError({"-D", "0.05m"}).find("fractions"), std::string::npos);
   EXPECT_NE(ParseError({"-i", "12abc"}).find("-i/--interval"), std::string::npos);
   EXPECT_NE(ParseError({"-a", "3-1"}).find("reversed"), std::string::npos);
