@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "rtloop/telemetry/recorder.h"
+
 #ifndef RTLOOP_CYCLIC_BINARY
 #error "RTLOOP_CYCLIC_BINARY must name the rtloop-cyclic executable"
 #endif
@@ -324,9 +326,13 @@ TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 1u) << "stdout unchanged: " << r.out;
   EXPECT_NE(r.err.find("127.0.0.1:"), std::string::npos) << r.err;
-  struct stat st {};
-  ASSERT_EQ(stat(rec.c_str(), &st), 0);
-  EXPECT_GT(st.st_size, 0);
+  rtloop::Result<rtloop::telemetry::RecordContents> file = rtloop::telemetry::ReadRecordFile(rec);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_TRUE(file->error.ok()) << file->error.message();
+  std::size_t samples = 0;
+  for (const auto& batch : file->batches)
+    samples += static_cast<std::size_t>(batch.latency_ns_size());
+  EXPECT_EQ(samples, 50u) << "every sample of the run is in the log";
 }
 
 TEST_F(CyclicCliTest, RefreshOnMaxEndsWithTheCursorDownEscape) {
