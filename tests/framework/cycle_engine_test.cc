@@ -203,6 +203,7 @@ TEST(CycleEngineTest, BookkeepingAllocatesNothing) {
     testing::AllocationCounter counter;
     for (int i = 0; i < 10'000; ++i) f.Cycle(i % 7, (i % 50 == 0) ? 2500 : 100);
     EXPECT_EQ(counter.Allocations(), 0u) << OverrunPolicyName(policy);
+    EXPECT_EQ(counter.Deallocations(), 0u) << OverrunPolicyName(policy);
     EXPECT_EQ(f.stats.Snapshot().cycles, 10'000u);
   }
 }

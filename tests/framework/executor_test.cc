@@ -682,8 +682,10 @@ TEST(ExecutorTest, SteadyStateMakesNoHeapAllocations) {
   const std::uint64_t from = ex->Stats(*id).cycles;
   while (ex->Stats(*id).cycles < from + 3000) std::this_thread::sleep_for(milliseconds(5));
   const std::uint64_t allocations = counter.Allocations();
+  const std::uint64_t deallocations = counter.Deallocations();
   ASSERT_TRUE(ex->Stop().ok());
   EXPECT_EQ(allocations, 0u);
+  EXPECT_EQ(deallocations, 0u);
 }
 
 TEST(ExecutorTest, LockedMemoryRunWorks) {

@@ -1,6 +1,7 @@
 #include "alloc_counter.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -13,11 +14,15 @@
 
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
+std::atomic<std::uint64_t> g_deallocations{0};
 }  // namespace
 
 namespace rtloop::testing {
 bool AllocationCountingEnabled() noexcept { return RTLOOP_COUNT_ALLOCATIONS != 0; }
 std::uint64_t TotalAllocations() noexcept { return g_allocations.load(std::memory_order_relaxed); }
+std::uint64_t TotalDeallocations() noexcept {
+  return g_deallocations.load(std::memory_order_relaxed);
+}
 }  // namespace rtloop::testing
 
 #if RTLOOP_COUNT_ALLOCATIONS
@@ -42,7 +47,26 @@ void* realloc(void* p, std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   return __libc_realloc(p, size);
 }
-void free(void* p) { __libc_free(p); }
+void* memalign(std::size_t alignment, std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(alignment, size);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = __libc_memalign(alignment, size);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void free(void* p) {
+  if (p != nullptr) g_deallocations.fetch_add(1, std::memory_order_relaxed);
+  __libc_free(p);
+}
 }  // extern "C"
 
 namespace {
