@@ -188,18 +188,11 @@ bool Recorder::WriteBytes(const char* data, std::size_t size) {
 }
 
 bool Recorder::FlushBuffer() {
-  if (buffer_.empty()) return !failed();
-  if (failed()) {
-    buffer_.clear();
-    return false;
-  }
-  const bool ok = WriteBytes(buffer_.data(), buffer_.size());
+  // Every sample in buffer_ ends up in exactly one of the two counters, whatever failed and when.
+  const bool ok = !failed() && WriteBytes(buffer_.data(), buffer_.size());
   buffer_.clear();
-  if (ok) {
-    samples_recorded_.fetch_add(buffered_samples_, std::memory_order_relaxed);
-  } else {
-    samples_not_recorded_.fetch_add(buffered_samples_, std::memory_order_relaxed);
-  }
+  (ok ? samples_recorded_ : samples_not_recorded_)
+      .fetch_add(buffered_samples_, std::memory_order_relaxed);
   buffered_samples_ = 0;
   return ok;
 }
