@@ -60,35 +60,13 @@ v1::ClockId ToProto(Clock clock) noexcept {
   return v1::CLOCK_ID_UNSPECIFIED;
 }
 
-namespace {
-
-const char* PreemptName(PreemptModel model) noexcept {
-  switch (model) {
-    case PreemptModel::kNone:
-      return "none";
-    case PreemptModel::kVoluntary:
-      return "voluntary";
-    case PreemptModel::kFull:
-      return "full";
-    case PreemptModel::kDynamic:
-      return "dynamic";
-    case PreemptModel::kRt:
-      return "rt";
-    case PreemptModel::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
-}  // namespace
-
 void ToProto(const SystemInfo& info, v1::SystemInfo* out) {
   out->Clear();
   out->set_host_name(info.host_name);
   out->set_kernel_release(info.kernel_release);
   out->set_kernel_version(info.kernel_version);
   out->set_machine(info.machine);
-  out->set_preempt_model(PreemptName(info.preempt_model));
+  out->set_preempt_model(PreemptModelName(info.preempt_model));
   out->set_realtime(info.realtime);
   for (int c : info.online_cpus) out->add_online_cpus(c);
   for (int c : info.isolated_cpus) out->add_isolated_cpus(c);
