@@ -41,7 +41,11 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
+#ifdef RTLOOP_VERSION_STRING
+constexpr const char* kToolVersion = RTLOOP_VERSION_STRING;
+#else
 constexpr const char* kToolVersion = "0.1.0";
+#endif
 
 void WriteAll(std::FILE* f, const std::string& s) {
   if (!s.empty()) std::fwrite(s.data(), 1, s.size(), f);
@@ -52,38 +56,6 @@ int Fatal(const std::string& message) {
   std::fprintf(stderr, "rtloop-cyclic: %s\n", message.c_str());
   return kExitFatal;
 }
-
-// Every task's observer: cyclictest's per-thread state (always), an exact-enough latency
-// histogram for percentiles (when asked), and optionally a second observer (telemetry).
-class ThreadObserver final : public CycleObserver {
- public:
-  ThreadObserver(CyclicRecorder* recorder, telemetry::LatencyHistogram* histogram,
-                 std::uint64_t warmup, const BreakLatch* latch, CycleObserver* extra) noexcept
-      : recorder_(recorder), histogram_(histogram), warmup_(warmup), latch_(latch), extra_(extra) {}
-
-  void OnRtThreadStart(TaskId task) override {
-    recorder_->OnRtThreadStart(task);
-    if (extra_ != nullptr) extra_->OnRtThreadStart(task);
-  }
-  // RT-safe: three non-allocating calls.
-  void OnCycle(const CycleSample& sample) noexcept override {
-    // -b: cyclictest's threads stop with the sample that broke the limit; the executor stops
-    // ours a few ms later, so later samples are left out of every statistic.
-    if (latch_ != nullptr && latch_->hit()) return;
-    recorder_->OnCycle(sample);
-    if (histogram_ != nullptr && sample.seq >= warmup_)
-      histogram_->Record(sample.wakeup_latency_ns);
-    if (extra_ != nullptr) extra_->OnCycle(sample);
-  }
-
- private:
-  CyclicRecorder* recorder_;
-  telemetry::LatencyHistogram* histogram_;
-  std::uint64_t warmup_;
-  const BreakLatch* latch_;  // -b only
-  CycleObserver* extra_;
-};
-static_assert(noexcept(std::declval<ThreadObserver&>().OnCycle(CycleSample{})));
 
 std::string ReadLoadavg() {
   std::ifstream in("/proc/loadavg");
@@ -339,7 +311,7 @@ class Run {
   std::vector<CyclicTask> tasks_;
   std::vector<std::unique_ptr<CyclicRecorder>> recorders_;
   std::vector<std::unique_ptr<telemetry::LatencyHistogram>> histograms_;
-  std::vector<std::unique_ptr<ThreadObserver>> observers_;
+  std::vector<std::unique_ptr<CyclicThreadObserver>> observers_;
   std::vector<TaskId> ids_;
   // --telemetry / --record: hub (an observer of every task), collector, sinks, server. Declared
   // in dependency order: each is destroyed before what it uses.
@@ -434,7 +406,7 @@ Status Run::Setup() {
     recorders_.push_back(std::move(*rec));
     histograms_.push_back(want_percentiles ? std::make_unique<telemetry::LatencyHistogram>()
                                            : nullptr);
-    observers_.push_back(std::make_unique<ThreadObserver>(
+    observers_.push_back(std::make_unique<CyclicThreadObserver>(
         recorders_.back().get(), histograms_.back().get(), o_.warmup,
         o_.breaktrace > 0 ? &latch_ : nullptr, hub_.get()));
 
@@ -826,6 +798,26 @@ int Run::Execute() {
 }
 
 }  // namespace
+
+CyclicThreadObserver::CyclicThreadObserver(CyclicRecorder* recorder,
+                                           telemetry::LatencyHistogram* histogram,
+                                           std::uint64_t warmup, const BreakLatch* latch,
+                                           CycleObserver* extra) noexcept
+    : recorder_(recorder), histogram_(histogram), warmup_(warmup), latch_(latch), extra_(extra) {}
+
+void CyclicThreadObserver::OnRtThreadStart(TaskId task) {
+  recorder_->OnRtThreadStart(task);
+  if (extra_ != nullptr) extra_->OnRtThreadStart(task);
+}
+
+void CyclicThreadObserver::OnCycle(const CycleSample& sample) noexcept {
+  // -b: cyclictest's threads stop with the sample that broke the limit; the executor stops ours a
+  // few ms later, so later samples are left out of every statistic.
+  if (latch_ != nullptr && latch_->hit()) return;
+  recorder_->OnCycle(sample);
+  if (histogram_ != nullptr && sample.seq >= warmup_) histogram_->Record(sample.wakeup_latency_ns);
+  if (extra_ != nullptr) extra_->OnCycle(sample);
+}
 
 std::uint64_t CyclesForDuration(std::int64_t duration_s, std::int64_t interval_us) noexcept {
   if (duration_s <= 0 || interval_us <= 0) return 0;

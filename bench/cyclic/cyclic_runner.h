@@ -15,12 +15,40 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cyclic_options.h"
+#include "cyclic_recorder.h"
 #include "cyclic_report.h"
+#include "rtloop/framework/cycle_observer.h"
+#include "rtloop/telemetry/latency_histogram.h"
 
 namespace rtloop::cyclic {
+
+// The observer of one measurement thread: the thread's CyclicRecorder (cyclictest's state), an
+// optional latency histogram for --fail-percentile (after --warmup), and an optional second
+// observer (the telemetry hub). After a -b break (`latch` tripped) it drops every later sample, as
+// cyclictest's threads stop with the breaking one. Pointers are not owned and must outlive it.
+// Threading: the task's RT thread; OnCycle() is RT-safe.
+class CyclicThreadObserver final : public CycleObserver {
+ public:
+  CyclicThreadObserver(CyclicRecorder* recorder, telemetry::LatencyHistogram* histogram,
+                       std::uint64_t warmup, const BreakLatch* latch,
+                       CycleObserver* extra) noexcept;
+  // Not RT-safe (the recorder's gettid, the hub's producer token).
+  void OnRtThreadStart(TaskId task) override;
+  // RT-safe: no allocation, no lock, no syscall.
+  void OnCycle(const CycleSample& sample) noexcept override;
+
+ private:
+  CyclicRecorder* recorder_;
+  telemetry::LatencyHistogram* histogram_;  // nullable
+  std::uint64_t warmup_;
+  const BreakLatch* latch_;  // nullable: -b not given
+  CycleObserver* extra_;     // nullable
+};
+static_assert(noexcept(std::declval<CyclicThreadObserver&>().OnCycle(CycleSample{})));
 
 // Runs the whole program; returns kExitOk, kExitFatal, kExitUsage or kExitThreshold.
 int RunCyclic(int argc, const char* const* argv);

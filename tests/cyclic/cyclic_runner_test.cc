@@ -2,8 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "alloc_counter.h"
+#include "cyclic_recorder.h"
+#include "rtloop/framework/task_config.h"
+#include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/task_telemetry.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -81,6 +89,66 @@ TEST(CyclicRunnerTest, FailMissedCountsMissedReleases) {
 TEST(CyclicRunnerTest, NoBoundsNoBreaches) {
   const std::vector<ThreadReport> threads = {Thread(0, 1'000'000, 1'000)};
   EXPECT_TRUE(CheckFailBounds(CyclicOptions{}, threads, {}).empty());
+}
+
+// Everything a measurement thread's observer does per cycle, with every option that adds work
+// (-h, -v, --spike, -b, --fail-percentile's histogram, --telemetry's hub), allocates nothing.
+TEST(CyclicRunnerTest, ThreadObserverAllocatesNothingPerCycle) {
+  if (!testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  BreakLatch latch;
+  RecorderConfig rc;
+  rc.histogram_buckets = 100;
+  rc.verbose = true;
+  rc.spike_threshold = 50;
+  rc.spike_nodes = 16;
+  rc.break_threshold = 1'000'000;
+  rc.break_latch = &latch;
+  Result<std::unique_ptr<CyclicRecorder>> recorder = CyclicRecorder::Create(rc);
+  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+  telemetry::LatencyHistogram histogram;
+  telemetry::TelemetryHub hub;
+  TaskConfig tc;
+  tc.name = "cyclic0";
+  tc.period = std::chrono::microseconds(1000);
+  ASSERT_TRUE(hub.AddTask(0, tc).ok());
+  CyclicThreadObserver observer(recorder->get(), &histogram, 10, &latch, &hub);
+  observer.OnRtThreadStart(0);  // set-up: may allocate
+
+  testing::AllocationCounter counter;
+  for (std::uint64_t k = 0; k < 5000; ++k) {
+    CycleSample s;
+    s.seq = k;
+    s.release = TimePoint(std::chrono::milliseconds(k));
+    s.wakeup_latency_ns = static_cast<std::int64_t>(10'000 + (k * 7919) % 90'000);
+    s.execution_ns = 500;
+    observer.OnCycle(s);
+  }
+  EXPECT_EQ(counter.Allocations(), 0u);
+  EXPECT_EQ(counter.Deallocations(), 0u);
+  EXPECT_EQ((*recorder)->Snapshot().cycles, 5000u);
+  EXPECT_EQ(histogram.count(), 4990u) << "--warmup=10 cycles left out";
+}
+
+TEST(CyclicRunnerTest, ThreadObserverDropsSamplesAfterTheBreak) {
+  BreakLatch latch;
+  RecorderConfig rc;
+  rc.break_threshold = 100;  // us
+  rc.break_latch = &latch;
+  Result<std::unique_ptr<CyclicRecorder>> recorder = CyclicRecorder::Create(rc);
+  ASSERT_TRUE(recorder.ok());
+  CyclicThreadObserver observer(recorder->get(), nullptr, 0, &latch, nullptr);
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    CycleSample s;
+    s.seq = k;
+    s.release = TimePoint(std::chrono::milliseconds(k));
+    s.wakeup_latency_ns = k == 3 ? 200'000 : 10'000;
+    observer.OnCycle(s);
+  }
+  EXPECT_TRUE(latch.hit());
+  EXPECT_EQ((*recorder)->Snapshot().cycles, 4u) << "the breaking sample is the last one";
+  EXPECT_EQ(latch.Get().value, 200);
 }
 
 }  // namespace
