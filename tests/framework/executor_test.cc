@@ -58,8 +58,6 @@ bool Contains(const std::string& s, const std::string& part) {
 }
 
 bool HaveCapSysNice() {
-  const SystemInfo info = ReadSystemInfo();
-  (void)info;
   struct __user_cap_header_struct hdr {};
   struct __user_cap_data_struct data[2]{};
   hdr.version = _LINUX_CAPABILITY_VERSION_3;
@@ -83,12 +81,16 @@ bool DropCapability(int cap) {
   return syscall(SYS_capset, &hdr, data) == 0;
 }
 
-// Runs `body` in a forked child; returns its exit code (or 128+signal).
+// Runs `body` in a forked child; returns its exit code (or 128+signal). A child that hangs is
+// killed by SIGALRM after 20 s, so the test fails instead of hanging.
 template <typename F>
 int RunInChild(F body) {
   std::fflush(nullptr);
   const pid_t pid = fork();
-  if (pid == 0) _exit(body());
+  if (pid == 0) {
+    alarm(20);
+    _exit(body());
+  }
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -1,8 +1,12 @@
 #include "rtloop/framework/time.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 namespace rtloop {
 namespace {
@@ -58,6 +62,49 @@ TEST(TimeTest, RealtimeClockIsNearWallClock) {
   const auto ours = Now(Clock::kRealtime).since_epoch();
   EXPECT_LT(std::chrono::abs(ours - std::chrono::duration_cast<nanoseconds>(wall)),
             std::chrono::seconds(1));
+}
+
+std::atomic<int> g_signal_hits{0};
+extern "C" void CountSignal(int /*sig*/) { g_signal_hits.fetch_add(1); }
+
+// Interrupts `sleeper` with SIGUSR1 (handler without SA_RESTART, so sleeps see EINTR) every 2 ms
+// until destroyed.
+class Interrupter {
+ public:
+  explicit Interrupter(pthread_t sleeper) {
+    struct sigaction sa {};
+    sa.sa_handler = CountSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &old_);
+    thread_ = std::thread([this, sleeper] {
+      while (!done_.load()) {
+        pthread_kill(sleeper, SIGUSR1);
+        std::this_thread::sleep_for(milliseconds(2));
+      }
+    });
+  }
+  ~Interrupter() {
+    done_.store(true);
+    thread_.join();
+    sigaction(SIGUSR1, &old_, nullptr);
+  }
+
+ private:
+  struct sigaction old_ {};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+TEST(TimeTest, SleepsResumeAfterSignalsUntilTheDeadline) {
+  g_signal_hits.store(0);
+  Interrupter interrupter(pthread_self());
+  const TimePoint deadline = Now(Clock::kMonotonic) + milliseconds(100);
+  EXPECT_EQ(SleepUntil(Clock::kMonotonic, deadline), 0);
+  EXPECT_GE(Now(Clock::kMonotonic), deadline);
+  const TimePoint before = Now(Clock::kMonotonic);
+  EXPECT_EQ(SleepFor(Clock::kMonotonic, milliseconds(100)), 0);
+  EXPECT_GE(Now(Clock::kMonotonic) - before, milliseconds(100));
+  EXPECT_GT(g_signal_hits.load(), 0);  // the sleeps really were interrupted
 }
 
 TEST(TimeTest, SleepUntilPastDeadlineReturnsImmediately) {
