@@ -133,5 +133,19 @@ TEST(SampleRingTest, PushAndDrainMakeNoHeapAllocationsInSteadyState) {
   EXPECT_GT(ring->writer().dropped(), 0u);
 }
 
+TEST(SampleRingTest, AttachingTheWriterReusesThePrefaultedProducer) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  auto ring = MakeRing(1024);
+  rtloop::testing::AllocationCounter counter;
+  ring->writer().AttachToCurrentThread();
+  // Only the token itself: the producer (and its blocks) that the set-up pass filled is recycled,
+  // so the RT thread writes to memory that is already mapped.
+  EXPECT_EQ(counter.Allocations(), 1u);
+  for (std::uint64_t i = 0; i < 1024; ++i) ASSERT_TRUE(ring->writer().TryPush(Numbered(i))) << i;
+  EXPECT_EQ(counter.Allocations(), 1u);
+}
+
 }  // namespace
 }  // namespace rtloop::telemetry

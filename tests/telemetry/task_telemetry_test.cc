@@ -1,6 +1,7 @@
 #include "rtloop/telemetry/task_telemetry.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -131,6 +132,32 @@ TEST(TelemetryHubTest, CyclesMakeNoHeapAllocationsInSteadyState) {
   for (std::uint64_t i = 5000; i < 7000; ++i) hub.OnCycle(MakeCycle(0, i, 1, 1));  // ring full
   EXPECT_EQ(counter.Allocations(), 0u);
   EXPECT_GT(hub.task(0)->ring().writer().dropped(), 0u);
+}
+
+long MinorFaultsOfThisThread() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_minflt;
+}
+
+TEST(TelemetryHubTest, CyclesTouchOnlyMemoryPrefaultedAtSetUp) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "sanitizers map shadow memory on first touch";
+  }
+  TelemetryHub hub({.ring_capacity = 16384});  // 512 KB of ring
+  ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
+  hub.OnRtThreadStart(0);
+  hub.OnCycle(MakeCycle(0, 0, 1, 1));  // the code's own pages
+  const long before = MinorFaultsOfThisThread();
+  // Every histogram bucket (latency 0 .. 2^37 ns, both histograms) and every ring slot, then more.
+  std::uint64_t seq = 1;
+  for (std::int64_t v = 1; v < LatencyHistogram::kMaxTrackable; v += 1 + v / 2048, ++seq) {
+    hub.OnCycle(MakeCycle(0, seq, v, v));
+  }
+  ASSERT_GT(seq, 16384u);
+  EXPECT_GT(hub.task(0)->ring().writer().dropped(), 0u);  // the whole ring was written
+  EXPECT_EQ(MinorFaultsOfThisThread() - before, 0)
+      << "page faults on the RT path: rings and histograms must be prefaulted at set-up";
 }
 
 // A task that notes the process's allocation count at two cycles.
