@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 
 namespace rtloop {
 namespace {
@@ -120,6 +121,19 @@ TEST(ReleaseScheduleTest, LongOverrunOnAShortPeriodCountsExactly) {
   const ReleaseSchedule::Advanced a = s.Advance(kStart + std::chrono::seconds(1));
   EXPECT_EQ(a.missed, 10'000'000u - 1u);
   EXPECT_EQ(s.release(), kStart + std::chrono::seconds(1));
+}
+
+TEST(ReleaseScheduleTest, HugeGapWithAHugePeriodDoesNotOverflow) {
+  // The grid starts one period before the clock's epoch and the step ends near INT64_MAX: the gap
+  // is ~INT64_MAX, and late + period - 1 would overflow.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const nanoseconds period(kMax / 4);
+  ReleaseSchedule s(TimePoint(-period), period, OverrunPolicy::kSkip);
+  const ReleaseSchedule::Advanced a = s.Advance(TimePoint(nanoseconds(kMax - 10)));
+  EXPECT_TRUE(a.overrun);
+  EXPECT_EQ(a.missed, 4u);  // releases 1..4 lie before the end; release 5 is at kMax - 3
+  EXPECT_EQ(s.release(), TimePoint(period * 4));
+  EXPECT_EQ(s.index(), 5u);
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ class ReleaseSchedule {
     }
     const std::int64_t p = period_.count();
     const std::int64_t late = (done - next).count();
-    const auto missed = static_cast<std::uint64_t>((late + p - 1) / p);
+    // ceil(late / p) in O(1), however long the gap, without the overflow of (late + p - 1) / p.
+    const auto missed = static_cast<std::uint64_t>(late / p + (late % p != 0 ? 1 : 0));
     switch (policy_) {
       case OverrunPolicy::kSkip:
         release_ = next + period_ * static_cast<std::int64_t>(missed);
