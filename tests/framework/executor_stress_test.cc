@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "rtloop/framework/executor.h"
@@ -39,22 +41,32 @@ class Busy final : public PeriodicTask {
   std::uint64_t sum_ = 0;
 };
 
+Result<std::unique_ptr<Executor>> CreateExecutor() {
+  ExecutorConfig ec;
+  ec.lock_memory = false;
+  ec.start_delay = milliseconds(1);
+  return Executor::Create(ec);
+}
+
+TaskConfig OtherTask(std::string name, std::chrono::nanoseconds period) {
+  TaskConfig tc;
+  tc.name = std::move(name);
+  tc.period = period;
+  tc.policy = SchedPolicy::kOther;
+  tc.priority = 0;
+  return tc;
+}
+
 TEST(ExecutorStressTest, ConcurrentReadersAndRepeatedStartStop) {
   std::mt19937 rng(12345);
   for (int round = 0; round < 15; ++round) {
-    ExecutorConfig ec;
-    ec.lock_memory = false;
-    ec.start_delay = milliseconds(1);
-    auto ex = Executor::Create(ec);
+    Result<std::unique_ptr<Executor>> ex = CreateExecutor();
     ASSERT_TRUE(ex.ok()) << ex.status().ToString();
     SharedObserver obs;
     std::vector<Busy> tasks(4);
     for (std::size_t i = 0; i < tasks.size(); ++i) {
-      TaskConfig tc;
-      tc.name = "stress" + std::to_string(i);
-      tc.period = microseconds(200 + 100 * static_cast<int>(i));
-      tc.policy = SchedPolicy::kOther;
-      tc.priority = 0;
+      TaskConfig tc = OtherTask("stress" + std::to_string(i),
+                                microseconds(200 + 100 * static_cast<std::int64_t>(i)));
       tc.observer = &obs;
       tc.overrun_policy = static_cast<OverrunPolicy>(i % 3);
       tc.wait_mode = i == 3 ? WaitMode::kPosixTimer : WaitMode::kAbsolute;
@@ -98,18 +110,11 @@ TEST(ExecutorStressTest, ConcurrentReadersAndRepeatedStartStop) {
 TEST(ExecutorStressTest, StopFromAnotherThreadRacesStart) {
   std::mt19937 rng(777);
   for (int round = 0; round < 20; ++round) {
-    ExecutorConfig ec;
-    ec.lock_memory = false;
-    ec.start_delay = milliseconds(1);
-    auto ex = Executor::Create(ec);
+    Result<std::unique_ptr<Executor>> ex = CreateExecutor();
     ASSERT_TRUE(ex.ok()) << ex.status().ToString();
     std::vector<Busy> tasks(3);
     for (std::size_t i = 0; i < tasks.size(); ++i) {
-      TaskConfig tc;
-      tc.name = "race" + std::to_string(i);
-      tc.period = microseconds(300);
-      tc.policy = SchedPolicy::kOther;
-      tc.priority = 0;
+      const TaskConfig tc = OtherTask("race" + std::to_string(i), microseconds(300));
       ASSERT_TRUE((*ex)->AddTask(tasks[i], tc).ok());
     }
     const int delay_us = std::uniform_int_distribution<int>(0, 3000)(rng);
