@@ -197,7 +197,9 @@ std::int64_t LatencyHistogram::max_ns() const noexcept {
 
 std::int64_t LatencyHistogram::ValueAtPercentile(double percentile) const noexcept {
   std::int64_t value = 0;
-  ValuesAtPercentiles(std::span<const double>(&percentile, 1), std::span<std::int64_t>(&value, 1));
+  if (count() == 0) return value;  // acquire first: min and max are at least this recent
+  ValuesAtPercentiles(std::span<const double>(&percentile, 1), min_ns(), max_ns(),
+                      std::span<std::int64_t>(&value, 1));
   return value;
 }
 
@@ -210,11 +212,14 @@ HistogramSummary LatencyHistogram::Summary() const noexcept {
   s.max_ns = max_ns();
   s.sum_ns = sum_ns();
   s.mean_ns = s.count ? static_cast<double>(s.sum_ns) / static_cast<double>(s.count) : 0.0;
-  ValuesAtPercentiles(kSummaryPercentiles, s.percentiles_ns);
+  // Clamped to this summary's own min and max: a value recorded since cannot push a percentile
+  // beyond the max reported beside it.
+  if (s.count > 0) ValuesAtPercentiles(kSummaryPercentiles, s.min_ns, s.max_ns, s.percentiles_ns);
   return s;
 }
 
-void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles,
+void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles, std::int64_t lo,
+                                           std::int64_t hi,
                                            std::span<std::int64_t> out) const noexcept {
   std::fill(out.begin(), out.end(), 0);
   // Two passes over the atomics (total, then ranks) instead of a copy: no allocation.
@@ -225,8 +230,6 @@ void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles,
   }
   const std::uint64_t total = negatives + in_buckets + overflow_count();
   if (total == 0) return;
-  const std::int64_t lo = min_ns();
-  const std::int64_t hi = max_ns();
   // Ranks of ascending percentiles ascend: one walk serves them all. `want` is the rank of
   // percentiles[next] (0 once every value is filled).
   std::size_t next = 0;

@@ -158,6 +158,7 @@ TEST(TelemetryStressTest, HistogramSummaryIsConsistentWhileTheWriterRuns) {
   });
   std::uint64_t last_count = 0;
   int reads = 0;
+  std::vector<HistogramBucket> buckets;
   while (!done.load() || reads == 0) {
     const HistogramSummary s = h.Summary();
     EXPECT_GE(s.count, last_count);
@@ -166,8 +167,21 @@ TEST(TelemetryStressTest, HistogramSummaryIsConsistentWhileTheWriterRuns) {
       for (std::size_t i = 1; i < s.percentiles_ns.size(); ++i) {
         EXPECT_LE(s.percentiles_ns[i - 1], s.percentiles_ns[i]);
       }
-      EXPECT_GE(s.percentiles_ns[0], 1000);
+      // Every value lies in [1000, 100'999]: so do min, max and every percentile, however the
+      // reader interleaves with the writer (no half-initialised min/max, no value outside).
+      EXPECT_GE(s.min_ns, 1000);
+      EXPECT_LE(s.max_ns, 100'999);
+      EXPECT_LE(s.min_ns, s.max_ns);
+      EXPECT_GE(s.percentiles_ns.front(), s.min_ns);
+      EXPECT_LE(s.percentiles_ns.back(), s.max_ns);
     }
+    // The count is published after the value's bucket: the buckets read later hold at least it.
+    const std::uint64_t count = h.count();
+    buckets.clear();
+    h.ExportBuckets(&buckets);
+    std::uint64_t in_buckets = 0;
+    for (const HistogramBucket& b : buckets) in_buckets += b.count;
+    EXPECT_GE(in_buckets, count);
     ++reads;
   }
   writer.join();

@@ -107,8 +107,9 @@ class LatencyHistogram {
 
  private:
   using Counter = std::atomic<std::uint64_t>;
-  // The values at `percentiles` (ascending) into `out` (same size), in two passes over the buckets.
-  void ValuesAtPercentiles(std::span<const double> percentiles,
+  // The values at `percentiles` (ascending) into `out` (same size), in two passes over the buckets,
+  // clamped to [lo, hi] (the caller's min and max, read after a non-zero count).
+  void ValuesAtPercentiles(std::span<const double> percentiles, std::int64_t lo, std::int64_t hi,
                            std::span<std::int64_t> out) const noexcept;
   std::unique_ptr<Counter[]> buckets_;
   Counter count_{0};
