@@ -1,5 +1,6 @@
 #include "rtloop/telemetry/proto_convert.h"
 
+#include <limits>
 #include <string>
 
 namespace rtloop::telemetry {
@@ -177,6 +178,30 @@ Status FromProto(const v1::SampleBatch& batch, std::vector<Sample>* out) {
                                 ", execution " + std::to_string(batch.execution_ns_size()) +
                                 ", missed " + std::to_string(batch.missed_releases_size()) +
                                 ", flags " + std::to_string(batch.flags_size()) + ")");
+  }
+  if (batch.task_id() > kMaxSampleTaskId) {
+    return InvalidArgumentError("sample batch has task id " + std::to_string(batch.task_id()) +
+                                ": samples carry task ids up to " +
+                                std::to_string(kMaxSampleTaskId));
+  }
+  // A Sample's columns are narrower than the wire's: a value that does not fit was not written by
+  // rtloop (which saturates first) and is rejected rather than silently wrapped.
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t lat = batch.latency_ns(i);
+    const char* bad = nullptr;
+    if (lat < std::numeric_limits<std::int32_t>::min() ||
+        lat > std::numeric_limits<std::int32_t>::max()) {
+      bad = "latency_ns";
+    } else if (batch.execution_ns(i) > std::numeric_limits<std::uint32_t>::max()) {
+      bad = "execution_ns";
+    } else if (batch.flags(i) > std::numeric_limits<std::uint16_t>::max()) {
+      bad = "flags";
+    }
+    if (bad != nullptr) {
+      return InvalidArgumentError("sample batch of task " + std::to_string(batch.task_id()) + ": " +
+                                  bad + "[" + std::to_string(i) +
+                                  "] is out of the range a Sample can hold");
+    }
   }
   out->reserve(out->size() + static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {

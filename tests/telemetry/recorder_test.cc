@@ -333,6 +333,38 @@ TEST_F(RecorderTest, ReaderRejectsAFileThatIsNotARecording) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+TEST(ProtoConvertTest, SampleBatchRoundTripsAndOutOfRangeColumnsAreRejected) {
+  std::vector<Sample> in(3);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    in[i] = MakeSample(MakeCycle(5, 10 + i, -static_cast<std::int64_t>(i) * 1000, 700));
+  }
+  v1::SampleBatch batch;
+  ToProto(5, 2, in, &batch);
+  EXPECT_EQ(batch.first_seq(), 10u);
+  EXPECT_EQ(batch.lost_before(), 2u);
+  std::vector<Sample> out;
+  ASSERT_TRUE(FromProto(batch, &out).ok());
+  ASSERT_EQ(out.size(), 3u);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(out[i].seq, in[i].seq);
+    EXPECT_EQ(out[i].latency_ns, in[i].latency_ns);
+    EXPECT_EQ(out[i].task, 5u);
+  }
+  v1::SampleBatch wide = batch;
+  wide.set_latency_ns(1, std::int64_t{1} << 40);  // not something rtloop writes
+  out.clear();
+  Status s = FromProto(wide, &out);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("latency_ns[1]"), std::string::npos) << s.message();
+  EXPECT_TRUE(out.empty());
+  wide = batch;
+  wide.set_task_id(70'000);
+  EXPECT_EQ(FromProto(wide, &out).code(), StatusCode::kInvalidArgument);
+  wide = batch;
+  wide.add_flags(0);  // columns of different lengths
+  EXPECT_EQ(FromProto(wide, &out).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(RecorderTest, FileIsReadableAsPlainLengthDelimitedProtobuf) {
   const std::string path = TempPath("plain");
   Record(path, 300);

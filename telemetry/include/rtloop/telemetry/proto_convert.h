@@ -38,7 +38,9 @@ void ToProto(TaskId task, v1::Quantity quantity, const LatencyHistogram& histogr
 void ToProto(TaskId task, std::uint64_t lost_before, std::span<const Sample> samples,
              v1::SampleBatch* out);
 void ToProto(const SampleBatch& batch, v1::SampleBatch* out);
-// Unpacks a batch, appending to `out`. InvalidArgument if the columns differ in length.
+// Unpacks a batch, appending to `out`. InvalidArgument (and nothing appended) if the columns
+// differ in length or a value does not fit a Sample (task id > 65535, latency beyond int32,
+// execution beyond uint32, flags beyond uint16).
 Status FromProto(const v1::SampleBatch& batch, std::vector<Sample>* out);
 
 }  // namespace rtloop::telemetry
