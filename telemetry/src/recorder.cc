@@ -271,6 +271,13 @@ RecordReader::~RecordReader() {
 }
 
 Result<bool> RecordReader::Next(v1::Record* record) {
+  if (!error_.ok()) return error_;
+  Result<bool> next = ReadNext(record);
+  if (!next.ok()) error_ = next.status();
+  return next;
+}
+
+Result<bool> RecordReader::ReadNext(v1::Record* record) {
   const std::uint64_t start = offset_;
   std::uint64_t length = 0;
   int shift = 0;

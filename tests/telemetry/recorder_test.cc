@@ -254,6 +254,18 @@ TEST_F(RecorderTest, EveryCutAndEveryByteFlipIsReportedAtTheStartOfTheDamagedRec
               std::string::npos)
         << what << ": " << file->error.message();
     ASSERT_EQ(file->valid_bytes, damaged_record) << what;  // every record before is kept
+    // The reader stays at the damage: asking again repeats the same error.
+    Result<std::unique_ptr<RecordReader>> reader = RecordReader::Open(bad_path);
+    ASSERT_TRUE(reader.ok());
+    v1::Record record;
+    Result<bool> next = true;
+    while (next.ok() && *next) next = (*reader)->Next(&record);
+    if (next.ok()) {  // a clean cut between records: only the trailer is missing
+      EXPECT_EQ(damaged_record, bad.size()) << what;
+      return;
+    }
+    EXPECT_EQ((*reader)->Next(&record).status().message(), next.status().message()) << what;
+    EXPECT_EQ((*reader)->offset(), damaged_record) << what;
     ASSERT_LE(file->batches.size(), whole->batches.size());
     for (std::size_t i = 0; i < file->batches.size(); ++i) {
       ASSERT_EQ(file->batches[i].SerializeAsString(), whole->batches[i].SerializeAsString());

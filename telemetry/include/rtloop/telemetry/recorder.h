@@ -128,15 +128,17 @@ class RecordReader {
 
   // Reads the next record into `record`: true, or false at a clean end of file. A truncated or
   // corrupt record gives DataLoss naming the byte offset where it starts and what is wrong; the
-  // records before it were returned intact.
+  // records before it were returned intact. After an error every later call returns the same error.
   Result<bool> Next(v1::Record* record);
   // Byte offset of the next record.
   std::uint64_t offset() const noexcept { return offset_; }
 
  private:
   RecordReader(std::FILE* file, std::string path) noexcept : file_(file), path_(std::move(path)) {}
+  Result<bool> ReadNext(v1::Record* record);
   std::FILE* file_;
   std::string path_;
+  Status error_;  // the first error: reading stops there
   std::uint64_t offset_ = 0;
   std::string payload_;
 };
