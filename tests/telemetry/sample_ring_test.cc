@@ -66,6 +66,7 @@ TEST(SampleRingTest, TryPushFailsAndCountsTheDropWhenFull) {
   ring->writer().AttachToCurrentThread();
   for (std::uint64_t i = 0; i < 1024; ++i) ASSERT_TRUE(ring->writer().TryPush(Numbered(i))) << i;
   EXPECT_FALSE(ring->writer().TryPush(Numbered(1024)));
+  EXPECT_EQ(ring->ApproxSize(), 1024u);
   EXPECT_EQ(ring->writer().pushed(), 1024u);
   EXPECT_EQ(ring->writer().dropped(), 1u);
   std::vector<Sample> out(4096);
@@ -74,6 +75,7 @@ TEST(SampleRingTest, TryPushFailsAndCountsTheDropWhenFull) {
   ASSERT_EQ(total, 1024u);
   for (std::uint64_t i = 0; i < total; ++i) EXPECT_EQ(out[i].seq, i);
   EXPECT_EQ(ring->reader().drained(), 1024u);
+  EXPECT_EQ(ring->ApproxSize(), 0u);
 }
 
 TEST(SampleRingTest, TryPushWithoutAProducerTokenDropsAndCounts) {

@@ -133,7 +133,8 @@ class Collector {
   // Creates the collector thread. FailedPrecondition when already started.
   Status Start();
   // Stops the thread (if started), then drains every ring until empty, delivers, and flushes the
-  // sinks. Stop the executor first to collect every sample. Safe to call more than once.
+  // sinks. Stop the executor first to collect every sample. Safe to call more than once, but not
+  // concurrently with itself or Start().
   void Stop();
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
   // One synchronous drain pass on the calling thread (for callers that run no thread, and tests);

@@ -137,7 +137,9 @@ class TelemetryHub final : public CycleObserver {
   // Same with any callable; nullptr returns to the hub's own bookkeeping. Not RT-safe.
   void SetStatsSource(StatsSource source);
 
-  // CycleObserver. RT thread.
+  // CycleObserver, called on each task's RT thread. OnRtThreadStart() attaches the task's ring
+  // producer token there (allocates once; not RT-safe). OnCycle() updates the task's statistics and
+  // both histograms and pushes one sample: no allocation, lock or syscall. RT-safe.
   void OnRtThreadStart(TaskId task) override;
   void OnCycle(const CycleSample& sample) noexcept override;
 
