@@ -144,6 +144,16 @@ TEST(CycleEngineTest, CatchUpRunsBackToBackWithGrowingLatency) {
   EXPECT_EQ(f.stats.Snapshot().missed_releases, 0u);
 }
 
+TEST(CycleEngineTest, ReanchorOverrunReportsMissedAndShiftsTheGrid) {
+  Fixture f(OverrunPolicy::kReanchor);
+  f.Cycle(0, 2500);  // ends at 2.5 ms: old-grid releases 1 and 2 passed
+  EXPECT_EQ(f.stats.Snapshot().missed_releases, 2u);
+  EXPECT_EQ(f.observer.samples[0].missed_releases, 2u);
+  const CycleContext& next = f.engine->BeginCycle(At(3500));
+  EXPECT_EQ(next.release, At(3500));  // end + period
+  EXPECT_EQ(next.missed_releases, 2u);
+}
+
 TEST(CycleEngineTest, WatchdogFaultsAfterConsecutiveOverrunsAndStops) {
   Fixture f(OverrunPolicy::kSkip, /*watchdog=*/3);
   EXPECT_FALSE(f.Cycle(0, 1500).fault);

@@ -37,8 +37,9 @@ struct CycleSample {
   std::int64_t wakeup_latency_ns = 0;  // L_k = W_k - E_k, signed
   std::int64_t execution_ns = 0;       // X_k = D_k - W_k
   std::int64_t period_jitter_ns = 0;   // J_k = (W_k - W_{k-1}) - period; 0 on the first cycle
-  std::uint32_t missed_releases = 0;   // releases skipped after this cycle's overrun (kSkip)
-  std::uint32_t flags = 0;             // CycleFlags
+  // Releases missed because of this cycle's overrun (kSkip, kReanchor; 0 under kCatchUp).
+  std::uint32_t missed_releases = 0;
+  std::uint32_t flags = 0;  // CycleFlags
 };
 
 class CycleObserver {

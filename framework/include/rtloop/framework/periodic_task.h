@@ -33,7 +33,8 @@ struct CycleContext {
   TimePoint wake;                               // W_k, when the thread actually woke
   std::chrono::nanoseconds period{0};           // the task's period
   std::chrono::nanoseconds since_last_wake{0};  // W_k - W_{k-1}; 0 for the first cycle
-  std::uint64_t missed_releases = 0;  // releases skipped just before this one (kSkip policy)
+  // Releases missed just before this one (kSkip, kReanchor; always 0 under kCatchUp).
+  std::uint64_t missed_releases = 0;
 
   // W_k - E_k, signed. RT-safe.
   constexpr std::chrono::nanoseconds wakeup_latency() const noexcept { return wake - release; }
