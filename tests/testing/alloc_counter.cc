@@ -28,12 +28,14 @@ std::uint64_t TotalDeallocations() noexcept {
 #if RTLOOP_COUNT_ALLOCATIONS
 // glibc's real allocator entry points; moodycamel and other C-style code call malloc directly, so
 // counting operator new alone would miss them.
+// NOLINTBEGIN(bugprone-reserved-identifier,readability-identifier-naming): glibc's names.
 extern "C" {
 void* __libc_malloc(std::size_t size);
 void* __libc_calloc(std::size_t n, std::size_t size);
 void* __libc_realloc(void* p, std::size_t size);
 void* __libc_memalign(std::size_t alignment, std::size_t size);
 void __libc_free(void* p);
+// NOLINTEND(bugprone-reserved-identifier,readability-identifier-naming)
 
 void* malloc(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
