@@ -961,7 +961,7 @@ TEST(ExecutorBadInputTest, MlockallFailureNamesTheMemlockLimit) {
   }
   const int rc = RunInChild([] {
     if (!DropCapability(CAP_IPC_LOCK)) return 10;
-    rlimit rl{64 * 1024, 64 * 1024};
+    rlimit rl{rlim_t{64} * 1024, rlim_t{64} * 1024};
     setrlimit(RLIMIT_MEMLOCK, &rl);
     ExecutorConfig ec = TestExecutorConfig();
     ec.lock_memory = true;

@@ -29,16 +29,16 @@ TEST(TimeTest, NegativeDurationsAreNormalised) {
 }
 
 TEST(TimeTest, TimePointArithmetic) {
-  constexpr TimePoint t(nanoseconds(1000));
-  static_assert((t + nanoseconds(5)).ns() == 1005);
-  static_assert((t - nanoseconds(5)).ns() == 995);
-  static_assert((t + nanoseconds(5)) - t == nanoseconds(5));
-  static_assert(t < t + nanoseconds(1));
+  constexpr TimePoint kT(nanoseconds(1000));
+  static_assert((kT + nanoseconds(5)).ns() == 1005);
+  static_assert((kT - nanoseconds(5)).ns() == 995);
+  static_assert((kT + nanoseconds(5)) - kT == nanoseconds(5));
+  static_assert(kT < kT + nanoseconds(1));
   static_assert(noexcept(Now(Clock::kMonotonic)));
-  static_assert(noexcept(SleepUntil(Clock::kMonotonic, t)));
+  static_assert(noexcept(SleepUntil(Clock::kMonotonic, kT)));
   constexpr nanoseconds kOne(1);
   static_assert(noexcept(SleepFor(Clock::kMonotonic, kOne)));
-  EXPECT_EQ(TimePoint::FromTimespec(t.ToTimespec()), t);
+  EXPECT_EQ(TimePoint::FromTimespec(kT.ToTimespec()), kT);
   EXPECT_EQ(ToClockId(Clock::kRealtime), CLOCK_REALTIME);
   EXPECT_EQ(ToClockId(Clock::kMonotonic), CLOCK_MONOTONIC);
 }
