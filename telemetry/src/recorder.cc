@@ -93,8 +93,9 @@ Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config,
     Result<TaskTelemetrySnapshot> snap = hub.Snapshot(id);
     ToProto(id, t->config(), snap.ok() ? snap->stats.state : TaskState::kCreated, h->add_tasks());
   }
-  // The header stays buffered with the first batches; a write error surfaces in status().
-  rec->WriteRecord(record);
+  // Written at once: a run killed before its first flush still leaves a readable file (a header
+  // and "ends without a trailer"). A write error surfaces in status() and stops recording.
+  if (rec->WriteRecord(record)) rec->FlushBuffer();
   return rec;
 }
 

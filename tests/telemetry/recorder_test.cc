@@ -333,6 +333,21 @@ TEST_F(RecorderTest, FullDiskStopsRecordingWithoutDisturbingTheCollectorOrSubscr
   EXPECT_EQ(hub_.task(0)->ring().writer().dropped(), 0u);
 }
 
+TEST_F(RecorderTest, HeaderIsOnDiskAsSoonAsTheRecorderIsOpen) {
+  const std::string path = TempPath("header_first");
+  cleanup_.push_back(path);
+  Result<std::unique_ptr<Recorder>> rec = Recorder::Open({.path = path}, hub_, FakeSystem());
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  // As a reader sees the file of a run killed now: the header, then the end.
+  Result<RecordContents> file = ReadRecordFile(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->header.tasks_size(), 2);
+  EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
+  EXPECT_NE(file->error.message().find("without a trailer"), std::string::npos)
+      << file->error.message();
+  EXPECT_TRUE((*rec)->Close().ok());
+}
+
 TEST_F(RecorderTest, ReaderRejectsAFileThatIsNotARecording) {
   const std::string path = TempPath("notrec");
   cleanup_.push_back(path);
