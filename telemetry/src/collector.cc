@@ -82,6 +82,9 @@ std::size_t Subscription::Pop(std::vector<SampleBatch>* out, std::chrono::nanose
   std::vector<std::uint64_t> lost_for;  // per task: loss to report on its first batch
   {
     std::unique_lock<std::mutex> lock(mu_);
+    // now() + nanoseconds::max() would overflow inside wait_for and not wait at all: "forever" is
+    // taken as a (renewable) day.
+    timeout = std::min<std::chrono::nanoseconds>(timeout, std::chrono::hours(24));
     cv_.wait_for(lock, timeout,
                  [this] { return size_ > 0 || closed_.load(std::memory_order_relaxed); });
     const std::size_t n = std::min(size_, max_samples);

@@ -158,6 +158,19 @@ TEST_F(CollectorTest, PopWaitsForTheTimeoutAndWakesOnClose) {
   EXPECT_EQ(collector.stats().subscriptions, 0u);
 }
 
+TEST_F(CollectorTest, PopWithAnUnboundedTimeoutWaitsForSamples) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({});
+  std::thread producer([&] {
+    std::this_thread::sleep_for(milliseconds(10));
+    Produce(0, 0, 3);
+    collector.DrainOnce();
+  });
+  std::vector<SampleBatch> batches;
+  EXPECT_EQ(sub->Pop(&batches, std::chrono::nanoseconds::max()), 3u);  // not 0 at once
+  producer.join();
+}
+
 TEST_F(CollectorTest, PopWakesWhenTheCollectorThreadDelivers) {
   Collector collector(hub_, {.drain_period = milliseconds(1)});
   auto sub = collector.Subscribe({.tasks = {0}});
