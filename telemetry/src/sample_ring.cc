@@ -35,10 +35,11 @@ std::size_t RingCapacityFor(std::chrono::nanoseconds period, std::chrono::nanose
     // rate x 2 x drain = 2 x drain / period, rounded up.
     const auto p = static_cast<std::uint64_t>(period.count());
     const auto d = static_cast<std::uint64_t>(drain_period.count());
-    const std::uint64_t by_rate = (2 * d + p - 1) / p;
+    const std::uint64_t by_rate = d / p * 2 + ((d % p) * 2 + p - 1) / p;  // no overflow
     need = std::max<std::size_t>(need, static_cast<std::size_t>(by_rate));
   }
-  need = std::max<std::size_t>(need, kBlock);
+  // Beyond 2^31 std::bit_ceil would overflow; SampleRing::Create rejects such sizes clearly.
+  need = std::clamp<std::size_t>(need, kBlock, std::size_t{1} << 31);
   return std::bit_ceil(need);
 }
 

@@ -52,6 +52,12 @@ TEST(SampleRingTest, CapacityCoversTwiceTheDrainPeriodWithAFloor) {
   EXPECT_EQ(RingCapacityFor(milliseconds(1), milliseconds(1), 1024), 1024u);  // floor
   EXPECT_EQ(RingCapacityFor(microseconds(1), milliseconds(4), 1024), 8192u);  // 8000 -> 2^13
   EXPECT_GE(RingCapacityFor(microseconds(2), milliseconds(1), 0), 1000u);
+  EXPECT_EQ(RingCapacityFor(microseconds(3), milliseconds(1), 0), 1024u);  // 666.7 -> 667 -> 2^10
+  // Absurd inputs saturate instead of overflowing (and Create() then refuses the size).
+  const std::size_t huge =
+      RingCapacityFor(std::chrono::nanoseconds(1), std::chrono::nanoseconds::max(), 0);
+  EXPECT_EQ(huge, std::size_t{1} << 31);
+  EXPECT_FALSE(SampleRing::Create({.capacity = huge}).ok());
 }
 
 TEST(SampleRingTest, CreateRejectsZeroCapacity) {
