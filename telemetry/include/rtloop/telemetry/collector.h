@@ -75,8 +75,9 @@ struct SubscriptionStats {
 class Subscription {
  public:
   // Moves up to `max_samples` queued samples into `out` (cleared first) as per-task batches of
-  // consecutive seqs, waiting up to `timeout` for the first sample. Returns the number of samples;
-  // 0 on timeout or when closed and empty. Any (non-RT) thread; one consumer at a time.
+  // consecutive seqs, waiting up to `timeout` (at most a day per call) for the first sample.
+  // Returns the number of samples; 0 on timeout or when closed and empty. Any (non-RT) thread; one
+  // consumer at a time.
   std::size_t Pop(std::vector<SampleBatch>* out, std::chrono::nanoseconds timeout,
                   std::size_t max_samples = 1 << 14);
   // No more samples are queued; a waiting Pop() wakes. Queued samples may still be popped.

@@ -92,7 +92,9 @@ class LatencyHistogram {
   std::uint64_t overflow_count() const noexcept {
     return overflow_count_.load(std::memory_order_relaxed);
   }
-  // The value at `percentile` (0..100]: one pass over the buckets. 0 when empty. Any thread.
+  // The value at `percentile` (0..100; outside clamped, NaN as 0) by the nearest-rank definition:
+  // the value of rank ceil(percentile / 100 * count), computed exactly in integers. Two passes
+  // over the buckets. 0 when empty. Any thread.
   std::int64_t ValueAtPercentile(double percentile) const noexcept;
   // Count, min, max, sum, mean and every kSummaryPercentiles value in one pass. Any thread.
   HistogramSummary Summary() const noexcept;
