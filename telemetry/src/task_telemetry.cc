@@ -152,10 +152,11 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_bucket
   }
   s.latency = t->latency().Summary();
   s.execution = t->execution().Summary();
-  s.samples = t->samples();
-  s.ring_pushed = t->ring().writer().pushed();
-  s.ring_dropped = t->ring().writer().dropped();
+  // Downstream first, upstream last: while the task runs, later counters can only be ahead.
   s.delivered = t->delivered();
+  s.ring_dropped = t->ring().writer().dropped();
+  s.ring_pushed = t->ring().writer().pushed();
+  s.samples = t->samples();
   s.ring_capacity = t->ring().capacity();
   if (with_buckets) {
     t->latency().ExportBuckets(&s.latency_buckets);

@@ -62,6 +62,9 @@ struct TaskTelemetrySnapshot {
   std::uint64_t ring_pushed = 0;   // samples that entered the ring
   std::uint64_t ring_dropped = 0;  // samples the ring had no room for (stats still include them)
   std::uint64_t delivered = 0;     // samples the collector took out of the ring
+  // Once the task and the collector have stopped: samples == ring_pushed + ring_dropped and
+  // ring_pushed == delivered. While they run, the counters are read one after another (delivered
+  // first, samples last), so samples in flight can make them differ by a few.
   std::size_t ring_capacity = 0;
   // Non-empty histogram buckets (filled only when Snapshot() is asked for them), for dashboards.
   std::vector<HistogramBucket> latency_buckets;
