@@ -14,6 +14,8 @@
 #include <string_view>
 #include <utility>
 
+#include "rtloop/framework/system_info.h"
+
 namespace rtloop::cyclic {
 namespace {
 
@@ -24,37 +26,9 @@ Status Invalid(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message));
 }
 
-// "0-3,6" (the kernel's list format) -> CPUs. Empty on any problem.
-std::vector<int> ParseKernelList(const std::string& text) {
-  std::vector<int> cpus;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find(',', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(pos, end - pos);
-    const std::size_t dash = item.find('-');
-    char* e = nullptr;
-    const long a = std::strtol(item.c_str(), &e, 10);
-    long b = a;
-    if (dash != std::string::npos) b = std::strtol(item.c_str() + dash + 1, &e, 10);
-    if (a < 0 || b < a || b > 1 << 20) return {};
-    for (long c = a; c <= b; ++c) cpus.push_back(static_cast<int>(c));
-    pos = end + 1;
-  }
-  return cpus;
-}
-
+// "0-3,6", or "none" for no CPU (the words of our messages).
 std::string FormatCpus(const std::vector<int>& cpus) {
-  std::string out;
-  for (std::size_t i = 0; i < cpus.size();) {
-    std::size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += '-' + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out.empty() ? "none" : out;
+  return cpus.empty() ? "none" : FormatCpuList(cpus);
 }
 
 // Strict integer: optional sign, decimal digits, nothing else.
@@ -669,22 +643,11 @@ struct Parser {
 
 MachineCpus MachineCpus::Read() {
   MachineCpus m;
+  const SystemInfo info = ReadSystemInfo();
   const long conf = ::sysconf(_SC_NPROCESSORS_CONF);
   m.configured = conf > 0 ? static_cast<int>(conf) : 1;
-  std::ifstream online("/sys/devices/system/cpu/online");
-  std::string line;
-  if (online && std::getline(online, line)) m.online = ParseKernelList(line);
-  if (m.online.empty()) {
-    for (int c = 0; c < m.configured; ++c) m.online.push_back(c);
-  }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (std::size_t c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) m.allowed.push_back(static_cast<int>(c));
-    }
-  }
-  if (m.allowed.empty()) m.allowed = m.online;
+  m.online = info.online_cpus;
+  m.allowed = info.affinity_cpus.empty() ? m.online : info.affinity_cpus;
   m.configured = std::max(m.configured, m.online.empty() ? 0 : m.online.back() + 1);
   return m;
 }

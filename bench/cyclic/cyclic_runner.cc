@@ -310,7 +310,6 @@ class Run {
 
   std::vector<CyclicTask> tasks_;
   std::vector<std::unique_ptr<CyclicRecorder>> recorders_;
-  std::vector<std::unique_ptr<telemetry::LatencyHistogram>> histograms_;
   std::vector<std::unique_ptr<CyclicThreadObserver>> observers_;
   std::vector<TaskId> ids_;
   // --telemetry / --record: hub (an observer of every task), collector, sinks, server. Declared
@@ -376,8 +375,6 @@ Status Run::Setup() {
   if (o_.resolution) CheckClockResolution(o_);
   if (o_.tracemark && o_.breaktrace > 0) trace_.Open();
 
-  // The recorder keeps p50..p99.999 itself; --fail-percentile may ask for any P.
-  const bool want_percentiles = !o_.fail_percentiles.empty();
   const std::size_t n = o_.threads.size();
   if (o_.telemetry || !o_.record_path.empty()) {
     telemetry::TelemetryHubConfig hc;
@@ -387,7 +384,6 @@ Status Run::Setup() {
   tasks_ = std::vector<CyclicTask>(n);
   // Stable addresses: observers are handed out as raw pointers.
   recorders_.reserve(n);
-  histograms_.reserve(n);
   observers_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     const ThreadPlan& plan = o_.threads[i];
@@ -404,11 +400,8 @@ Status Run::Setup() {
     Result<std::unique_ptr<CyclicRecorder>> rec = CyclicRecorder::Create(rc);
     if (!rec.ok()) return rec.status();
     recorders_.push_back(std::move(*rec));
-    histograms_.push_back(want_percentiles ? std::make_unique<telemetry::LatencyHistogram>()
-                                           : nullptr);
     observers_.push_back(std::make_unique<CyclicThreadObserver>(
-        recorders_.back().get(), histograms_.back().get(), o_.warmup,
-        o_.breaktrace > 0 ? &latch_ : nullptr, hub_.get()));
+        recorders_.back().get(), o_.breaktrace > 0 ? &latch_ : nullptr, hub_.get()));
 
     TaskConfig tc;
     tc.name = "cyclic" + std::to_string(plan.index);
@@ -648,9 +641,9 @@ int Run::Finish() {
         reports[i].ring_drops = snap->ring_dropped;
       }
     }
-    if (histograms_[i] != nullptr && histograms_[i]->count() > 0) {
+    if (reports[i].cycles > 0) {
       for (const PercentileBound& b : o_.fail_percentiles) {
-        pct_values[i].push_back(histograms_[i]->ValueAtPercentile(b.percentile));
+        pct_values[i].push_back(recorders_[i]->LatencyAtPercentile(b.percentile));
       }
     }
   }
@@ -799,11 +792,9 @@ int Run::Execute() {
 
 }  // namespace
 
-CyclicThreadObserver::CyclicThreadObserver(CyclicRecorder* recorder,
-                                           telemetry::LatencyHistogram* histogram,
-                                           std::uint64_t warmup, const BreakLatch* latch,
+CyclicThreadObserver::CyclicThreadObserver(CyclicRecorder* recorder, const BreakLatch* latch,
                                            CycleObserver* extra) noexcept
-    : recorder_(recorder), histogram_(histogram), warmup_(warmup), latch_(latch), extra_(extra) {}
+    : recorder_(recorder), latch_(latch), extra_(extra) {}
 
 void CyclicThreadObserver::OnRtThreadStart(TaskId task) {
   recorder_->OnRtThreadStart(task);
@@ -815,7 +806,6 @@ void CyclicThreadObserver::OnCycle(const CycleSample& sample) noexcept {
   // few ms later, so later samples are left out of every statistic.
   if (latch_ != nullptr && latch_->hit()) return;
   recorder_->OnCycle(sample);
-  if (histogram_ != nullptr && sample.seq >= warmup_) histogram_->Record(sample.wakeup_latency_ns);
   if (extra_ != nullptr) extra_->OnCycle(sample);
 }
 

@@ -22,19 +22,17 @@
 #include "cyclic_recorder.h"
 #include "cyclic_report.h"
 #include "rtloop/framework/cycle_observer.h"
-#include "rtloop/telemetry/latency_histogram.h"
 
 namespace rtloop::cyclic {
 
-// The observer of one measurement thread: the thread's CyclicRecorder (cyclictest's state), an
-// optional latency histogram for --fail-percentile (after --warmup), and an optional second
-// observer (the telemetry hub). After a -b break (`latch` tripped) it drops every later sample, as
-// cyclictest's threads stop with the breaking one. Pointers are not owned and must outlive it.
-// Threading: the task's RT thread; OnCycle() is RT-safe.
+// The observer of one measurement thread: the thread's CyclicRecorder (cyclictest's state and the
+// latency percentiles) and an optional second observer (the telemetry hub). After a -b break
+// (`latch` tripped) it drops every later sample, as cyclictest's threads stop with the breaking
+// one. Pointers are not owned and must outlive it. Threading: the task's RT thread; OnCycle() is
+// RT-safe.
 class CyclicThreadObserver final : public CycleObserver {
  public:
-  CyclicThreadObserver(CyclicRecorder* recorder, telemetry::LatencyHistogram* histogram,
-                       std::uint64_t warmup, const BreakLatch* latch,
+  CyclicThreadObserver(CyclicRecorder* recorder, const BreakLatch* latch,
                        CycleObserver* extra) noexcept;
   // Not RT-safe (the recorder's gettid, the hub's producer token).
   void OnRtThreadStart(TaskId task) override;
@@ -43,8 +41,6 @@ class CyclicThreadObserver final : public CycleObserver {
 
  private:
   CyclicRecorder* recorder_;
-  telemetry::LatencyHistogram* histogram_;  // nullable
-  std::uint64_t warmup_;
   const BreakLatch* latch_;  // nullable: -b not given
   CycleObserver* extra_;     // nullable
 };
