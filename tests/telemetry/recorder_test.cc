@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -139,75 +138,6 @@ TEST_F(RecorderTest, RoundTripGivesTheSameSamplesAndStatistics) {
   EXPECT_EQ(file->valid_bytes, std::filesystem::file_size(path));
 }
 
-TEST_F(RecorderTest, TruncatedFileKeepsEverythingBeforeTheCutAndNamesTheOffset) {
-  const std::string path = TempPath("trunc");
-  Record(path, 2000);
-  const std::string data = ReadAll(path);
-  Result<RecordContents> whole = ReadRecordFile(path);
-  ASSERT_TRUE(whole.ok());
-  const std::size_t total_batches = whole->batches.size();
-  const std::string cut_path = TempPath("trunc_cut");
-  cleanup_.push_back(cut_path);
-  std::size_t previous_batches = 0;
-  for (std::size_t cut :
-       {data.size() - 1, data.size() - 3, data.size() * 3 / 4, data.size() / 2, data.size() / 5}) {
-    WriteAll(cut_path, data.substr(0, cut));
-    Result<RecordContents> file = ReadRecordFile(cut_path);
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
-    EXPECT_NE(file->error.message().find("byte offset " + std::to_string(file->valid_bytes)),
-              std::string::npos)
-        << file->error.message();
-    EXPECT_LE(file->valid_bytes, cut);
-    EXPECT_FALSE(file->trailer.has_value());
-    EXPECT_LE(file->batches.size(), total_batches);
-    if (previous_batches != 0) {
-      EXPECT_LE(file->batches.size(), previous_batches);
-    }
-    previous_batches = file->batches.size();
-    // Every batch that survived is identical to the original.
-    for (std::size_t i = 0; i < file->batches.size(); ++i) {
-      ASSERT_EQ(file->batches[i].SerializeAsString(), whole->batches[i].SerializeAsString());
-    }
-  }
-  WriteAll(cut_path, data.substr(0, 3));
-  Result<RecordContents> stub = ReadRecordFile(cut_path);
-  ASSERT_FALSE(stub.ok());
-  EXPECT_EQ(stub.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(stub.status().message().find("byte offset 0"), std::string::npos)
-      << stub.status().message();
-}
-
-TEST_F(RecorderTest, BitFlipsAreDetectedAndTheRecordsBeforeThemStayReadable) {
-  const std::string path = TempPath("flip");
-  Record(path, 2000);
-  const std::string data = ReadAll(path);
-  Result<RecordContents> whole = ReadRecordFile(path);
-  ASSERT_TRUE(whole.ok());
-  const std::string flip_path = TempPath("flip_bad");
-  cleanup_.push_back(flip_path);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<std::size_t> pos(400, data.size() - 1);
-  for (int trial = 0; trial < 40; ++trial) {
-    std::string bad = data;
-    const std::size_t at = pos(rng);
-    bad[at] = static_cast<char>(bad[at] ^ static_cast<char>(1 << (trial % 8)));
-    WriteAll(flip_path, bad);
-    Result<RecordContents> file = ReadRecordFile(flip_path);
-    if (!file.ok()) {  // the header itself was hit
-      EXPECT_EQ(file.status().code(), StatusCode::kDataLoss);
-      continue;
-    }
-    ASSERT_FALSE(file->error.ok()) << "flip at byte " << at << " went unnoticed";
-    EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
-    EXPECT_NE(file->error.message().find("byte offset"), std::string::npos);
-    EXPECT_LE(file->valid_bytes, at);
-    for (std::size_t i = 0; i < file->batches.size(); ++i) {
-      ASSERT_EQ(file->batches[i].SerializeAsString(), whole->batches[i].SerializeAsString());
-    }
-  }
-}
-
 // Byte offsets where records start, and the file size, read by RecordReader from an intact file.
 std::vector<std::uint64_t> RecordBoundaries(const std::string& path) {
   std::vector<std::uint64_t> at = {0};
@@ -246,6 +176,8 @@ TEST_F(RecorderTest, EveryCutAndEveryByteFlipIsReportedAtTheStartOfTheDamagedRec
     if (damaged_record == 0) {  // the header: nothing to keep
       ASSERT_FALSE(file.ok()) << what;
       EXPECT_EQ(file.status().code(), StatusCode::kDataLoss) << what;
+      EXPECT_NE(file.status().message().find("byte offset 0"), std::string::npos)
+          << what << ": " << file.status().message();
       return;
     }
     ASSERT_TRUE(file.ok()) << what << ": " << file.status().ToString();
