@@ -96,7 +96,11 @@ Status TelemetryHub::AddTask(TaskId id, const TaskConfig& config) {
           ? config_.ring_capacity
           : RingCapacityFor(config.period, config_.drain_period, config_.min_ring_capacity);
   Result<std::unique_ptr<SampleRing>> ring = SampleRing::Create({.capacity = capacity});
-  if (!ring.ok()) return ring.status();
+  if (!ring.ok()) {
+    return Status(ring.status().code(), "task \"" + config.name + "\": " + ring.status().message() +
+                                            " (set TelemetryHubConfig::ring_capacity or a shorter "
+                                            "drain_period)");
+  }
   auto task = std::make_unique<TaskTelemetry>(id, config, std::move(ring).value());
   slots_[id].store(task.get(), std::memory_order_release);
   owned_.push_back(std::move(task));

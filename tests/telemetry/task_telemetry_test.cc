@@ -82,6 +82,10 @@ TEST(TelemetryHubTest, AddTaskRejectsIdsBeyondTheSlotsAndDuplicates) {
   TaskConfig bad = MakeTaskConfig("b");
   bad.period = std::chrono::nanoseconds(0);
   EXPECT_EQ(hub.AddTask(2, bad).code(), StatusCode::kInvalidArgument);
+  TelemetryHub huge({.drain_period = std::chrono::hours(1)});
+  Status too_big = huge.AddTask(0, MakeTaskConfig("fast", std::chrono::microseconds(1)));
+  EXPECT_EQ(too_big.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_big.message().find("\"fast\""), std::string::npos) << too_big.message();
 }
 
 TEST(TelemetryHubTest, RingIsSizedFromTheTaskRateAndDrainPeriod) {
