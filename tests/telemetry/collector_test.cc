@@ -122,6 +122,43 @@ TEST_F(CollectorTest, SlowSubscriberLosesItsOldestSamplesWithoutAffectingOthers)
   EXPECT_EQ(batches[0].first_seq, 1000u);
 }
 
+std::vector<Sample> Seqs(TaskId task, std::uint64_t from, std::uint64_t to) {
+  std::vector<Sample> v;
+  for (std::uint64_t i = from; i < to; ++i) v.push_back(MakeSample(MakeCycle(task, i, 1, 1)));
+  return v;
+}
+
+TEST(SubscriptionTest, LostBeforeIsExactPerTaskAcrossInterleavedTasksAndPartialPops) {
+  Subscription sub({.capacity = 4});
+  std::vector<SampleBatch> b;
+  sub.Offer(0, Seqs(0, 0, 4));  // t0: 0 1 2 3
+  sub.Offer(1, Seqs(1, 0, 2));  // drops t0:0,1 -> t0:2 3, t1:0 1
+  ASSERT_EQ(sub.Pop(&b, std::chrono::nanoseconds(0), 1), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].task, 0u);
+  EXPECT_EQ(b[0].first_seq, 2u);
+  EXPECT_EQ(b[0].lost_before, 2u);
+  sub.Offer(0, Seqs(0, 4, 6));  // 5 > 4: drops t0:3 -> t1:0 1, t0:4 5
+  ASSERT_EQ(sub.Pop(&b, std::chrono::nanoseconds(0)), 4u);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].task, 1u);
+  EXPECT_EQ(b[0].first_seq, 0u);
+  EXPECT_EQ(b[0].lost_before, 0u);
+  EXPECT_EQ(b[1].task, 0u);
+  EXPECT_EQ(b[1].first_seq, 4u);
+  EXPECT_EQ(b[1].lost_before, 1u);  // seq 3: the gap 2 -> 4 is exactly this loss
+  sub.Offer(1, Seqs(1, 2, 9));      // more than the capacity at once: keeps t1:5..8
+  ASSERT_EQ(sub.Pop(&b, std::chrono::nanoseconds(0)), 4u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].first_seq, 5u);
+  EXPECT_EQ(b[0].lost_before, 3u);
+  const SubscriptionStats st = sub.stats();
+  EXPECT_EQ(st.offered, 15u);
+  EXPECT_EQ(st.received, 9u);
+  EXPECT_EQ(st.lost, 6u);
+  EXPECT_EQ(st.queued, 0u);
+}
+
 TEST_F(CollectorTest, RingDropsShowAsSeqGapsThatSplitBatches) {
   Collector collector(hub_);
   auto sub = collector.Subscribe({});
