@@ -7,8 +7,8 @@
 //   Status s = (*rec)->Close();      // trailer with the final statistics
 //
 //   Result<RecordContents> file = ReadRecordFile("run.rtrec");
-//   if (!file->error.ok()) std::cerr << file->error.ToString();  // damage: what came before is
-//   kept
+//   // Damage (truncation, bit flips) is reported with its byte offset; what came before is kept:
+//   if (!file->error.ok()) std::cerr << file->error.ToString();
 //
 // File layout: length-delimited Record messages: header, column-packed SampleBatch records,
 // trailer; each record carries a CRC-32C. A recorder that cannot write (ENOSPC, EACCES, EIO ...)
