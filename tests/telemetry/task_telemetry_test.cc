@@ -210,6 +210,10 @@ TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadySt
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->samples, 3000u);
   EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);
+  // The executor attached the ring's producer token on the task's thread (this test never calls
+  // OnRtThreadStart itself): without it every sample would have been dropped.
+  EXPECT_GT(snap->ring_pushed, 0u);
+  EXPECT_EQ(snap->ring_pushed, snap->delivered);  // the collector's Stop() drained the rest
   EXPECT_EQ(snap->latency.count, 3000u);
   EXPECT_EQ(snap->stats.cycles, 3000u);  // from the executor
 }
