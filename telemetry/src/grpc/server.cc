@@ -5,9 +5,9 @@
 // Streams: each open stream is a ServerWriteReactor registered with the ServerCore. A message is
 // written when one is ready and no write is in flight: right after the previous write completed
 // (OnWriteDone, on a gRPC thread) or from the core's pump thread, which polls idle streams every
-// kPumpPeriod (sample subscriptions fill every collector drain period; stats are due every
-// interval). gRPC calls (StartWrite, Finish) are never made under the reactor's lock, because gRPC
-// may run a reaction inline.
+// ServerConfig::poll_period (sample subscriptions fill every collector drain period; stats are due
+// every interval). gRPC calls (StartWrite, Finish) are never made under the reactor's lock, because
+// gRPC may run a reaction inline.
 #include "rtloop/telemetry/server.h"
 
 #include <grpcpp/grpcpp.h>
@@ -33,7 +33,6 @@ namespace rtloop::telemetry {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kPumpPeriod{2};
 constexpr std::size_t kMaxBatchSamples = 65536;
 constexpr std::uint32_t kDefaultWatchIntervalMs = 1000;
 
@@ -239,7 +238,7 @@ class ServerCore {
       lock.unlock();
       for (const std::shared_ptr<StreamBase>& s : Snapshot(false)) s->Kick();
       lock.lock();
-      pump_cv_.wait_for(lock, kPumpPeriod, [this] { return pump_stop_; });
+      pump_cv_.wait_for(lock, config_.poll_period, [this] { return pump_stop_; });
     }
   }
 
@@ -538,6 +537,9 @@ Status ValidateConfig(const ServerConfig& c) {
   }
   if (c.min_watch_interval.count() < 1) {
     return InvalidArgumentError("ServerConfig.min_watch_interval must be >= 1 ms");
+  }
+  if (c.poll_period < std::chrono::milliseconds(1) || c.poll_period > std::chrono::seconds(1)) {
+    return InvalidArgumentError("ServerConfig.poll_period must be 1..1000 ms");
   }
   if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
     return InvalidArgumentError(

@@ -68,6 +68,12 @@ struct ServerConfig {
   std::size_t max_batch_samples = 4096;
   // Shortest WatchStats interval accepted; shorter requests are INVALID_ARGUMENT.
   std::chrono::milliseconds min_watch_interval{10};
+  // How often the server's pump thread looks at streams that have nothing in flight (new samples,
+  // due WatchStats snapshots). Streams that keep writing are driven by their write completions;
+  // this bounds the delivery delay of an idle stream. Every wake-up of a telemetry thread on a CPU
+  // that also runs RT tasks costs them latency (measured: bench/cyclic/README.md), so keep it
+  // coarse there. 1..1000 ms.
+  std::chrono::milliseconds poll_period{10};
   // How long Stop() lets open streams flush their last message before cancelling them.
   std::chrono::milliseconds stop_grace{300};
   // CPUs for the server's threads; empty: the caller's affinity.
