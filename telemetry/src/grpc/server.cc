@@ -35,6 +35,7 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr std::size_t kMaxBatchSamples = 65536;
 constexpr std::uint32_t kDefaultWatchIntervalMs = 1000;
+constexpr char kStopping[] = "server stopping";
 
 grpc::Status ToGrpc(const Status& s) {
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
@@ -125,7 +126,7 @@ class ServerCore {
   // Reserves a stream slot: OK, RESOURCE_EXHAUSTED beyond max_streams, UNAVAILABLE when stopping.
   grpc::Status ReserveStream() {
     std::lock_guard lock(mu_);
-    if (stopping_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server stopping");
+    if (stopping_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, kStopping);
     if (live_streams_ >= config_.max_streams) {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                           "too many open streams (" + std::to_string(config_.max_streams) +
@@ -140,13 +141,18 @@ class ServerCore {
     --live_streams_;
     idle_cv_.notify_all();
   }
-  void Register(std::shared_ptr<StreamBase> stream) {
-    StreamBase* key = stream.get();
+  // A stream reserved before Stop() began but registered after FinishAll() took its snapshot is
+  // asked to finish here, so it too ends with "server stopping" instead of waiting for the
+  // cancellation at the stop_grace deadline.
+  void Register(const std::shared_ptr<StreamBase>& stream) {
+    bool stopping = false;
     {
       std::lock_guard lock(mu_);
-      streams_.emplace(key, std::move(stream));
+      streams_.emplace(stream.get(), stream);
+      stopping = stopping_;
     }
     pump_cv_.notify_all();
+    if (stopping) stream->RequestFinish(grpc::Status(grpc::StatusCode::UNAVAILABLE, kStopping));
   }
   // From OnDone: drops the registry's reference, which may destroy `stream`.
   void Unregister(StreamBase* stream) {
@@ -480,7 +486,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
         std::make_shared<WatchStatsReactor>(core_, std::move(*ids), request->include_histogram(),
                                             std::chrono::milliseconds(interval_ms));
     WatchStatsReactor* raw = reactor.get();
-    core_->Register(std::move(reactor));
+    core_->Register(reactor);
     raw->Kick();  // the first snapshot right away
     return raw;
   }
@@ -515,10 +521,11 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
     auto reactor =
         std::make_shared<SampleStreamReactor>(core_, core_->collector().Subscribe(sc), max_batch);
     SampleStreamReactor* raw = reactor.get();
-    core_->Register(std::move(reactor));
     // Send the response headers now: the client then knows the subscription exists (every sample
-    // from here on reaches it) even before the first batch.
+    // from here on reaches it) even before the first batch. Before Register(): no other thread
+    // can reach the reactor yet.
     raw->StartSendInitialMetadata();
+    core_->Register(reactor);
     return raw;
   }
 
@@ -588,7 +595,7 @@ class Server::Impl {
   void Stop() {
     if (stopped) return;
     stopped = true;
-    core->FinishAll(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server stopping"));
+    core->FinishAll(grpc::Status(grpc::StatusCode::UNAVAILABLE, kStopping));
     // Streams whose last write cannot complete (a stalled client) are cancelled at the deadline.
     server->Shutdown(std::chrono::system_clock::now() + core->config().stop_grace);
     if (!core->WaitIdle(std::chrono::seconds(5))) {
