@@ -234,6 +234,16 @@ TEST(GrpcEndToEnd, SystemInfoAndTaskListDescribeTheProcess) {
   EXPECT_EQ(tasks->tasks(1).task().state(), v1::TASK_STATE_CREATED);
 }
 
+// A stream the server refuses: no message, then INVALID_ARGUMENT whose message holds `why`.
+template <typename Message, typename Stream>
+void ExpectRefused(std::unique_ptr<Stream> stream, const std::string& why) {
+  Message ignored;
+  EXPECT_FALSE(stream->Next(&ignored));
+  const Status s = stream->Finish();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+}
+
 TEST(GrpcEndToEnd, BadRequestsAreInvalidArgumentWithAMessage) {
   Rig rig;
   ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
@@ -246,26 +256,30 @@ TEST(GrpcEndToEnd, BadRequestsAreInvalidArgumentWithAMessage) {
 
   v1::WatchStatsRequest watch;
   watch.set_interval_ms(5);
-  std::unique_ptr<StatsStream> w = client->WatchStats(watch);
-  v1::GetStatsResponse ignored;
-  EXPECT_FALSE(w->Next(&ignored));
-  Status ws = w->Finish();
-  EXPECT_EQ(ws.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(ws.message().find("below the minimum"), std::string::npos) << ws.message();
-
+  ExpectRefused<v1::GetStatsResponse>(client->WatchStats(watch), "below the minimum");
+  v1::WatchStatsRequest unknown_watch;
+  unknown_watch.add_task_ids(9);
+  ExpectRefused<v1::GetStatsResponse>(client->WatchStats(unknown_watch), "unknown task id 9");
   v1::StreamSamplesRequest huge;
   huge.set_buffer_samples(1u << 30);
-  std::unique_ptr<SampleStream> h = client->StreamSamples(huge);
-  v1::StreamSamplesResponse hr;
-  EXPECT_FALSE(h->Next(&hr));
-  EXPECT_EQ(h->Finish().code(), StatusCode::kInvalidArgument);
-
+  ExpectRefused<v1::StreamSamplesResponse>(client->StreamSamples(huge), "buffer_samples");
   v1::StreamSamplesRequest samples;
   samples.add_task_ids(3);
-  std::unique_ptr<SampleStream> s = client->StreamSamples(samples);
-  v1::StreamSamplesResponse r;
-  EXPECT_FALSE(s->Next(&r));
-  EXPECT_EQ(s->Finish().code(), StatusCode::kInvalidArgument);
+  ExpectRefused<v1::StreamSamplesResponse>(client->StreamSamples(samples), "unknown task id 3");
+  // None of the refused calls holds a stream slot.
+  EXPECT_EQ(rig.server().open_streams(), 0u);
+}
+
+TEST(GrpcEndToEnd, RepeatedTaskIdsAreReportedOnce) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::microseconds(100), 10)).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  Result<v1::GetStatsResponse> stats = client->GetStats({1, 0, 1, 1, 0}, false);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(stats->tasks_size(), 2);
+  EXPECT_EQ(stats->tasks(0).task_id(), 1u);
+  EXPECT_EQ(stats->tasks(1).task_id(), 0u);
+  EXPECT_EQ(stats->stream_loss_size(), 2);
 }
 
 TEST(GrpcEndToEnd, WatchStatsSendsASnapshotEveryInterval) {

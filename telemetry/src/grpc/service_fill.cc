@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -94,7 +95,6 @@ Result<std::vector<TaskId>> ResolveTaskIds(
     const TelemetryHub& hub, const google::protobuf::RepeatedField<std::uint32_t>& ids) {
   if (ids.empty()) return hub.TaskIds();
   std::vector<TaskId> out;
-  out.reserve(static_cast<std::size_t>(ids.size()));
   for (const std::uint32_t id : ids) {
     if (hub.task(id) == nullptr) {
       std::string known;
@@ -102,7 +102,8 @@ Result<std::vector<TaskId>> ResolveTaskIds(
       return InvalidArgumentError("unknown task id " + std::to_string(id) + " (tasks: " +
                                   (known.empty() ? "none" : known) + "; see ListTasks)");
     }
-    out.push_back(id);
+    // A repeated id is answered once: a small request must not ask for a huge response.
+    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
   }
   return out;
 }

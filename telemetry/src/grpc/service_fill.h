@@ -27,7 +27,8 @@ void FillSystemInfo(const std::string& server_address, v1::GetSystemInfoResponse
 void FillTaskList(const TelemetryHub& hub, const Executor* executor, v1::ListTasksResponse* out);
 
 // Checks that every id names a task of `hub`; InvalidArgument naming the first unknown one and the
-// known ids otherwise. Returns the ids to report (all tasks when `ids` is empty).
+// known ids otherwise. Returns the ids to report, each once in request order (all tasks when `ids`
+// is empty).
 Result<std::vector<TaskId>> ResolveTaskIds(
     const TelemetryHub& hub, const google::protobuf::RepeatedField<std::uint32_t>& ids);
 
