@@ -612,6 +612,38 @@ TEST(GrpcEndToEnd, PortInUseAndBadAddressAreClearStartErrors) {
       << foreign.status().message();
 }
 
+TEST(GrpcEndToEnd, BadServerConfigIsAClearStartErrorNamingTheField) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
+  const auto expect_refused = [&](ServerConfig sc, const std::string& field) {
+    sc.address = "127.0.0.1:0";
+    Result<std::unique_ptr<Server>> s = Server::Start(sc, rig.hub(), rig.collector());
+    ASSERT_FALSE(s.ok()) << field;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(s.status().message().find(field), std::string::npos) << s.status().message();
+  };
+  ServerConfig sc;
+  sc.max_streams = 0;
+  expect_refused(sc, "max_streams");
+  sc = ServerConfig();
+  sc.max_stream_buffer_samples = sc.stream_buffer_samples - 1;
+  expect_refused(sc, "stream_buffer_samples");
+  sc = ServerConfig();
+  sc.max_batch_samples = 65537;
+  expect_refused(sc, "max_batch_samples");
+  sc = ServerConfig();
+  sc.min_watch_interval = milliseconds(0);
+  expect_refused(sc, "min_watch_interval");
+  sc = ServerConfig();
+  sc.poll_period = milliseconds(0);
+  expect_refused(sc, "poll_period");
+  sc.poll_period = milliseconds(1001);
+  expect_refused(sc, "poll_period");
+  sc = ServerConfig();
+  sc.tls_cert_file = "/nonexistent/cert.pem";
+  expect_refused(sc, "tls_key_file");
+}
+
 // ----------------------------------------------------------------------------------------------
 // rtloop-top in a child process against this process' server.
 
@@ -720,6 +752,13 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   pid_t pid = 0;
   ASSERT_EQ(posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&actions);
+  // A failed ASSERT below must not leave rtloop-top retrying forever.
+  struct KillOnExit {
+    pid_t pid;
+    ~KillOnExit() {
+      if (pid != 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } guard{pid};
 
   EXPECT_TRUE(
       WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") >= 2; }, milliseconds(10'000)));
@@ -739,6 +778,7 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   kill(pid, SIGTERM);
   int wstatus = 0;
   waitpid(pid, &wstatus, 0);
+  guard.pid = 0;
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
   std::filesystem::remove_all(dir);
 }
