@@ -3,10 +3,14 @@
 //   rtloop-top [ADDR] [--interval SECONDS] [--once] [--json] [--token-file FILE] [--tls-ca FILE]
 //
 // Exit codes: 0 done (--once printed, or interrupted), 2 bad usage, or with --once: server
-// unreachable, bad token, TLS mismatch (one line on stderr says which).
+// unreachable, bad token, TLS mismatch (one line on stderr says which). Without --once an
+// unreachable server is retried with backoff (0.5 s doubling to 8 s); a rejected token or request
+// exits 2 at once. Without a TTY (or with --json) frames are printed one after another, without
+// screen control codes.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>

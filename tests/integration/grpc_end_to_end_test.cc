@@ -780,6 +780,8 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   waitpid(pid, &wstatus, 0);
   guard.pid = 0;
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  // Not a TTY: plain frames, no screen control codes.
+  EXPECT_EQ(ReadAll(out).find('\x1b'), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
