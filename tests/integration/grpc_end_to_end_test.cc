@@ -40,6 +40,27 @@ using testing::RigConfig;
 constexpr char kChildStreamEnv[] = "RTLOOP_IT_CHILD_STREAM";
 constexpr char kChildVerifyEnv[] = "RTLOOP_IT_CHILD_VERIFY";  // "ADDR CYCLES"
 
+// A fresh folder under the system's temp directory, removed with everything in it when the test
+// ends (an ASSERT included).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() /
+              ("rtloop_it_" + name + "_" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::filesystem::path operator/(const char* name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t cycles) {
   RigConfig rc;
   rc.tasks = tasks;
@@ -310,9 +331,7 @@ TEST(GrpcEndToEnd, WatchStatsSendsASnapshotEveryInterval) {
 }
 
 TEST(GrpcEndToEnd, TokenIsRequiredWhenConfigured) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rtloop_it_token_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("token");
   const std::string good = (dir / "good").string();
   const std::string bad = (dir / "bad").string();
   std::ofstream(good) << "s3cret-token\n";
@@ -332,7 +351,6 @@ TEST(GrpcEndToEnd, TokenIsRequiredWhenConfigured) {
   EXPECT_EQ(s->Finish().code(), StatusCode::kUnauthenticated);
   Result<v1::ListTasksResponse> right = Connect(rig.address(), good)->ListTasks();
   EXPECT_TRUE(right.ok()) << right.status().ToString();
-  std::filesystem::remove_all(dir);
 }
 
 struct Command {
@@ -356,9 +374,7 @@ bool HaveOpenssl() { return std::system("command -v openssl >/dev/null 2>&1") ==
 
 TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
   if (!HaveOpenssl()) GTEST_SKIP() << "needs the openssl command to generate a test certificate";
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rtloop_it_tls_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("tls");
   const std::string cert = (dir / "cert.pem").string();
   const std::string key = (dir / "key.pem").string();
   const std::string cmd =
@@ -404,7 +420,6 @@ TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
   bad = Server::Start(sc, rig.hub(), rig.collector());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("missing.pem"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(GrpcEndToEnd, EightClientsEachSeeEverySample) {
@@ -681,8 +696,8 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   EXPECT_NE(c.output.find(free_address), std::string::npos) << c.output;
 
   // Bad token.
-  const std::string token =
-      std::filesystem::temp_directory_path() / ("rtloop_it_top_token_" + std::to_string(getpid()));
+  const ScratchDir dir("top_token");
+  const std::string token = (dir / "token").string();
   std::ofstream(token) << "right\n";
   RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
   rc.server.token_file = token;
@@ -694,7 +709,6 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --token-file " +
                  token);
   EXPECT_EQ(c.exit_code, 0) << c.output;
-  std::filesystem::remove(token);
 
   // Bad usage.
   c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --interval 0");
@@ -731,9 +745,7 @@ bool WaitFor(Pred pred, milliseconds timeout) {
 }
 
 TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rtloop_it_top_live_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("top_live");
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
   auto rig = std::make_unique<Rig>();
@@ -782,7 +794,6 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
   // Not a TTY: plain frames, no screen control codes.
   EXPECT_EQ(ReadAll(out).find('\x1b'), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 // gRPC threads inherit the scheduling of the thread that creates them: Start() must give them
@@ -834,9 +845,7 @@ TEST(GrpcEndToEnd, ServerThreadsRunSchedOtherWhenStartedFromAnRtThread) {
 // see RunChildVerify): every seq arrives once and in order, or the loss counters explain it.
 TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
   constexpr std::uint64_t kCycles = 20'000;  // 2 s at 10 kHz
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rtloop_it_child_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("child");
   const std::string out = (dir / "out").string();
   Rig rig;
   ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), kCycles)).ok());
@@ -875,7 +884,6 @@ TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
   const TaskTelemetrySnapshot snap = *rig.hub().Snapshot(rig.ids()[0]);
   EXPECT_EQ(received + lost + snap.ring_dropped, kCycles);
   EXPECT_EQ(ring_gap + (kCycles - next_seq), snap.ring_dropped);
-  std::filesystem::remove_all(dir);
 }
 
 // The server in another process: rtloop-cyclic --telemetry=127.0.0.1:0 prints the port it got;
@@ -884,9 +892,7 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
 #ifndef RTLOOP_CYCLIC_PATH
   GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
 #else
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rtloop_it_cyclic_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const ScratchDir dir("cyclic");
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
   posix_spawn_file_actions_t actions;
@@ -932,7 +938,6 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
     waitpid(pid, &wstatus, 0);
   }
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
-  std::filesystem::remove_all(dir);
 #endif
 }
 
