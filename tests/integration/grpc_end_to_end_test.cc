@@ -509,6 +509,12 @@ TEST(GrpcEndToEnd, StalledClientLosesOnlyItsOwnSamples) {
   EXPECT_GT(stalled_check.lost[id], 0u);
   EXPECT_EQ(stalled_check.received[id] + stalled_check.lost[id], delivered);
   EXPECT_EQ(stalled_check.ring_gap[id], rig.hub().Snapshot(id)->ring_dropped);
+  // GetStats reports the same loss, all of it the stalled client's.
+  Result<v1::GetStatsResponse> stats = client->GetStats({id}, false);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(stats->stream_loss_size(), 1);
+  EXPECT_EQ(stats->stream_loss(0).task_id(), id);
+  EXPECT_EQ(stats->stream_loss(0).lost(), stalled_check.lost[id]);
 }
 
 TEST(GrpcEndToEnd, StreamLimitIsResourceExhausted) {
