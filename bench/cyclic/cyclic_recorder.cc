@@ -11,6 +11,13 @@ namespace {
 // The largest spike list we accept: 16 bytes a node, so 64 MiB.
 constexpr std::uint32_t kMaxSpikeNodes = 4u << 20;
 
+// OnCycle() is RT-safe only if these never fall back to libatomic's lock-based implementation
+// (e.g. 64-bit atomics on a 32-bit target without double-word exclusives).
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+static_assert(std::atomic<double>::is_always_lock_free);
+static_assert(std::atomic<int>::is_always_lock_free);
+
 }  // namespace
 
 // --- BreakLatch ---
