@@ -55,7 +55,9 @@ std::uint64_t CyclesForDuration(std::int64_t duration_s, std::int64_t interval_u
 
 // The --fail-above / --fail-percentile / --fail-missed verdicts for the final reports: one line
 // per breach (without a newline), naming the thread and the bound; empty when all bounds hold.
-// Percentile bounds use ThreadReport::percentiles (ns); max uses the run unit (`nsecs`).
+// A --fail-percentile bound b of thread i is checked against `percentile_ns[i][b]`, that thread's
+// wake-up latency (ns) at options.fail_percentiles[b] (missing entries are skipped); --fail-above
+// uses ThreadReport::max in the run's unit (us, or ns under -N).
 std::vector<std::string> CheckFailBounds(const CyclicOptions& options,
                                          std::span<const ThreadReport> threads,
                                          std::span<const std::vector<std::int64_t>> percentile_ns);
