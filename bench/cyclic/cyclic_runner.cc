@@ -1,5 +1,6 @@
 #include "cyclic_runner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -52,6 +53,27 @@ constexpr const char* kToolVersion = RTLOOP_VERSION_STRING;
 #else
 constexpr const char* kToolVersion = "0.1.0";
 #endif
+
+// The NUMA node of `cpu` (the nodeN entry in /sys/devices/system/cpu/cpuC/, what libnuma's
+// numa_node_of_cpu reads), for JSON "node" as cyclictest 2.4 built with libnuma (Debian's) reports
+// it; -1 when `cpu` < 0 (not pinned) or the kernel shows no node.
+int CpuNumaNode(int cpu) {
+  if (cpu < 0) return -1;
+  const std::string path = "/sys/devices/system/cpu/cpu" + std::to_string(cpu);
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return -1;
+  int node = -1;
+  while (const dirent* e = readdir(dir)) {
+    int n = -1;
+    char rest = 0;
+    if (std::sscanf(e->d_name, "node%d%c", &n, &rest) == 1 && n >= 0) {
+      node = n;
+      break;
+    }
+  }
+  closedir(dir);
+  return node;
+}
 
 void WriteAll(std::FILE* f, const std::string& s) {
   if (!s.empty()) std::fwrite(s.data(), 1, s.size(), f);
@@ -441,6 +463,7 @@ Status Run::Setup() {
     r.priority = plan.priority;
     r.interval_us = plan.interval_us;
     r.cpu = plan.cpu;
+    r.node = CpuNumaNode(plan.cpu);
     r.policy = SchedPolicyName(plan.policy);
     if (o_.histogram > 0) r.histogram.assign(o_.histogram, 0);
     base_.push_back(std::move(r));
@@ -532,6 +555,7 @@ std::vector<ThreadReport> Run::LiveReports() const {
     r.priority = base_[i].priority;
     r.interval_us = base_[i].interval_us;
     r.cpu = base_[i].cpu;
+    r.node = base_[i].node;
     const RecorderSnapshot s = recorders_[i]->Snapshot();
     r.tid = s.tid;
     r.cycles = s.cycles;

@@ -243,6 +243,22 @@ TEST_F(CyclicCliTest, JsonFileIsWrittenWithCyclictestKeysAndRtloopKey) {
   EXPECT_NE(text.find("\"rtloop\""), std::string::npos);
 }
 
+// cyclictest 2.4 (Debian's, built with libnuma) reports a pinned thread's CPU and its NUMA node.
+TEST_F(CyclicCliTest, JsonNamesThePinnedCpuAndItsNumaNode) {
+  const std::string json = dir_ + "/pinned.json";
+  const Outcome pinned = Run({"-q", "-a", "0", "-l5", "--default-system", "--json=" + json});
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  std::string text = ReadFile(json);
+  EXPECT_NE(text.find("\"cpu\": 0,\n"), std::string::npos) << text;
+  if (Exists("/sys/devices/system/cpu/cpu0/node0")) {
+    EXPECT_NE(text.find("\"node\": 0\n"), std::string::npos) << text;
+  }
+  const Outcome unpinned = Run({"-q", "-l5", "--default-system", "--json=" + json});
+  ASSERT_EQ(unpinned.exit_code, 0) << unpinned.err;
+  text = ReadFile(json);
+  EXPECT_NE(text.find("\"cpu\": -1,\n      \"node\": -1\n"), std::string::npos) << text;
+}
+
 TEST_F(CyclicCliTest, SigtermStopsCleanlyWithTheFullFinalOutput) {
   const pid_t pid = Spawn({"-q", "-i1000", "--default-system", "-h", "20"});
   ASSERT_TRUE(WaitUntilSetUp(pid)) << "rtloop-cyclic did not set up within 10 s";
