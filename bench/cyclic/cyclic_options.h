@@ -153,7 +153,7 @@ struct CyclicOptions {
 
 // Parses argv (argv[0] is the program name). On success the options are validated and
 // `threads` is resolved. On failure: InvalidArgument with one line, without the program name,
-// e.g. "invalid value '0' for -i/--interval: the interval must be at least 1 us".
+// e.g. "invalid value '0' for -i/--interval: expected an interval in us >= 1".
 Result<CyclicOptions> ParseCyclicOptions(int argc, const char* const* argv,
                                          const MachineCpus& machine);
 
