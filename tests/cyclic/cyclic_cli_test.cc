@@ -393,6 +393,7 @@ TEST_F(CyclicCliTest, FifoServesThreadLinesToAReader) {
   const pid_t pid = Spawn({"-q", "-i1000", "-l1500", "--default-system", "-F", fifo});
   // The pipe appears once the run started; a non-blocking reader then gets the T: lines within
   // the writer's 500 ms poll.
+  ASSERT_TRUE(WaitUntilSetUp(pid)) << "rtloop-cyclic did not set up within 10 s";
   int fd = -1;
   std::string got;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
