@@ -68,7 +68,9 @@ class ClientStream {
   ClientStream& operator=(const ClientStream&) = delete;
 
   // Blocks until the server has accepted the stream (or ended it): for StreamSamples, every sample
-  // produced from then on reaches this stream. False when the stream already ended.
+  // produced from then on reaches this stream. False only when Next() already saw the end; a
+  // stream the server refused (bad request, token, limit) also returns true: Next() then returns
+  // false and Finish() says why.
   bool WaitForReady();
   // Blocks for the next message; false when the stream ended (then call Finish()).
   bool Next(Message* message);
