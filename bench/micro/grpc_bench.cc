@@ -36,6 +36,7 @@ std::unique_ptr<Server> StartServer(TelemetryHub& hub, Collector& collector,
   sc.address = "127.0.0.1:0";
   sc.log_to_stderr = false;
   sc.stream_buffer_samples = 1 << 20;
+  sc.max_stream_buffer_samples = 1 << 20;
   sc.max_batch_samples = 16384;
   Result<std::unique_ptr<Server>> server = Server::Start(sc, hub, collector, executor);
   RTLOOP_CHECK(server.ok(), "server start failed");

@@ -62,8 +62,10 @@ struct ServerConfig {
   // Samples each StreamSamples client may have queued before its oldest are dropped, unless its
   // request asks for another size (StreamSamplesRequest.buffer_samples). >= 1.
   std::size_t stream_buffer_samples = 1 << 16;
-  // The largest buffer_samples a request may ask for. >= stream_buffer_samples.
-  std::size_t max_stream_buffer_samples = 1 << 20;
+  // The largest buffer_samples a request may ask for. >= stream_buffer_samples. Buffers are
+  // allocated when the stream opens (32 bytes a sample), so this bounds what unauthenticated
+  // clients can make the process allocate: 8 MiB a stream, 128 MiB at max_streams, by default.
+  std::size_t max_stream_buffer_samples = 1 << 18;
   // Samples per StreamSamples message unless the request asks for fewer. 1..65536.
   std::size_t max_batch_samples = 4096;
   // Shortest WatchStats interval accepted; shorter requests are INVALID_ARGUMENT.
