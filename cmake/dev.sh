@@ -19,6 +19,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev libbenchmark-dev
   procps
+  openssl  # tests: generates the TLS test certificate
 )
 
 die() { echo "cmake/dev.sh: $*" >&2; exit 2; }
