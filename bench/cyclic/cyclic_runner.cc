@@ -449,7 +449,7 @@ Status Run::Setup() {
       max_cycles = max_cycles == 0 ? by_time : std::min(max_cycles, by_time);
     }
     tc.max_cycles = max_cycles;
-    tc.observer = observers_.back().get();
+    tc.observers = {observers_.back().get()};
     Result<TaskId> id = executor_->AddTask(tasks_[i], tc);
     if (!id.ok()) {
       sched_denied_ = id.status().code() == StatusCode::kPermissionDenied;

@@ -150,7 +150,7 @@ void BM_EightTasksFourSubscribers(benchmark::State& state) {
       tc.policy = SchedPolicy::kOther;
       tc.priority = 0;
       tc.max_cycles = kCycles;
-      tc.observer = &hub;
+      tc.observers = {&hub};
       Result<TaskId> id = executor->AddTask(tasks[static_cast<std::size_t>(i)], tc);
       RTLOOP_CHECK(id.ok() && hub.AddTask(*id, tc).ok(), "AddTask failed");
     }

@@ -104,9 +104,9 @@ void PrintStats(const rtloop::Executor& ex, rtloop::TaskId id) {
               static_cast<unsigned long long>(s.overruns),
               static_cast<unsigned long long>(s.missed_releases));
   std::printf("  wake-up latency us  min %9.1f  avg %9.1f  max %9.1f\n", Us(s.latency_min_ns),
-              s.latency_avg_ns() / 1000.0, Us(s.latency_max_ns));
+              s.latency_avg_ns().value_or(0.0) / 1000.0, Us(s.latency_max_ns));
   std::printf("  execution time  us  min %9.1f  avg %9.1f  max %9.1f\n", Us(s.execution_min_ns),
-              s.execution_avg_ns() / 1000.0, Us(s.execution_max_ns));
+              s.execution_avg_ns().value_or(0.0) / 1000.0, Us(s.execution_max_ns));
   std::printf("  period jitter   us  min %9.1f               max %9.1f\n", Us(s.jitter_min_ns),
               Us(s.jitter_max_ns));
 }

@@ -32,7 +32,7 @@ int main() {
   task_config.priority = 0;
   task_config.max_cycles = 20;
   rtloop::telemetry::TelemetryHub hub;
-  task_config.observer = &hub;
+  task_config.observers = {&hub};
   rtloop::Result<rtloop::TaskId> id = (*executor)->AddTask(task, task_config);
   if (!id.ok()) {
     std::fprintf(stderr, "%s\n", id.status().ToString().c_str());

@@ -23,6 +23,7 @@
 
 #include "alloc_counter.h"
 #include "rtloop/framework/cyclic_task.h"
+#include "rtloop/framework/stop_signals.h"
 #include "rtloop/framework/system_info.h"
 
 namespace rtloop {
@@ -350,7 +351,7 @@ TEST(ExecutorTest, TasksShareOneStartTimePlusPhase) {
   CountingTask a, b;
   TaskConfig ta = OtherTask("a", milliseconds(1));
   ta.max_cycles = 3;
-  ta.observer = &obs;
+  ta.observers = {&obs};
   TaskConfig tb = ta;
   tb.name = "b";
   tb.phase = microseconds(300);
@@ -650,6 +651,113 @@ TEST(ExecutorTest, RunUntilSignalReturnsWhenEveryTaskEnds) {
   EXPECT_EQ(a.steps.load(), 5);
 }
 
+TEST(ExecutorTest, RunUntilSignalEndsAfterItsDuration) {
+  auto ex = MakeExecutor();
+  CountingTask a;
+  ASSERT_TRUE(ex->AddTask(a, OtherTask("a", milliseconds(1))).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ex->RunUntilSignal(milliseconds(200)).ok());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, milliseconds(200));
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_TRUE(a.stopped.load());
+  EXPECT_EQ(ex->RunUntilSignal(milliseconds(-1)).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ExecutorTest, StopSignalToAThreadThatDoesNotBlockItStillStopsInOrder) {
+  // In a child: a SIGTERM that reached an unblocked thread without the forwarding handler would
+  // kill the whole test binary.
+  const int rc = RunInChild([] {
+    auto ex = MakeExecutor();
+    CountingTask a;
+    if (!ex->AddTask(a, OtherTask("a", milliseconds(1))).ok()) return 10;
+    std::atomic<bool> quit{false};
+    // An application thread created before RunUntilSignal(), with SIGTERM not blocked: the
+    // kernel may deliver a process-directed SIGTERM to it; tgkill makes sure it does.
+    std::atomic<pid_t> tid{0};
+    std::thread app([&] {
+      tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
+      while (!quit.load()) std::this_thread::sleep_for(milliseconds(5));
+    });
+    while (tid.load() == 0) std::this_thread::sleep_for(milliseconds(1));
+    std::thread killer([&] {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, SIGTERM);
+      pthread_sigmask(SIG_BLOCK, &set, nullptr);
+      while (a.steps.load() < 20) std::this_thread::sleep_for(milliseconds(1));
+      syscall(SYS_tgkill, getpid(), tid.load(), SIGTERM);
+    });
+    const Status s = ex->RunUntilSignal(std::chrono::seconds(15));
+    killer.join();
+    quit.store(true);
+    app.join();
+    if (!s.ok()) return 11;
+    if (!a.stopped.load()) return 12;
+    struct sigaction sa {};
+    sigaction(SIGTERM, nullptr, &sa);
+    return sa.sa_handler == SIG_DFL ? 0 : 13;  // the default disposition is back
+  });
+  EXPECT_EQ(rc, 0);
+}
+
+TEST(ExecutorTest, OnlyOneStopSignalsAtATime) {
+  Result<std::unique_ptr<StopSignals>> first = StopSignals::Install();
+  ASSERT_TRUE(first.ok());
+  Result<std::unique_ptr<StopSignals>> second = StopSignals::Install();
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*first)->Wait(milliseconds(1)), 0);
+  first->reset();
+  EXPECT_TRUE(StopSignals::Install().ok());
+}
+
+// ---- Observers and run_for ----
+
+class CountingObserver final : public CycleObserver {
+ public:
+  void OnRtThreadStart(TaskId /*task*/) override { thread_starts.fetch_add(1); }
+  void OnCycle(const CycleSample& /*s*/) noexcept override {
+    cycles.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::atomic<int> thread_starts{0};
+  std::atomic<std::uint64_t> cycles{0};
+};
+
+TEST(ExecutorTest, EveryObserverOfATaskSeesEveryCycle) {
+  auto ex = MakeExecutor();
+  CountingObserver first, second;
+  CountingTask a;
+  TaskConfig tc = OtherTask("observed", microseconds(500));
+  tc.max_cycles = 40;
+  tc.observers = {&first, &second};
+  Result<TaskId> id = ex->AddTask(a, tc);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(ex->Start().ok());
+  ex->Wait();
+  EXPECT_EQ(first.cycles.load(), 40u);
+  EXPECT_EQ(second.cycles.load(), 40u);
+  EXPECT_EQ(first.thread_starts.load(), 1);
+  EXPECT_EQ(second.thread_starts.load(), 1);
+  EXPECT_EQ(ex->Info(*id).config.observers.size(), 2u);
+}
+
+TEST(ExecutorTest, RunForEndsTheTaskAfterItsDuration) {
+  auto ex = MakeExecutor();
+  CountingTask a;
+  TaskConfig tc = OtherTask("timed", milliseconds(1));
+  tc.run_for = milliseconds(30);
+  Result<TaskId> id = ex->AddTask(a, tc);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(ex->Start().ok());
+  ex->Wait();
+  EXPECT_EQ(ex->State(*id), TaskState::kStopped);
+  // 30 releases on the grid unless the VM stalled long enough to skip some.
+  EXPECT_GE(a.steps.load(), 1);
+  EXPECT_LE(a.steps.load(), 30);
+  EXPECT_TRUE(ex->AllTasksEnded());
+}
+
 // ---- Steady state allocates nothing ----
 
 class NoopObserver final : public CycleObserver {
@@ -670,7 +778,7 @@ TEST(ExecutorTest, SteadyStateMakesNoHeapAllocations) {
   NoopObserver obs;
   CountingTask a, b;
   TaskConfig ta = OtherTask("alloc-a", microseconds(100));
-  ta.observer = &obs;
+  ta.observers = {&obs};
   TaskConfig tb = ta;
   tb.name = "alloc-b";
   tb.overrun_policy = OverrunPolicy::kCatchUp;
@@ -790,9 +898,30 @@ TEST(ExecutorBadInputTest, OtherInvalidTaskConfigs) {
   tc.stack_size = 100;
   EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "stack_size 100"));
   EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "set TaskConfig::stack_size"));
+  tc = OtherTask("rf", milliseconds(1));
+  tc.run_for = milliseconds(-1);
+  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "run_for must be >= 0"));
   ASSERT_TRUE(ex->AddTask(t, OtherTask("once", milliseconds(1))).ok());
   EXPECT_TRUE(Contains(ex->AddTask(t, OtherTask("twice", milliseconds(1))).status().message(),
                        "already added as task \"once\""));
+}
+
+TEST(ExecutorBadInputTest, BadObserverListsNameTheEntry) {
+  auto ex = MakeExecutor();
+  CountingTask t;
+  CountingObserver o;
+  TaskConfig tc = OtherTask("obs", milliseconds(1));
+  tc.observers = {&o, nullptr};
+  Status s = ex->AddTask(t, tc).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(s.message(), "TaskConfig::observers[1] is null")) << s.message();
+  tc.observers = {&o, &o};
+  s = ex->AddTask(t, tc).status();
+  EXPECT_TRUE(Contains(s.message(), "[0] and [1] are the same observer")) << s.message();
+  tc.observers.assign(kMaxCycleObservers + 1, &o);
+  s = ex->AddTask(t, tc).status();
+  EXPECT_TRUE(Contains(s.message(), "at most " + std::to_string(kMaxCycleObservers)))
+      << s.message();
 }
 
 TEST(ExecutorBadInputTest, InvalidExecutorConfig) {

@@ -54,7 +54,7 @@ class Rig {
       tc.policy = SchedPolicy::kOther;
       tc.priority = 0;
       tc.max_cycles = config.cycles;
-      tc.observer = &hub_;
+      tc.observers = {&hub_};
       Result<TaskId> id = executor_->AddTask(tasks_[static_cast<std::size_t>(i)], tc);
       if (!id.ok()) return id.status();
       RTLOOP_RETURN_IF_ERROR(hub_.AddTask(*id, tc));

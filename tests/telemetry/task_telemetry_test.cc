@@ -193,7 +193,7 @@ TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadySt
   cfg.policy = SchedPolicy::kOther;
   cfg.priority = 0;
   cfg.max_cycles = 3000;
-  cfg.observer = &hub;
+  cfg.observers = {&hub};
   Result<TaskId> id = (*ex)->AddTask(probe, cfg);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_TRUE(hub.AddTask(*id, cfg).ok());
