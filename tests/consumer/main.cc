@@ -32,6 +32,7 @@ int main() {
   task_config.priority = 0;
   task_config.max_cycles = 20;
   rtloop::telemetry::TelemetryHub hub;
+  hub.AttachExecutor(**executor);
   task_config.observers = {&hub};
   rtloop::Result<rtloop::TaskId> id = (*executor)->AddTask(task, task_config);
   if (!id.ok()) {
@@ -57,6 +58,6 @@ int main() {
   std::printf("consumer: %llu cycles, %llu latency samples, p99 %lld ns\n",
               static_cast<unsigned long long>(stats.cycles),
               static_cast<unsigned long long>(telemetry.latency.count),
-              static_cast<long long>(telemetry.latency.percentiles_ns[2]));
+              static_cast<long long>(telemetry.latency.percentiles.p99_ns));
   return stats.cycles == 20 && telemetry.latency.count == 20 ? 0 : 1;
 }

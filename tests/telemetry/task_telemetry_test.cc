@@ -23,8 +23,9 @@ using testing::MakeTaskConfig;
 static_assert(noexcept(std::declval<TelemetryHub&>().OnCycle(CycleSample{})));
 static_assert(noexcept(std::declval<TaskTelemetry&>().OnCycle(CycleSample{})));
 
-TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
-  TelemetryHub hub;
+TEST(TelemetryHubTest, RecordsHistogramsAndSamplesAndReadsTheExecutorStatistics) {
+  testing::HubWithStats fed;
+  TelemetryHub& hub = fed.hub;
   ASSERT_TRUE(hub.AddTask(3, MakeTaskConfig("pos")).ok());
   hub.OnRtThreadStart(3);
   for (std::uint64_t i = 0; i < 1000; ++i) {
@@ -33,13 +34,12 @@ TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
       c.flags |= kCycleOverrun;
       c.missed_releases = 2;
     }
-    hub.OnCycle(c);
+    fed.OnCycle(c);
   }
   Result<TaskTelemetrySnapshot> snap = hub.Snapshot(3);
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   EXPECT_EQ(snap->name, "pos");
   EXPECT_EQ(snap->stats.cycles, 1000u);
-  EXPECT_EQ(snap->stats.state, TaskState::kRunning);
   EXPECT_EQ(snap->stats.latency_min_ns, 10'000);
   EXPECT_EQ(snap->stats.latency_max_ns, 10'999);
   EXPECT_EQ(snap->stats.latency_sum_ns, 1000 * 10'000 + 999 * 1000 / 2);
@@ -47,7 +47,9 @@ TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
   EXPECT_EQ(snap->stats.overruns, 1u);
   EXPECT_EQ(snap->stats.missed_releases, 2u);
   EXPECT_EQ(snap->latency.count, 1000u);
-  EXPECT_NEAR(static_cast<double>(snap->latency.percentiles_ns[0]), 10'500.0, 11.0);
+  ASSERT_TRUE(snap->latency.percentiles.valid);
+  EXPECT_NEAR(static_cast<double>(snap->latency.percentiles.p50_ns), 10'500.0, 11.0);
+  EXPECT_EQ(snap->latency.min_ns, snap->stats.latency_min_ns);  // histogram and executor agree
   EXPECT_EQ(snap->samples, 1000u);
   EXPECT_EQ(snap->ring_pushed, 1000u);
   EXPECT_EQ(snap->ring_dropped, 0u);
@@ -96,7 +98,7 @@ TEST(TelemetryHubTest, RingIsSizedFromTheTaskRateAndDrainPeriod) {
   EXPECT_EQ(hub.task(1)->ring().capacity(), 1024u);
 }
 
-TEST(TelemetryHubTest, StatsSourceProvidesTheExecutorStatistics) {
+TEST(TelemetryHubTest, StatsComeOnlyFromTheStatsSource) {
   TelemetryHub hub;
   ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
   hub.SetStatsSource([](TaskId id) {
@@ -112,7 +114,13 @@ TEST(TelemetryHubTest, StatsSourceProvidesTheExecutorStatistics) {
   EXPECT_EQ(snap->stats.tid, 1234);
   EXPECT_EQ(snap->stats.cycles, 77u);
   hub.SetStatsSource(nullptr);
-  EXPECT_EQ(hub.Snapshot(0)->stats.state, TaskState::kCreated);
+  EXPECT_FALSE(hub.has_stats_source());
+  Result<TaskTelemetrySnapshot> without = hub.Snapshot(0);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(without.status().message().find("AttachExecutor"), std::string::npos)
+      << without.status().message();
+  EXPECT_TRUE(hub.SnapshotAll().empty());
 }
 
 TEST(TelemetryHubTest, CyclesMakeNoHeapAllocationsInSteadyState) {
