@@ -37,24 +37,6 @@ std::string DescribeException(const std::exception& e) {
   return std::string(typeid(e).name()) + ": " + e.what();
 }
 
-// Blocks `signals` on the calling thread for the scope's lifetime (threads created meanwhile
-// inherit the mask).
-class ScopedSignalBlock {
- public:
-  explicit ScopedSignalBlock(std::initializer_list<int> signals) {
-    sigset_t block;
-    sigemptyset(&block);
-    for (int s : signals) sigaddset(&block, s);
-    pthread_sigmask(SIG_BLOCK, &block, &old_);
-  }
-  ~ScopedSignalBlock() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  ScopedSignalBlock(const ScopedSignalBlock&) = delete;
-  ScopedSignalBlock& operator=(const ScopedSignalBlock&) = delete;
-
- private:
-  sigset_t old_{};
-};
-
 }  // namespace
 
 class Executor::Impl {
@@ -355,7 +337,7 @@ Status Executor::Impl::Start() {
 Status Executor::Impl::CreateThreads() {
   // Threads inherit the creator's signal mask: SIGINT/SIGTERM stay blocked in every executor
   // thread, so that RunUntilSignal() (or the application) handles them on the controlling thread.
-  const ScopedSignalBlock block({SIGINT, SIGTERM, internal::kTimerSignal});
+  const SignalBlockScope block({SIGINT, SIGTERM, internal::kTimerSignal});
   for (auto& slot : slots_) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);

@@ -103,6 +103,15 @@ StopSignals::Outcome StopSignals::WaitForStop(std::chrono::nanoseconds duration,
   }
 }
 
+SignalBlockScope::SignalBlockScope(std::initializer_list<int> signals) {
+  sigset_t block;
+  sigemptyset(&block);
+  for (int s : signals) sigaddset(&block, s);
+  pthread_sigmask(SIG_BLOCK, &block, &old_);
+}
+
+SignalBlockScope::~SignalBlockScope() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
 const char* StopSignalName(int sig) noexcept {
   if (sig == SIGINT) return "SIGINT";
   if (sig == SIGTERM) return "SIGTERM";

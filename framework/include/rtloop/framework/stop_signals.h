@@ -38,6 +38,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 
 #include "rtloop/framework/status.h"
@@ -74,6 +75,20 @@ class StopSignals {
   struct sigaction old_term_ {};
   bool forward_int_ = false;
   bool forward_term_ = false;
+};
+
+// Blocks `signals` on the calling thread for its lifetime, then restores the thread's mask. Threads
+// created meanwhile inherit the block: the executor and the runtime create their threads inside
+// one, so SIGINT/SIGTERM never land in a task, collector or gRPC thread. Not RT-safe.
+class SignalBlockScope {
+ public:
+  explicit SignalBlockScope(std::initializer_list<int> signals);
+  ~SignalBlockScope();
+  SignalBlockScope(const SignalBlockScope&) = delete;
+  SignalBlockScope& operator=(const SignalBlockScope&) = delete;
+
+ private:
+  sigset_t old_{};
 };
 
 // "SIGINT", "SIGTERM", or "signal" for any other. RT-safe.
