@@ -20,6 +20,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps
   openssl  # tests: generates the TLS test certificate
+  python3-grpcio python3-grpc-tools  # tests: the README's Python telemetry client (tests/examples)
 )
 
 die() { echo "cmake/dev.sh: $*" >&2; exit 2; }

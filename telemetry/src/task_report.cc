@@ -13,29 +13,8 @@ constexpr int kMaxNameWidth = 20;
 // Width of the first column of the section tables (their titles are up to 20 characters).
 constexpr int kTitleWidth = 19;
 
-std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Format(const char* fmt, ...) {
-  char buf[256];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
-
-// A value in µs with one decimal, right-aligned in 9 columns; "-" when absent.
-std::string Us(std::optional<double> ns) {
-  if (!ns) return Format("%9s", "-");
-  return Format("%9.1f", *ns / 1000.0);
-}
+std::string Us(std::optional<double> ns) { return FormatMicros(ns, 9); }
 std::string Us(std::int64_t ns) { return Us(std::optional<double>(static_cast<double>(ns))); }
-
-std::string Period(std::chrono::nanoseconds period) {
-  const std::int64_t ns = period.count();
-  if (ns % 1'000'000 == 0) return Format("%" PRId64 "ms", ns / 1'000'000);
-  if (ns % 1'000 == 0) return Format("%" PRId64 "us", ns / 1'000);
-  return Format("%" PRId64 "ns", ns);
-}
 
 std::string Policy(const TaskInfo& info) {
   std::string p = SchedPolicyName(info.effective_policy);
@@ -54,7 +33,7 @@ std::string Name(const TaskReport& r, int width) {
 std::string QuantityRow(const TaskReport& r, int width, std::int64_t last, std::int64_t min,
                         std::optional<double> avg, std::int64_t max,
                         const telemetry::Percentiles& p) {
-  if (!r.has_data()) return "  " + Name(r, width) + Format("%9s", "no data") + "\n";
+  if (!r.has_data()) return "  " + Name(r, width) + StrFormat("%9s", "no data") + "\n";
   std::string row = "  " + Name(r, width) + Us(last) + Us(min) + Us(avg) + Us(max);
   if (p.valid) {
     row += Us(p.p99_ns) + Us(p.p99_9_ns) + Us(p.p99_99_ns);
@@ -67,20 +46,21 @@ std::string QuantityRow(const TaskReport& r, int width, std::int64_t last, std::
 std::string QuantityHeader(const char* title, int width) {
   std::string t = title;
   t.resize(static_cast<std::size_t>(width) + 2, ' ');
-  return t +
-         Format("%9s%9s%9s%9s%9s%9s%9s\n", "LAST", "MIN", "AVG", "MAX", "P99", "P99.9", "P99.99");
+  return t + StrFormat("%9s%9s%9s%9s%9s%9s%9s\n", "LAST", "MIN", "AVG", "MAX", "P99", "P99.9",
+                       "P99.99");
 }
 
 std::string Overview(std::span<const TaskReport> reports, int width) {
   std::string out =
-      Format("%3s %-*s %-8s %-10s %7s %12s %9s %9s %9s %9s\n", "ID", width, "NAME", "STATE",
-             "POLICY", "PERIOD", "CYCLES", "OVERRUNS", "MISSED", "DROPPED", "LOST");
+      StrFormat("%3s %-*s %-8s %-10s %7s %12s %9s %9s %9s %9s\n", "ID", width, "NAME", "STATE",
+                "POLICY", "PERIOD", "CYCLES", "OVERRUNS", "MISSED", "DROPPED", "LOST");
   for (const TaskReport& r : reports) {
     const std::string dropped = r.telemetry ? std::to_string(r.ring_dropped) : "-";
     const std::string lost = r.telemetry ? std::to_string(r.subscriber_lost) : "-";
-    out += Format("%3u %s %-8s %-10s %7s %12" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9s %9s\n", r.id,
+    out +=
+        StrFormat("%3u %s %-8s %-10s %7s %12" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9s %9s\n", r.id,
                   Name(r, width).c_str(), TaskStateName(r.stats.state), Policy(r.info).c_str(),
-                  Period(r.info.config.period).c_str(), r.stats.cycles, r.stats.overruns,
+                  FormatPeriod(r.info.config.period).c_str(), r.stats.cycles, r.stats.overruns,
                   r.stats.missed_releases, dropped.c_str(), lost.c_str());
   }
   return out;
@@ -89,11 +69,11 @@ std::string Overview(std::span<const TaskReport> reports, int width) {
 std::string Jitter(std::span<const TaskReport> reports, int width) {
   std::string title = "period jitter (us)";
   title.resize(static_cast<std::size_t>(width) + 2, ' ');
-  std::string out = title + Format("%9s%9s%9s%9s\n", "LAST", "MIN", "MAX", "RANGE");
+  std::string out = title + StrFormat("%9s%9s%9s%9s\n", "LAST", "MIN", "MAX", "RANGE");
   for (const TaskReport& r : reports) {
     const TaskStatsSnapshot& s = r.stats;
     if (!s.has_jitter()) {
-      out += "  " + Name(r, width) + Format("%9s", "no data") + "\n";
+      out += "  " + Name(r, width) + StrFormat("%9s", "no data") + "\n";
       continue;
     }
     const std::optional<std::int64_t> range = s.jitter_range_ns();
@@ -117,6 +97,27 @@ std::string Notes(std::span<const TaskReport> reports) {
 }
 
 }  // namespace
+
+std::string StrFormat(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+std::string FormatMicros(std::optional<double> ns, int width) {
+  if (!ns) return StrFormat("%*s", width, "-");
+  return StrFormat("%*.1f", width, *ns / 1000.0);
+}
+
+std::string FormatPeriod(std::chrono::nanoseconds period) {
+  const std::int64_t ns = period.count();
+  if (ns != 0 && ns % 1'000'000 == 0) return StrFormat("%" PRId64 "ms", ns / 1'000'000);
+  if (ns != 0 && ns % 1'000 == 0) return StrFormat("%" PRId64 "us", ns / 1'000);
+  return StrFormat("%" PRId64 "ns", ns);
+}
 
 TaskReport MakeTaskReport(const Executor& executor, const telemetry::TelemetryHub* hub, TaskId id) {
   TaskReport r;

@@ -12,6 +12,7 @@
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/periodic_task.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/runtime.h"
 #include "test_util.h"
 
 namespace rtloop::telemetry {
@@ -190,31 +191,27 @@ TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadySt
   if (!rtloop::testing::AllocationCountingEnabled()) {
     GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
   }
-  ExecutorConfig ec;
-  ec.lock_memory = false;
-  ec.start_delay = std::chrono::milliseconds(5);
-  Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
-  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-  TelemetryHub hub;
+  // The Runtime's wiring (hub as the task's observer, stats source, collector), without gRPC.
+  RuntimeConfig rc;
+  rc.executor.lock_memory = false;
+  rc.executor.start_delay = std::chrono::milliseconds(5);
+  rc.telemetry.serve_grpc = false;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
   AllocationProbe probe;
   TaskConfig cfg = MakeTaskConfig("probe", std::chrono::microseconds(200));
   cfg.policy = SchedPolicy::kOther;
   cfg.priority = 0;
   cfg.max_cycles = 3000;
-  cfg.observers = {&hub};
-  Result<TaskId> id = (*ex)->AddTask(probe, cfg);
+  Result<TaskId> id = (*rt)->AddTask(probe, cfg);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  ASSERT_TRUE(hub.AddTask(*id, cfg).ok());
-  hub.AttachExecutor(**ex);
-  Collector collector(hub);
-  ASSERT_TRUE(collector.Start().ok());
-  ASSERT_TRUE((*ex)->Start().ok());
-  (*ex)->Wait();
-  collector.Stop();
+  ASSERT_TRUE((*rt)->Start().ok());
+  (*rt)->executor().Wait();
+  ASSERT_TRUE((*rt)->Stop().ok());
   EXPECT_EQ(probe.to_.load() - probe.from_.load(), 0u)
       << "heap allocations between cycle " << AllocationProbe::kFrom << " and "
       << AllocationProbe::kTo << " with telemetry and the collector running";
-  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(*id);
+  Result<TaskTelemetrySnapshot> snap = (*rt)->hub()->Snapshot(*id);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->samples, 3000u);
   EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);

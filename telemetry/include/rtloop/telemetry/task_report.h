@@ -17,7 +17,9 @@
 // builders read thread-safe accessors of the executor and the hub. Not RT-safe: they allocate.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,5 +61,13 @@ std::vector<TaskReport> MakeTaskReports(const Executor& executor,
 // with one decimal. About 100 columns wide; names longer than 20 characters are cut. Ends with a
 // newline; an empty `reports` gives "no tasks\n".
 std::string FormatTaskReport(std::span<const TaskReport> reports);
+
+// The cell formats of FormatTaskReport, shared with rtloop-top so that both print a figure the
+// same way. printf into a std::string (up to 511 characters).
+std::string StrFormat(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// `ns` in µs with one decimal, right-aligned in `width`; "-" when absent.
+std::string FormatMicros(std::optional<double> ns, int width);
+// "500us", "10ms", "250ns": the largest whole unit.
+std::string FormatPeriod(std::chrono::nanoseconds period);
 
 }  // namespace rtloop
