@@ -129,7 +129,7 @@ class Runtime {
   const Executor& executor() const noexcept { return *executor_; }
   telemetry::TelemetryHub* hub() noexcept { return hub_.get(); }           // nullptr: telemetry off
   telemetry::Collector* collector() noexcept { return collector_.get(); }  // nullptr: telemetry off
-  telemetry::Server* server() noexcept { return server_.get(); }  // nullptr: not serving
+  telemetry::Server* server() noexcept { return server_.get(); }           // nullptr: not serving
   // The bound gRPC address ("127.0.0.1:50051"); "" when not serving.
   std::string grpc_address() const;
   // CPUs the collector and gRPC threads were moved to at Start(); empty: left where they were.
