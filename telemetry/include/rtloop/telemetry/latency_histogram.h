@@ -30,8 +30,9 @@
 
 namespace rtloop::telemetry {
 
-// The percentiles every summary carries, by name, in ns. `valid` is false when nothing was recorded
-// (then every value is 0, which is not a measurement: show "no data"). Value type; RT-safe.
+// The percentiles every summary carries, by name (the unit is in each name), in ns. `valid` is
+// false when nothing was recorded (then every value is 0, which is not a measurement: show
+// "no data"). Value type; RT-safe.
 struct Percentiles {
   // The levels of the fields below, in their order, for code that iterates (exporters).
   static constexpr std::array<double, 6> kLevels = {50.0, 90.0, 99.0, 99.9, 99.99, 99.999};

@@ -110,7 +110,8 @@ class Runtime {
   Result<TaskId> AddTask(PeriodicTask& task, const TaskConfig& config);
 
   // Opens the sample log, places the telemetry threads (see above), starts the collector and then
-  // the executor's tasks. FailedPrecondition when started before, stopped, or without tasks.
+  // the executor's tasks (collector first, so that no ring fills before it runs).
+  // FailedPrecondition when started before, stopped, or without tasks.
   Status Start();
   // The orderly stop described above. Idempotent; the first error (e.g. of the sample log) is
   // returned. After Stop() the runtime cannot start again.
