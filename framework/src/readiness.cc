@@ -292,8 +292,9 @@ ReadinessFinding CheckIdleStates(const FsTree& fs) {
 
 ReadinessFinding CheckSysctl(const FsTree& fs, const char* id, const std::string& path,
                              long long want, const std::string& why, const std::string& fix) {
-  const std::optional<std::string> line = fs.ReadLine(path);
+  std::optional<std::string> line = fs.ReadLine(path);
   if (!line) return Make(id, kOk, path + " absent: not applicable");
+  std::replace(line->begin(), line->end(), '\t', ' ');  // printk's four fields
   std::istringstream in(*line);
   long long value = 0;
   if (!(in >> value)) return Make(id, kWarn, path + " unreadable: '" + *line + "'", fix);
