@@ -107,24 +107,25 @@ std::string FormatHms(std::int64_t seconds) {
 
 Result<std::string> ReadTextFile(const std::string& path, std::size_t limit) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
-    return ErrnoError(errno, "cannot read " + path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return InvalidArgumentError(path + " is not a regular file");
-  }
-  if (static_cast<std::size_t>(st.st_size) > limit) {
-    return InvalidArgumentError(path + " is too large (" + std::to_string(st.st_size) +
-                                " bytes, at most " + std::to_string(limit) + ")");
-  }
+  if (stat(path.c_str(), &st) != 0) return ErrnoError(errno, "cannot read " + path);
+  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + " is not a regular file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return ErrnoError(errno, "cannot read " + path);
-  std::string out(static_cast<std::size_t>(st.st_size), '\0');
-  const std::size_t n = std::fread(out.data(), 1, out.size(), f);
+  // Read to the end (files in /proc and /sys report a size of 0), at most limit + 1 bytes.
+  std::string out;
+  char buf[65536];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    out.append(buf, n);
+    if (out.size() > limit) {
+      std::fclose(f);
+      return InvalidArgumentError(path + " is too large (more than " + std::to_string(limit) +
+                                  " bytes)");
+    }
+  }
   const bool err = std::ferror(f) != 0;
   std::fclose(f);
   if (err) return ErrnoError(EIO, "cannot read " + path);
-  out.resize(n);
   return out;
 }
 

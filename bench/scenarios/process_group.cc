@@ -272,7 +272,8 @@ int LoadGroup::ProcessCount() const { return static_cast<int>(GroupPids().size()
 std::string LoadGroup::Mechanism() const {
   std::string m = "process group " + std::to_string(pgid_);
   if (!cgroup_.empty()) m += " and cgroup " + cgroup_;
-  return m + ", guardian pid " + std::to_string(guardian_);
+  return m + ", guardian pid " + std::to_string(guardian_) +
+         ", tag RTLOOP_BENCH_RUN=" + config_.tag;
 }
 
 Status LoadGroup::StopAll(int grace_ms) {
