@@ -127,15 +127,26 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
             " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " + Quote(label);
   }
   if (plot.empty()) return FailedPreconditionError("no histogram to plot (run with -h)");
-  // Room to the right of the last bucket, so the last step is visible.
-  const std::string script = Preamble(png, title) +
-                             "set logscale y\nset yrange [0.8:*]\n"
-                             "set xrange [0:" +
-                             Fmt(std::ceil(xmax * 1.05 + 1)) +
-                             "]\n"
-                             "set xlabel 'Latency (us)'\n"
-                             "set ylabel 'Number of latency samples (log)'\n" +
-                             plot + "\n";
+  // A heavy tail (a VM's ms spikes) squeezes the body into the first pixels: then a second panel
+  // zooms on 0 .. 2 x the largest p99.9, under the full range (which stays as vendors plot it).
+  double body = 0;
+  for (const ThreadLatency& t : data.threads) {
+    if (Result<double> p = Metric(t, "p99.9"); p.ok()) body = std::max(body, *p);
+  }
+  const double full = std::ceil(xmax * 1.05 + 1);  // room right of the last bucket
+  const double zoom = std::ceil(std::max(10.0, body * 2));
+  const std::string axes =
+      "set logscale y\nset yrange [0.8:*]\nset ylabel 'Number of latency samples (log)'\n";
+  std::string script = Preamble(png, title) + axes;
+  if (full > 10 * zoom) {
+    script += "set multiplot layout 2,1\nset xrange [0:" + Fmt(full) + "]\n" +
+              "set xlabel 'Latency (us), full range'\n" + plot + "\n" +
+              "unset title\nset xrange [0:" + Fmt(zoom) + "]\n" +
+              "set xlabel 'Latency (us), 0 to " + Fmt(zoom) + " (twice the largest p99.9)'\n" +
+              plot + "\nunset multiplot\n";
+  } else {
+    script += "set xrange [0:" + Fmt(full) + "]\nset xlabel 'Latency (us)'\n" + plot + "\n";
+  }
   RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
   return job;
 }

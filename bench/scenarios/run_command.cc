@@ -196,6 +196,26 @@ Status WriteSetting(const std::string& path, const std::string& value) {
   return Status::Ok();
 }
 
+// Starts rtloop-cyclic with stdout and stderr into `log`. It gets SIGTERM (and ends in order,
+// writing what it measured) should the bench die. Returns its pid, or -1 (errno set).
+pid_t SpawnMeasurement(std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+  }
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
 class BenchRun {
  public:
   explicit BenchRun(RunOptions o) : o_(std::move(o)) {}
@@ -367,24 +387,8 @@ int BenchRun::Measure() {
     cyclic_argv_.push_back(a);
   }
   if (o_.sparse) cyclic_argv_.push_back("--histogram-style=sparse");
-  std::vector<char*> argv;
-  for (std::string& a : cyclic_argv_) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string log = OutPath("rtloop-cyclic.log");
-  const pid_t parent = getpid();
-  cyclic_ = fork();
+  cyclic_ = SpawnMeasurement(cyclic_argv_, OutPath("rtloop-cyclic.log"));
   if (cyclic_ < 0) return Error(std::string("cannot start rtloop-cyclic: ") + std::strerror(errno));
-  if (cyclic_ == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);  // ends in order (reports written) if the bench dies
-    if (getppid() != parent) _exit(127);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
   std::fprintf(stderr, "rtloop-bench: measuring %lld s: %s\n",
                static_cast<long long>(o_.request.duration_s), Join(cyclic_argv_).c_str());
   const Clock::time_point start = Clock::now();

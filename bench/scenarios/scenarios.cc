@@ -45,6 +45,46 @@ bool TakesValue(const std::string& opt) {
          opt == "--histfile";
 }
 
+// isolated: one CPU measured (the first isolcpus CPU, else the last online one), the load on the
+// others.
+Status PlanIsolated(const ScenarioRequest& r, ScenarioPlan& p) {
+  if (r.online_cpus.size() < 2) {
+    return InvalidArgumentError(
+        "isolated needs at least 2 online CPUs (one measured, the rest "
+        "loaded); this machine has " +
+        std::to_string(r.online_cpus.size()));
+  }
+  int cpu = r.online_cpus.back();
+  if (!r.isolated_cpus.empty()) {
+    cpu = r.isolated_cpus.front();
+    p.isolation = "isolcpus";
+  } else {
+    p.isolation = "affinity";
+    p.notes.push_back("isolated: no isolcpus on the kernel command line: CPU " +
+                      std::to_string(cpu) +
+                      " is kept free of the load by CPU affinity alone (kernel threads and "
+                      "IRQs still run there); boot with isolcpus=" +
+                      std::to_string(cpu) + " nohz_full=" + std::to_string(cpu) +
+                      " rcu_nocbs=" + std::to_string(cpu) + " for the documented set-up");
+  }
+  if (!r.cpus.empty()) cpu = r.cpus.front();
+  std::vector<int> others;
+  for (int c : r.online_cpus) {
+    if (c != cpu &&
+        std::find(r.isolated_cpus.begin(), r.isolated_cpus.end(), c) == r.isolated_cpus.end()) {
+      others.push_back(c);
+    }
+  }
+  if (others.empty()) return InvalidArgumentError("isolated: no CPU left for the load");
+  p.measured_cpu = cpu;
+  p.description = "measurement alone on CPU " + std::to_string(cpu) + ", stress-ng on CPUs " +
+                  FormatCpuList(others);
+  p.measure_args = {"-t", "1",    "-a",     std::to_string(cpu),
+                    "-m", "-p99", "-i1000", "--mainaffinity=" + FormatCpuList(others)};
+  p.loads.push_back({StressNg(others.size(), r.duration_s), others, 0});
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<std::string> SplitWords(const std::string& text) {
@@ -154,40 +194,7 @@ Result<ScenarioPlan> PlanScenario(const ScenarioRequest& r) {
                        {},
                        0});
   } else if (r.name == "isolated") {
-    if (r.online_cpus.size() < 2) {
-      return InvalidArgumentError(
-          "isolated needs at least 2 online CPUs (one measured, the rest "
-          "loaded); this machine has " +
-          std::to_string(r.online_cpus.size()));
-    }
-    int cpu = r.online_cpus.back();
-    if (!r.isolated_cpus.empty()) {
-      cpu = r.isolated_cpus.front();
-      p.isolation = "isolcpus";
-    } else {
-      p.isolation = "affinity";
-      p.notes.push_back("isolated: no isolcpus on the kernel command line: CPU " +
-                        std::to_string(cpu) +
-                        " is kept free of the load by CPU affinity alone (kernel threads and "
-                        "IRQs still run there); boot with isolcpus=" +
-                        std::to_string(cpu) + " nohz_full=" + std::to_string(cpu) +
-                        " rcu_nocbs=" + std::to_string(cpu) + " for the documented set-up");
-    }
-    if (!r.cpus.empty()) cpu = r.cpus.front();
-    std::vector<int> others;
-    for (int c : r.online_cpus) {
-      if (c != cpu &&
-          std::find(r.isolated_cpus.begin(), r.isolated_cpus.end(), c) == r.isolated_cpus.end()) {
-        others.push_back(c);
-      }
-    }
-    if (others.empty()) return InvalidArgumentError("isolated: no CPU left for the load");
-    p.measured_cpu = cpu;
-    p.description = "measurement alone on CPU " + std::to_string(cpu) + ", stress-ng on CPUs " +
-                    FormatCpuList(others);
-    p.measure_args = {"-t", "1",    "-a",     std::to_string(cpu),
-                      "-m", "-p99", "-i1000", "--mainaffinity=" + FormatCpuList(others)};
-    p.loads.push_back({StressNg(others.size(), r.duration_s), others, 0});
+    RTLOOP_RETURN_IF_ERROR(PlanIsolated(r, p));
   } else {  // custom
     if (r.custom_loads.empty()) {
       return InvalidArgumentError("custom needs --load='COMMAND' (repeatable)");
