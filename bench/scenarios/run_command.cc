@@ -224,7 +224,7 @@ class BenchRun {
  private:
   int Prepare();
   int StartLoads();
-  int Measure();
+  int Measure();  // rtloop-cyclic's wait status, or -1 when it could not start
   void Sample();
   void Progress(Clock::time_point start);
   void Finish();
@@ -285,6 +285,14 @@ int BenchRun::Prepare() {
   for (const std::string& n : plan_.notes)
     std::fprintf(stderr, "rtloop-bench: note: %s\n", n.c_str());
   doctor_ = CheckReadiness();
+  std::fprintf(stderr, "rtloop-bench: doctor: %d FAIL, %d WARN (rtloop-bench doctor explains)\n",
+               doctor_.Count(ReadinessLevel::kFail), doctor_.Count(ReadinessLevel::kWarn));
+  for (const ReadinessFinding& f : doctor_.findings) {
+    if (f.level == ReadinessLevel::kFail) {
+      std::fprintf(stderr, "rtloop-bench: FAIL %s: %s; fix: %s\n", f.id.c_str(), f.summary.c_str(),
+                   f.fix.c_str());
+    }
+  }
   loadavg_start_ = LoadAverage1m();
   return kExitOk;
 }
@@ -388,7 +396,10 @@ int BenchRun::Measure() {
   }
   if (o_.sparse) cyclic_argv_.push_back("--histogram-style=sparse");
   cyclic_ = SpawnMeasurement(cyclic_argv_, OutPath("rtloop-cyclic.log"));
-  if (cyclic_ < 0) return Error(std::string("cannot start rtloop-cyclic: ") + std::strerror(errno));
+  if (cyclic_ < 0) {
+    (void)Error(std::string("cannot start rtloop-cyclic: ") + std::strerror(errno));
+    return -1;
+  }
   std::fprintf(stderr, "rtloop-bench: measuring %lld s: %s\n",
                static_cast<long long>(o_.request.duration_s), Join(cyclic_argv_).c_str());
   const Clock::time_point start = Clock::now();
@@ -446,6 +457,7 @@ int BenchRun::Execute() {
   if (rc == kExitOk) status = Measure();
   Finish();
   if (rc != kExitOk) return rc;
+  if (status == -1) return kExitFail;  // rtloop-cyclic did not start (said why)
   return Report(status);
 }
 

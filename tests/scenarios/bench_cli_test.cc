@@ -215,6 +215,17 @@ TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
 }
 
+TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("failed");
+  RunResult r = testing::Run({kBench, "run", "--scenario=stress", "--duration=5",
+                              "--out=" + dir.path(), "--rtloop-cyclic=/bin/false"},
+                             seconds(20));
+  EXPECT_EQ(r.status, kExitFail);
+  EXPECT_NE(r.err.find("rtloop-cyclic failed (exit 1)"), std::string::npos) << r.err;
+  ExpectNothingLeft(r.err);
+}
+
 TEST(BenchRun, AMissingToolNamesItsDebianPackage) {
   TempDir dir("missing");
   RunResult r = testing::Run({kBench, "run", "--scenario=stress", "--duration=1",
