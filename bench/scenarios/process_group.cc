@@ -151,14 +151,15 @@ Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& conf
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    if (fds[0] == 3) {
-      fcntl(3, F_SETFD, 0);  // dup2(3, 3) would keep O_CLOEXEC
-    } else {
-      dup2(fds[0], 3);  // clears O_CLOEXEC on 3
-    }
+    // The pipe's read end becomes fd 3 and the held file fd 4 (through fds >= 10, so that
+    // neither overwrites the other; the new descriptors have no O_CLOEXEC).
+    const int pipe_tmp = fcntl(fds[0], F_DUPFD, 10);
+    const int hold_tmp = config.hold_fd >= 0 ? fcntl(config.hold_fd, F_DUPFD, 10) : -1;
+    dup2(pipe_tmp, 3);
+    if (hold_tmp >= 0) dup2(hold_tmp, 4);
     const int null = open("/dev/null", O_RDWR);
     if (null >= 0) dup2(null, 0);
-    close_range(4, ~0u, 0);
+    close_range(hold_tmp >= 0 ? 5 : 4, ~0u, 0);
     execv("/proc/self/exe", argv.data());
     _exit(127);
   }

@@ -41,6 +41,7 @@ struct LoadGroupConfig {
   std::string tag;                    // RTLOOP_BENCH_RUN value
   std::vector<RestoreEntry> restore;  // written by the guardian at the end
   bool use_cgroup = true;             // try cgroup v2 (falls back to the process group alone)
+  int hold_fd = -1;  // kept open by the guardian too (the --tune lock): held until it restored
 };
 
 class LoadGroup {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kDefaultHistogramUs = 10000;
+constexpr const char* kTuneLock = "/tmp/rtloop-bench-tune.lock";
 
 struct RunOptions {
   ScenarioRequest request;
@@ -241,6 +243,7 @@ class BenchRun {
   ReadinessReport doctor_;
   std::vector<TuneSetting> tune_;
   bool tuned_ = false;
+  int tune_lock_ = -1;
   std::unique_ptr<LoadGroup> group_;
   std::vector<int> load_index_;
   std::vector<bool> exited_early_;
@@ -301,6 +304,14 @@ int BenchRun::StartLoads() {
   LoadGroupConfig gc;
   gc.tag = std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
   if (o_.tune) {
+    // One --tune run at a time, or the second would save the first's settings as the originals.
+    // The guardian holds the lock too, so it is free only once the settings are back.
+    tune_lock_ = open(kTuneLock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (tune_lock_ < 0 || flock(tune_lock_, LOCK_EX | LOCK_NB) != 0) {
+      return Error(std::string("--tune: another rtloop-bench run --tune is active (") + kTuneLock +
+                   " is locked); run after it ended, or without --tune");
+    }
+    gc.hold_fd = tune_lock_;
     tune_ = ReadTuneSettings();
     for (const TuneSetting& t : tune_) gc.restore.push_back({t.path, t.previous});
   }
@@ -445,6 +456,8 @@ void BenchRun::Finish() {
     tuned_ = false;
   }
   group_.reset();  // the guardian ends (and checks once more)
+  if (tune_lock_ >= 0) close(tune_lock_);
+  tune_lock_ = -1;
 }
 
 int BenchRun::Execute() {

@@ -1,7 +1,9 @@
 // rtloop-bench end to end: doctor, each scenario for a few seconds (its load seen while measuring,
 // nothing left afterwards, outputs valid), Ctrl-C and SIGKILL to the bench, --tune restored,
 // compare's exit codes, plot.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,13 +37,23 @@ bool Root() { return geteuid() == 0; }
 #define RTLOOP_REQUIRE_ROOT() \
   if (!Root()) GTEST_SKIP() << "needs root (SCHED_FIFO, cgroups, /proc/sys)"
 
-// The printk/overcommit values before a test, put back after it whatever happened.
+// The printk/overcommit values before a test, put back after it whatever happened. Tests that
+// --tune run one at a time (ctest -j runs them in parallel processes): the guard holds an flock,
+// so no test saves another's tuned values as the originals.
 class SysctlGuard {
  public:
-  SysctlGuard() : printk_(ReadFile(kPrintk)), overcommit_(ReadFile(kOvercommit)) {}
+  SysctlGuard()
+      : lock_(open("/tmp/rtloop-bench-tune-test.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    for (int i = 0; i < 1200 && lock_ >= 0 && flock(lock_, LOCK_EX | LOCK_NB) != 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(100));  // bounded: 2 minutes
+    }
+    printk_ = ReadFile(kPrintk);
+    overcommit_ = ReadFile(kOvercommit);
+  }
   ~SysctlGuard() {
     std::ofstream(kPrintk) << printk_;
     std::ofstream(kOvercommit) << overcommit_;
+    if (lock_ >= 0) close(lock_);  // releases the flock
   }
   const std::string& printk() const { return printk_; }
   const std::string& overcommit() const { return overcommit_; }
@@ -49,6 +61,7 @@ class SysctlGuard {
   static constexpr const char* kOvercommit = "/proc/sys/vm/overcommit_memory";
 
  private:
+  int lock_;
   std::string printk_, overcommit_;
 };
 
@@ -185,6 +198,13 @@ TEST(BenchRun, SigintStopsTheRunKeepsTheReportsAndRestoresTune) {
   ASSERT_GE(WaitForLoad(bench, 5, seconds(10)).size(), 5u) << bench.Stderr();
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), "1\n");
   EXPECT_EQ(ReadFile(SysctlGuard::kPrintk).substr(0, 2), "1\t");
+  // A second --tune run would take the tuned values for the originals: refused.
+  RunResult second = testing::Run({kBench, "run", "--scenario=idle", "--duration=1", "--tune",
+                                   "--out=" + dir.path() + "/second", "--rtloop-cyclic=" + kCyclic},
+                                  seconds(10));
+  EXPECT_EQ(second.status, kExitFail);
+  EXPECT_NE(second.err.find("another rtloop-bench run --tune is active"), std::string::npos)
+      << second.err;
   std::this_thread::sleep_for(milliseconds(1000));  // let it measure something
   kill(bench.pid(), SIGINT);
   std::optional<int> status = bench.Wait(seconds(15));
