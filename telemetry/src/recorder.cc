@@ -1,8 +1,6 @@
 #include "rtloop/telemetry/recorder.h"
 
-#include <fcntl.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -69,15 +67,23 @@ Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config,
   if (config.path.empty()) {
     return InvalidArgumentError("recording path is empty: give a file name to record to");
   }
+  Result<OutputFile> file = OutputFile::Open(config.path, {.what = "recording"});
+  if (!file.ok()) return file.status();
+  return Open(config, std::move(*file), hub, system);
+}
+
+Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config, OutputFile file,
+                                                 const TelemetryHub& hub,
+                                                 const SystemInfo& system) {
   if (config.batch_samples == 0) {
     return InvalidArgumentError("RecorderConfig::batch_samples must be > 0");
   }
-  const int fd = ::open(config.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return ErrnoError(errno, "cannot create recording file \"" + config.path + "\"",
-                      "check that the directory exists and is writable, or choose another path");
+  if (!file.is_open()) {
+    return InvalidArgumentError("Recorder::Open: the output file is not open");
   }
-  std::unique_ptr<Recorder> rec(new Recorder(config, hub, fd));
+  RecorderConfig cfg = config;
+  cfg.path = file.target().path;
+  std::unique_ptr<Recorder> rec(new Recorder(cfg, hub, std::move(file)));
   v1::Record record;
   v1::RecordHeader* h = record.mutable_header();
   h->set_magic(kRecordMagic);
@@ -99,8 +105,11 @@ Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config,
   return rec;
 }
 
-Recorder::Recorder(const RecorderConfig& config, const TelemetryHub& hub, int fd)
-    : config_(config), hub_(hub), fd_(fd), last_flush_(std::chrono::steady_clock::now()) {
+Recorder::Recorder(const RecorderConfig& config, const TelemetryHub& hub, OutputFile file)
+    : config_(config),
+      hub_(hub),
+      file_(std::move(file)),
+      last_flush_(std::chrono::steady_clock::now()) {
   buffer_.reserve(kWriteBufferBytes + (64u << 10));
 }
 
@@ -172,20 +181,9 @@ bool Recorder::WriteRecord(const v1::Record& record) {
 }
 
 bool Recorder::WriteBytes(const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      Fail(ErrnoError(err, "cannot write recording \"" + config_.path + "\"",
-                      err == ENOSPC ? "free disk space or record to another file system"
-                                    : "check the file and its file system"));
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
+  const Status s = file_.Write(std::string_view(data, size));
+  if (!s.ok()) Fail(s);
+  return s.ok();
 }
 
 bool Recorder::FlushBuffer() {
@@ -241,18 +239,31 @@ Status Recorder::Close() {
     WriteRecord(record);
   }
   FlushBuffer();
-  if (fd_ >= 0) {
-    if (config_.fsync_on_close && !failed() && ::fsync(fd_) != 0 && errno != EINVAL &&
-        errno != EROFS) {
-      Fail(ErrnoError(errno, "cannot sync recording \"" + config_.path + "\" to disk"));
-    }
-    if (::close(fd_) != 0 && !failed()) {
-      Fail(ErrnoError(errno, "cannot close recording \"" + config_.path + "\""));
-    }
-    fd_ = -1;
-  }
   closed_ = true;
-  return status();
+  if (!failed()) {
+    // A failed sync or rename keeps PATH.partial: the samples in it are still readable.
+    const Status s = file_.Commit(config_.fsync_on_close, /*keep_partial_on_error=*/true);
+    if (!s.ok()) Fail(s);
+  } else {
+    (void)file_.KeepPartial();
+  }
+  const Status s = status();
+  if (s.ok() || file_.target().kind != OutputKind::kRegular) return s;
+  return Status(s.code(),
+                s.message() + "; the " + std::to_string(samples_recorded()) +
+                    " samples recorded before are in '" + file_.target().partial_path + "'",
+                s.sys_errno());
+}
+
+void Recorder::Abandon() {
+  if (closed_) return;
+  closed_ = true;
+  file_.Discard();
+  for (std::unique_ptr<Pending>& p : pending_) {
+    if (p) p->samples.clear();
+  }
+  buffer_.clear();
+  buffered_samples_ = 0;
 }
 
 // ---------------------------------------------------------------------------------------------
