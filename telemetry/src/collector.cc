@@ -135,6 +135,13 @@ void Subscription::Close() {
   cv_.notify_all();
 }
 
+std::vector<std::uint64_t> Subscription::TakeUnreportedLoss() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::uint64_t> out(pending_lost_.size(), 0);
+  std::swap(out, pending_lost_);
+  return out;
+}
+
 SubscriptionStats Subscription::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {.offered = offered_, .received = received_, .lost = lost_, .queued = size_};

@@ -84,6 +84,10 @@ class Subscription {
   // Idempotent.
   void Close();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  // Losses not yet reported in a batch's lost_before, per task id, and clears them: a task whose
+  // dropped samples were followed by no queued sample of it. For the final account of a stream
+  // once no samples come any more and Pop() emptied the queue. Any (non-RT) thread.
+  std::vector<std::uint64_t> TakeUnreportedLoss();
   // True when `task` passes this subscription's filter.
   bool Wants(TaskId task) const noexcept;
   SubscriptionStats stats() const;
