@@ -1,7 +1,6 @@
 #include "cyclic_options.h"
 
 #include <sched.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,9 @@
 #include <utility>
 
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/input_file.h"
+#include "rtloop/telemetry/output_file.h"
+#include "rtloop/telemetry/server.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -58,28 +60,13 @@ std::optional<double> ParseDouble(const std::string& text) {
   return v;
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// The directory an output file goes to must exist (so nothing is measured for nothing).
-Status CheckOutputPath(const std::string& option, const std::string& path) {
-  if (path.empty()) return Invalid(option + " needs a file name");
-  if (IsDirectory(path)) {
-    return Invalid(option + " '" + path + "': is a directory; give a file name");
-  }
-  const std::size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (!IsDirectory(dir)) {
-    return Invalid(option + " '" + path + "': directory '" + dir +
-                   "' does not exist; create it first or choose another path");
-  }
-  if (::access(dir.c_str(), W_OK) != 0) {
-    return Invalid(option + " '" + path + "': directory '" + dir + "' is not writable");
-  }
-  return Status::Ok();
+// An output path under output_file.h's rules (the directory exists and is one, the name fits, no
+// FIFO, device or kernel file), checked before anything is measured.
+Status CheckOutputPath(const std::string& option, const std::string& path,
+                       bool allow_stdout = true) {
+  const Status s =
+      telemetry::ResolveOutputPath(path, {.what = option, .allow_stdout = allow_stdout}).status();
+  return s.ok() ? s : Invalid(s.message());
 }
 
 enum class Arg { kNone, kRequired, kOptional };
@@ -135,6 +122,9 @@ enum OptionId {
   kOptFailMissed,
   kOptWarmup,
   kOptHistogramStyle,
+  kOptTokenFile,
+  kOptTlsCert,
+  kOptTlsKey,
 };
 
 struct OptionSpec {
@@ -195,6 +185,9 @@ constexpr OptionSpec kOptions[] = {
     {0, "fail-missed", Arg::kRequired, kOptFailMissed, false},
     {0, "warmup", Arg::kRequired, kOptWarmup, false},
     {0, "histogram-style", Arg::kRequired, kOptHistogramStyle, false},
+    {0, "token-file", Arg::kRequired, kOptTokenFile, false},
+    {0, "tls-cert", Arg::kRequired, kOptTlsCert, false},
+    {0, "tls-key", Arg::kRequired, kOptTlsKey, false},
 };
 
 // "-i/--interval", "--json", "-n".
@@ -334,7 +327,10 @@ struct Parser {
       }
       case kOptFifo:
         if (value.empty()) return BadValue(spec, value, "expected a path for the named pipe");
-        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
+        if (Status s = telemetry::OutputFifo::ResolveFifoPath(value, OptionName(spec)).status();
+            !s.ok()) {
+          return Invalid(s.message());
+        }
         o.fifo_path = value;
         return Status::Ok();
       case kOptHistofall:
@@ -357,9 +353,7 @@ struct Parser {
         return Status::Ok();
       }
       case kOptJson:
-        if (value != "-") {
-          if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
-        }
+        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
         o.json_path = value;
         return Status::Ok();
       case kOptLaptop:
@@ -511,7 +505,14 @@ struct Parser {
         o.telemetry_address = value;
         return Status::Ok();
       case kOptRecord:
-        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
+        if (value == "-" || value == "/dev/stdout") {
+          return BadValue(spec, value,
+                          "the sample log is binary and standard output carries rtloop-cyclic's "
+                          "text output; give a file name, e.g. --record=run.rtrec");
+        }
+        if (Status s = CheckOutputPath(OptionName(spec), value, /*allow_stdout=*/false); !s.ok()) {
+          return s;
+        }
         o.record_path = value;
         return Status::Ok();
       case kOptPercentiles:
@@ -547,6 +548,18 @@ struct Parser {
         o.warmup = static_cast<std::uint64_t>(*v);
         return Status::Ok();
       }
+      case kOptTokenFile:
+        if (value.empty()) return BadValue(spec, value, "expected the file holding the token");
+        o.token_file = value;
+        return Status::Ok();
+      case kOptTlsCert:
+        if (value.empty()) return BadValue(spec, value, "expected a PEM certificate file");
+        o.tls_cert_file = value;
+        return Status::Ok();
+      case kOptTlsKey:
+        if (value.empty()) return BadValue(spec, value, "expected a PEM private key file");
+        o.tls_key_file = value;
+        return Status::Ok();
       case kOptHistogramStyle:
         if (value == "2.4") {
           o.histogram_style = HistogramStyle::kFull;
@@ -635,6 +648,91 @@ struct Parser {
       if (o.priospread) --priority;
     }
     if (o.spike == 0) o.spike_nodes = 1024;
+    RTLOOP_RETURN_IF_ERROR(CheckWarmup());
+    RTLOOP_RETURN_IF_ERROR(CheckTelemetry());
+    return CheckDistinctOutputs();
+  }
+
+  // A -D run gives each thread ceil(D / interval) cycles; a --warmup that eats all of a thread's
+  // would leave it without a statistic.
+  Status CheckWarmup() const {
+    if (o.warmup == 0 || o.duration_s <= 0) return Status::Ok();
+    for (const ThreadPlan& t : o.threads) {
+      const std::uint64_t d_us = static_cast<std::uint64_t>(o.duration_s) * 1'000'000u;
+      const auto i_us = static_cast<std::uint64_t>(t.interval_us);
+      const std::uint64_t cycles = (d_us + i_us - 1) / i_us;
+      if (o.warmup >= cycles) {
+        return Invalid("--warmup=" + std::to_string(o.warmup) + " leaves nothing to measure: -D " +
+                       std::to_string(o.duration_s) + "s gives thread " + std::to_string(t.index) +
+                       " " + std::to_string(cycles) + " cycles at " +
+                       std::to_string(t.interval_us) + " us; lower --warmup or lengthen -D");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The server's address, token and TLS files, checked with the other options.
+  Status CheckTelemetry() const {
+    if (!o.telemetry &&
+        (!o.token_file.empty() || !o.tls_cert_file.empty() || !o.tls_key_file.empty())) {
+      return Invalid(
+          "--token-file, --tls-cert and --tls-key configure the telemetry server: add "
+          "--telemetry[=ADDR]");
+    }
+    if (!o.telemetry) return Status::Ok();
+    if (!o.telemetry_address.empty()) {
+      if (Status s = telemetry::CheckServerAddress(o.telemetry_address); !s.ok()) {
+        return Invalid("invalid value '" + o.telemetry_address +
+                       "' for --telemetry: " + s.message());
+      }
+    }
+    if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+      return Invalid(
+          "--tls-cert and --tls-key go together: give both (PEM certificate chain "
+          "and its private key)");
+    }
+    if (!o.token_file.empty()) {
+      Result<std::string> token = telemetry::ReadTokenFile(o.token_file);
+      if (!token.ok()) return Invalid("--token-file: " + token.status().message());
+    }
+    for (const auto& [option, path] :
+         {std::pair<const char*, const std::string*>{"--tls-cert", &o.tls_cert_file},
+          {"--tls-key", &o.tls_key_file}}) {
+      if (path->empty()) continue;
+      Result<std::string> pem = telemetry::ReadInputFile(*path, {.what = "PEM file"});
+      if (!pem.ok()) return Invalid(std::string(option) + ": " + pem.status().message());
+    }
+    return Status::Ok();
+  }
+
+  // Two outputs on one file would overwrite each other: refused. (Several on stdout ("-") are
+  // printed one after the other, in cyclictest's order.)
+  Status CheckDistinctOutputs() const {
+    struct Named {
+      const char* option;
+      telemetry::OutputTarget target;
+    };
+    std::vector<Named> outputs;
+    const auto add = [&](const char* option, Result<telemetry::OutputTarget> target) {
+      if (target.ok() && target->kind == telemetry::OutputKind::kRegular) {
+        outputs.push_back({option, std::move(*target)});
+      }
+    };
+    if (!o.json_path.empty()) add("--json", telemetry::ResolveOutputPath(o.json_path));
+    if (!o.histfile.empty()) add("--histfile", telemetry::ResolveOutputPath(o.histfile));
+    if (!o.record_path.empty()) add("--record", telemetry::ResolveOutputPath(o.record_path));
+    if (!o.fifo_path.empty()) {
+      add("-F/--fifo", telemetry::OutputFifo::ResolveFifoPath(o.fifo_path, "-F/--fifo"));
+    }
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+        if (outputs[i].target.SameAs(outputs[j].target)) {
+          return Invalid(std::string(outputs[i].option) + " and " + outputs[j].option +
+                         " both write to '" + outputs[j].target.path +
+                         "': give each output its own file");
+        }
+      }
+    }
     return Status::Ok();
   }
 };
@@ -849,7 +947,7 @@ Result<CyclicOptions> ParseCyclicOptions(int argc, const char* const* argv,
 
 int PrintUsageError(const Status& status) {
   std::fprintf(stderr, "rtloop-cyclic: %s\nTry 'rtloop-cyclic --help' for the list of options.\n",
-               status.message().c_str());
+               telemetry::EscapeControlCharacters(status.message()).c_str());
   return kExitUsage;
 }
 
@@ -907,7 +1005,11 @@ rtloop-cyclic <options>
 
 rtloop extensions:
          --telemetry[=ADDR]       serve the gRPC telemetry API while measuring (127.0.0.1)
-         --record=FILE            write every sample to FILE (binary sample log)
+         --token-file=FILE        clients must send this bearer token (needs --telemetry)
+         --tls-cert=FILE          serve TLS with this PEM certificate chain (with --tls-key)
+         --tls-key=FILE           the certificate's PEM private key (with --tls-cert)
+         --record=FILE            write every sample to FILE (binary sample log; FILE.partial
+                                  until the run ended)
          --percentiles            print p50..p99.999 and max per thread after the run
                                   (on stderr with -q)
          --fail-above=US          exit 3 when any thread's max latency exceeds US
@@ -916,8 +1018,16 @@ rtloop extensions:
          --warmup=N               leave each thread's first N cycles out of the statistics
          --histogram-style=STYLE  2.4 (every row, default) or sparse (2.7+ layout)
 
-Exit status: 0 done, 1 runtime error, 2 bad command line (nothing measured), 3 a --fail-*
-bound was breached.
+Output files (--json, --histfile, --record) are checked before measuring and written as
+FILE.partial, renamed to FILE when complete; '-' is standard output (not for --record).
+
+Exit status:
+  0  done (also when -b ended the run)
+  1  runtime error: privilege, system call, not enough memory (nothing or not all measured)
+  2  bad command line: nothing measured, no file created
+  3  a --fail-* bound was breached (stderr names the thread and the bound)
+  4  a result could not be written completely (--json, --histfile, --record or standard
+     output; stderr says which); the JSON's return_code carries the status as well
 )";
 }
 

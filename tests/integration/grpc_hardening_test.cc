@@ -314,6 +314,49 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
   EXPECT_EQ(t.sent() + t.lost_total() + t.ring_dropped(), kCycles);
 }
 
+// The run: rtloop-cyclic in another process, a client streaming every sample. The stream
+// ends with OK after the last seq of every thread (it ended with UNAVAILABLE "server stopping",
+// 12-30 samples per thread short, lost=0).
+TEST(GrpcStreamEnd, RtloopCyclicEndsItsStreamsWithTheLastSeqOfEveryThread) {
+#ifndef RTLOOP_CYCLIC_PATH
+  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
+#else
+  const ScratchDir dir("cyclic_end");
+  const std::string err = (dir / "err").string();
+  const pid_t pid = SpawnWithStderr({RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-t2", "-i500",
+                                     "-l3000", "-q", "--default-system"},
+                                    err);
+  ASSERT_NE(pid, 0);
+  const std::string address = WaitForServingAddress(err);
+  EXPECT_FALSE(address.empty()) << ReadAll(err);
+  if (!address.empty()) {
+    std::unique_ptr<Client> client = Connect(address);
+    std::unique_ptr<SampleStream> stream = client->StreamSamples({});
+    StreamCheck check;
+    const Status read = ReadStream(
+        *stream, check, [] { return false; }, milliseconds(15'000));
+    EXPECT_TRUE(read.ok()) << read.ToString();
+    const v1::StreamEnd* end = stream->end();
+    ASSERT_NE(end, nullptr) << "no final message";
+    ASSERT_EQ(end->tasks_size(), 2);
+    for (const v1::TaskStreamEnd& t : end->tasks()) {
+      EXPECT_GT(t.samples(), 0u);
+      EXPECT_EQ(t.sent(), check.received[t.task_id()]);
+      if (t.lost_total() == 0 && t.ring_dropped() == 0) {
+        EXPECT_EQ(check.next_seq[t.task_id()], t.last_seq() + 1)
+            << "thread " << t.task_id() << ": the stream carried every sample to the last";
+      }
+    }
+  }
+  int wstatus = 0;
+  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &wstatus, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+#endif
+}
+
 // ----------------------------------------------------------------------------------------------
 // A stuck stream gives its slot back.
 
@@ -593,6 +636,62 @@ TEST(GrpcHardening, TokenAndTlsFilesAreReadBoundedAndNeverBlock) {
     EXPECT_EQ(top.exit_code, 2) << option << ": " << top.output;
     EXPECT_EQ(std::count(top.output.begin(), top.output.end(), '\n'), 1) << top.output;
   }
+}
+
+// ----------------------------------------------------------------------------------------------
+// rtloop-cyclic's --token-file, --tls-cert and --tls-key reach its server.
+
+TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
+#ifndef RTLOOP_CYCLIC_PATH
+  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
+#else
+  const ScratchDir dir("cyclic_tls");
+  const std::string token = (dir / "token").string();
+  std::ofstream(token) << "cyclic-token\n";
+  const std::string cert = (dir / "cert.pem").string();
+  const std::string key = (dir / "key.pem").string();
+  const bool tls = HaveOpenssl();
+  if (tls) {
+    const std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+        key + " -out " + cert + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  const std::string err = (dir / "err").string();
+  std::vector<std::string> args = {
+      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "--token-file=" + token, "-D", "20", "-q",
+      "--default-system"};
+  if (tls) {
+    args.push_back("--tls-cert=" + cert);
+    args.push_back("--tls-key=" + key);
+  }
+  const pid_t pid = SpawnWithStderr(args, err);
+  ASSERT_NE(pid, 0);
+  struct KillOnExit {
+    pid_t pid;
+    ~KillOnExit() {
+      if (pid != 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } guard{pid};
+  const std::string address = WaitForServingAddress(err);
+  ASSERT_FALSE(address.empty()) << ReadAll(err);
+  EXPECT_NE(ReadAll(err).find(tls ? "(TLS, bearer token)" : "(plaintext, bearer token)"),
+            std::string::npos)
+      << ReadAll(err);
+  const std::string top = std::string("timeout 20 ") + RTLOOP_TOP_PATH + " " + address +
+                          " --once --timeout 3" + (tls ? " --tls-ca " + cert : std::string());
+  Command without = RunCommand(top);
+  EXPECT_EQ(without.exit_code, 2) << without.output;
+  EXPECT_NE(without.output.find("token"), std::string::npos) << without.output;
+  Command with = RunCommand(top + " --token-file " + token);
+  EXPECT_EQ(with.exit_code, 0) << with.output;
+  kill(pid, SIGTERM);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  guard.pid = 0;
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+#endif
 }
 
 }  // namespace
