@@ -228,6 +228,20 @@ TEST(GrpcHardening, TokenMustBeExactlyOneWellFormedBearerValue) {
 // ----------------------------------------------------------------------------------------------
 // Item 9: the end of a run reaches every stream.
 
+// Runs fn() on a thread joined when it goes out of scope (a failed ASSERT included).
+class Background {
+ public:
+  template <typename Fn>
+  explicit Background(Fn fn) : thread_(std::move(fn)) {}
+  ~Background() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
+
 TEST(GrpcStreamEnd, FinishDeliversEveryRemainingSampleThenAFinalMessageAndOk) {
   constexpr std::uint64_t kCycles = 20'000;  // 2 s at 10 kHz
   Rig rig;
@@ -241,7 +255,7 @@ TEST(GrpcStreamEnd, FinishDeliversEveryRemainingSampleThenAFinalMessageAndOk) {
   ASSERT_TRUE(watch->WaitForReady());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();  // the tasks ended and the collector drained the rings: the tail is queued
-  std::thread finisher([&] { rig.server().Finish(); });
+  Background finisher([&] { rig.server().Finish(); });
 
   StreamCheck check;
   const Status read = ReadStream(
@@ -273,7 +287,7 @@ TEST(GrpcStreamEnd, FinishDeliversEveryRemainingSampleThenAFinalMessageAndOk) {
   EXPECT_TRUE(last.has_end());
   ASSERT_EQ(last.tasks_size(), 2);
   EXPECT_EQ(last.tasks(0).cycles(), kCycles);
-  finisher.join();
+  finisher.Join();
   EXPECT_EQ(rig.server().open_streams(), 0u);
 }
 
@@ -293,7 +307,7 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
   ASSERT_TRUE(stream->WaitForReady());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
-  std::thread finisher([&] { rig.server().Finish(); });
+  Background finisher([&] { rig.server().Finish(); });
   // Slow past the delivery deadline, then fast enough to take the final message.
   StreamCheck check;
   v1::StreamSamplesResponse r;
@@ -302,7 +316,7 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
     check.Add(r);
     if (++messages < 200) std::this_thread::sleep_for(milliseconds(1));
   }
-  finisher.join();
+  finisher.Join();
   ASSERT_TRUE(check.error.empty()) << check.error;
   EXPECT_TRUE(stream->Finish().ok()) << stream->Finish().ToString();
   const v1::StreamEnd* end = stream->end();
