@@ -506,7 +506,18 @@ TEST(GrpcHardening, AConnectResetFloodLeavesTheServerServingWithItsDescriptorsBa
 // this process holds 200 connections to it, then lets go.
 constexpr char kChildServerEnv[] = "RTLOOP_IT_CHILD_SERVER";
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 TEST(GrpcHardening, TheServerServesAgainAfterItsDescriptorsRanOut) {
+  if (kSanitized) {
+    // UBSan's vptr check opens a pipe to read the object it checks: in a process without free
+    // descriptors every such check fails, and the build aborts on the first.
+    GTEST_SKIP() << "the sanitizers need file descriptors of their own: run without sanitizers";
+  }
   int to_child[2];
   int from_child[2];
   ASSERT_EQ(pipe2(to_child, O_CLOEXEC), 0);

@@ -4,11 +4,13 @@
 // headers (each costs seconds to compile).
 #include "rtloop/telemetry/server.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -247,6 +249,15 @@ class Server::Impl {
   // Called on the supervisor thread. Stop() may want mu_ meanwhile: it sets stop_requested_
   // first, and every wait here checks it.
   void Restart() {
+    // Rebuilding needs descriptors (epoll, the listening socket, ...): wait until some are free
+    // (connections that never handshake are closed after handshake_timeout), then restart.
+    while (!DescriptorsFree()) {
+      std::unique_lock flags(flag_mu_);
+      if (flag_cv_.wait_for(flags, std::chrono::milliseconds(100),
+                            [this] { return stop_requested_; })) {
+        return;
+      }
+    }
     std::unique_lock lock(mu_, std::defer_lock);
     while (!lock.try_lock()) {
       if (StopRequested()) return;
@@ -288,6 +299,20 @@ class Server::Impl {
       }
       if (stopped_) return;
     }
+  }
+
+  // True when a few descriptors can be opened now.
+  static bool DescriptorsFree() {
+    constexpr int kNeeded = 16;
+    int fds[kNeeded];
+    int opened = 0;
+    while (opened < kNeeded) {
+      fds[opened] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (fds[opened] < 0) break;
+      ++opened;
+    }
+    for (int i = 0; i < opened; ++i) ::close(fds[i]);
+    return opened == kNeeded;
   }
 
   bool StopRequested() {
