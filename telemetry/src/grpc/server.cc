@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -112,6 +113,53 @@ void RaiseFdLimit() {
     (void)setrlimit(RLIMIT_NOFILE, &rl);
   }
 }
+
+// Gives memory back to the system after bursts of connections. gRPC allocates per connection
+// on its own threads; once a flood of connections is over, glibc keeps most of that memory in its
+// arenas (a 24k connect/reset flood left ~450 MB resident, ~150 MB after malloc_trim). Every
+// kTrimCheckPeriod the supervisor looks at the resident size: above what it was at Start() plus
+// kTrimGrowthBytes it trims, and backs off (up to a minute) while trimming frees little, so a
+// process that legitimately grew is left alone.
+constexpr std::chrono::seconds kTrimCheckPeriod{5};
+constexpr std::uint64_t kTrimGrowthBytes = 64u << 20;
+constexpr std::uint64_t kTrimWorthBytes = 16u << 20;
+
+class MemoryTrimmer {
+ public:
+  MemoryTrimmer() : floor_(ResidentBytes()) {}
+  void Check() {
+    const SteadyClock::time_point now = SteadyClock::now();
+    const std::uint64_t resident = ResidentBytes();
+    if (resident < floor_ + kTrimGrowthBytes) {
+      backoff_ = kTrimCheckPeriod;
+      return;
+    }
+    if (now < next_) return;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    const std::uint64_t after = ResidentBytes();
+    backoff_ = resident - std::min(resident, after) >= kTrimWorthBytes
+                   ? kTrimCheckPeriod
+                   : std::min<std::chrono::seconds>(backoff_ * 2, std::chrono::seconds(60));
+    next_ = now + backoff_;
+  }
+
+ private:
+  static std::uint64_t ResidentBytes() {
+    unsigned long long pages_total = 0;
+    unsigned long long pages_resident = 0;
+    std::FILE* f = std::fopen("/proc/self/statm", "re");
+    if (f == nullptr) return 0;
+    const int n = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
+    std::fclose(f);
+    if (n != 2) return 0;
+    return pages_resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  }
+  const std::uint64_t floor_;
+  std::chrono::seconds backoff_ = kTrimCheckPeriod;
+  SteadyClock::time_point next_;
+};
 
 int Millis(std::chrono::milliseconds ms) {
   return static_cast<int>(std::min<std::chrono::milliseconds::rep>(ms.count(), INT32_MAX));
@@ -235,11 +283,18 @@ class Server::Impl {
   }
 
   void Supervise() {
+    MemoryTrimmer trimmer;
     for (;;) {
       {
         std::unique_lock flags(flag_mu_);
-        flag_cv_.wait(flags, [this] { return restart_requested_ || stop_requested_; });
+        const bool woken = flag_cv_.wait_for(
+            flags, kTrimCheckPeriod, [this] { return restart_requested_ || stop_requested_; });
         if (stop_requested_) return;
+        if (!woken) {
+          flags.unlock();
+          if (config.trim_memory) trimmer.Check();
+          continue;
+        }
         restart_requested_ = false;
       }
       Restart();

@@ -28,7 +28,9 @@
 // carries at most max_calls_per_connection calls at once; a client pinging more often than
 // min_client_ping_interval without calls is sent away (GOAWAY too_many_pings); gRPC's memory for
 // connections is bounded by memory_limit_bytes (beyond it new connections are closed at once).
-// gRPC 1.51 has no limit on the number of connections.
+// gRPC 1.51 has no limit on the number of connections: their number, and so the memory they take
+// at the peak of a flood, is bounded by the descriptor limit and handshake_timeout; afterwards the
+// freed memory is given back (trim_memory).
 //
 // Descriptors: gRPC 1.51 stops accepting on a port for good once accept() fails (EMFILE: the
 // process ran out of file descriptors). The server raises RLIMIT_NOFILE's soft limit to the hard
@@ -118,6 +120,11 @@ struct ServerConfig {
   // Raise RLIMIT_NOFILE's soft limit to the hard limit at Start() (see "Descriptors" above). Keep
   // false in a process that uses select() with descriptors of its own.
   bool raise_fd_limit = true;
+  // Every 5 s, when the process' resident memory is 64 MiB above what it was at Start(), give
+  // freed heap memory back to the system (glibc's malloc_trim; backing off to once a minute while
+  // that frees little): after a flood of connections gRPC's freed per-connection memory otherwise
+  // stays resident. Process-wide; false: never.
+  bool trim_memory = true;
   // CPUs for the server's threads; empty: the caller's affinity.
   std::vector<int> cpus;
   // Print "serving on ADDR" to stderr. Warnings about exposure (a non-loopback address without a
