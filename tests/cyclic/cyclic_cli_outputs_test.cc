@@ -202,6 +202,30 @@ TEST_F(CyclicOutputsTest, AFullDiskIsExitFourAndLeavesNoHalfFileUnderItsName) {
   EXPECT_NE(ReadFile(json).find("\"return_code\": 4,"), std::string::npos) << ReadFile(json);
 }
 
+// A long recording is FILE.partial until the run ends: a run killed with SIGKILL leaves it,
+// readable up to the cut, and never a FILE that looks complete; a normal end renames it.
+TEST_F(CyclicOutputsTest, AKilledRecordingLeavesAReadablePartialFile) {
+  const std::string rec = Path("long.rtrec");
+  const pid_t pid = Spawn({"-q", "-i1000", "--default-system", "--record=" + rec});
+  ASSERT_TRUE(WaitUntilSetUp(pid)) << "rtloop-cyclic did not set up within 10 s";
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a few 200 ms flushes
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  const Outcome killed = Wait(pid);
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
+  EXPECT_FALSE(Exists(rec));
+  rtloop::Result<rtloop::telemetry::RecordContents> partial =
+      rtloop::telemetry::ReadRecordFile(rec + ".partial");
+  ASSERT_TRUE(partial.ok()) << partial.status().ToString();
+  EXPECT_FALSE(partial->batches.empty());
+  EXPECT_NE(partial->error.message().find("without a trailer"), std::string::npos)
+      << partial->error.ToString();
+  // The next run replaces the stale FILE.partial and ends with FILE.
+  const Outcome done = Run({"-q", "-i1000", "-l20", "--default-system", "--record=" + rec});
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_TRUE(Exists(rec));
+  EXPECT_FALSE(Exists(rec + ".partial"));
+}
+
 // Item 10: -F never deletes an existing file (it replaced it by the pipe, without a word).
 TEST_F(CyclicOutputsTest, FifoOptionNeverDeletesAnExistingFile) {
   const std::string f = Path("keep");
