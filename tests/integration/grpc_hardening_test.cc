@@ -523,10 +523,7 @@ TEST(GrpcHardening, TheServerServesAgainAfterItsDescriptorsRanOut) {
   ASSERT_EQ(pipe2(to_child, O_CLOEXEC), 0);
   ASSERT_EQ(pipe2(from_child, O_CLOEXEC), 0);
   const std::string env = std::string(kChildServerEnv) + "=128";
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  envp.push_back(const_cast<char*>(env.c_str()));
-  envp.push_back(nullptr);
+  std::vector<char*> envp = testing::EnvironmentWith(env);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);

@@ -208,6 +208,16 @@ bool WaitFor(Pred pred, milliseconds timeout) {
   return true;
 }
 
+// This process' environment plus `extra` ("NAME=value", which must outlive the result), for
+// posix_spawn().
+inline std::vector<char*> EnvironmentWith(const std::string& extra) {
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(extra.c_str()));
+  envp.push_back(nullptr);
+  return envp;
+}
+
 // Starts args[0] with `args` (stdout to /dev/null, stderr to the file `err`); 0 on failure.
 inline pid_t SpawnWithStderr(std::vector<std::string> args, const std::string& err) {
   posix_spawn_file_actions_t actions;
