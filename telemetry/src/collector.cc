@@ -47,6 +47,8 @@ void Subscription::Offer(TaskId task, std::span<const Sample> samples) {
     auto lose = [this](TaskId t, std::uint64_t n) {
       if (t >= pending_lost_.size()) pending_lost_.resize(std::size_t{t} + 1, 0);
       pending_lost_[t] += n;
+      if (t >= lost_by_task_.size()) lost_by_task_.resize(std::size_t{t} + 1, 0);
+      lost_by_task_[t] += n;
       lost_ += n;
     };
     if (samples.size() >= capacity_) {
@@ -138,6 +140,11 @@ void Subscription::Close() {
 SubscriptionStats Subscription::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {.offered = offered_, .received = received_, .lost = lost_, .queued = size_};
+}
+
+std::vector<std::uint64_t> Subscription::LostByTask() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_by_task_;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,7 +251,11 @@ std::size_t Collector::DrainPass() {
   }
   {
     std::lock_guard<std::mutex> lock(subs_mu_);
-    std::erase_if(subs_, [](const std::shared_ptr<Subscription>& s) { return s->closed(); });
+    std::erase_if(subs_, [this](const std::shared_ptr<Subscription>& s) {
+      if (!s->closed()) return false;
+      RetireLocked(*s);
+      return true;
+    });
   }
   for (SampleSink* sink : sinks_) sink->OnDrainEnd();
   passes_.fetch_add(1, std::memory_order_relaxed);
@@ -263,7 +274,23 @@ void Collector::Unsubscribe(const std::shared_ptr<Subscription>& sub) {
   if (!sub) return;
   sub->Close();
   std::lock_guard<std::mutex> lock(subs_mu_);
-  std::erase(subs_, sub);
+  if (std::erase(subs_, sub) > 0) RetireLocked(*sub);
+}
+
+void Collector::RetireLocked(const Subscription& sub) {
+  const std::vector<std::uint64_t> lost = sub.LostByTask();
+  if (retired_lost_.size() < lost.size()) retired_lost_.resize(lost.size(), 0);
+  for (std::size_t t = 0; t < lost.size(); ++t) retired_lost_[t] += lost[t];
+}
+
+std::uint64_t Collector::SubscriberLoss(TaskId task) const {
+  std::lock_guard<std::mutex> lock(subs_mu_);
+  std::uint64_t lost = task < retired_lost_.size() ? retired_lost_[task] : 0;
+  for (const std::shared_ptr<Subscription>& sub : subs_) {
+    const std::vector<std::uint64_t> by_task = sub->LostByTask();
+    if (task < by_task.size()) lost += by_task[task];
+  }
+  return lost;
 }
 
 CollectorStats Collector::stats() const {

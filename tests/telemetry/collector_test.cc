@@ -122,6 +122,25 @@ TEST_F(CollectorTest, SlowSubscriberLosesItsOldestSamplesWithoutAffectingOthers)
   EXPECT_EQ(batches[0].first_seq, 1000u);
 }
 
+TEST_F(CollectorTest, SubscriberLossCountsEverySubscriptionPerTaskClosedOnesIncluded) {
+  Collector collector(hub_);
+  auto a = collector.Subscribe({.capacity = 100});
+  auto b = collector.Subscribe({.tasks = {1}, .capacity = 50});
+  Produce(0, 0, 300);  // a loses 200 of task 0
+  Produce(1, 0, 80);   // a drops its 80 oldest (of task 0) for them; b loses 30
+  collector.DrainOnce();
+  EXPECT_EQ(collector.SubscriberLoss(0), 200u + 80u);
+  EXPECT_EQ(collector.SubscriberLoss(1), 30u);
+  EXPECT_EQ(a->LostByTask().at(0), 280u);
+  collector.Unsubscribe(a);
+  b->Close();
+  collector.DrainOnce();  // prunes b
+  EXPECT_EQ(collector.stats().subscriptions, 0u);
+  EXPECT_EQ(collector.SubscriberLoss(0), 280u);
+  EXPECT_EQ(collector.SubscriberLoss(1), 30u);
+  EXPECT_EQ(collector.SubscriberLoss(7), 0u);
+}
+
 std::vector<Sample> Seqs(TaskId task, std::uint64_t from, std::uint64_t to) {
   std::vector<Sample> v;
   for (std::uint64_t i = from; i < to; ++i) v.push_back(MakeSample(MakeCycle(task, i, 1, 1)));

@@ -87,6 +87,8 @@ class Subscription {
   // True when `task` passes this subscription's filter.
   bool Wants(TaskId task) const noexcept;
   SubscriptionStats stats() const;
+  // Samples of each task (by id) this subscription has lost so far, reported or not.
+  std::vector<std::uint64_t> LostByTask() const;
 
   // Used by the collector: appends samples of one task, dropping the oldest beyond capacity.
   void Offer(TaskId task, std::span<const Sample> samples);
@@ -102,6 +104,7 @@ class Subscription {
   std::size_t head_ = 0;      // index of the oldest queued sample
   std::size_t size_ = 0;
   std::vector<std::uint64_t> pending_lost_;  // per task id, guarded by mu_
+  std::vector<std::uint64_t> lost_by_task_;  // per task id, never reset, guarded by mu_
   std::uint64_t offered_ = 0;
   std::uint64_t received_ = 0;
   std::uint64_t lost_ = 0;
@@ -148,8 +151,12 @@ class Collector {
   void Unsubscribe(const std::shared_ptr<Subscription>& sub);
 
   CollectorStats stats() const;
+  // Samples of `task` that subscriptions lost (dropped oldest from their queues) since the
+  // collector was created, over every subscription, closed ones included. Any non-RT thread.
+  std::uint64_t SubscriberLoss(TaskId task) const;
 
  private:
+  void RetireLocked(const Subscription& sub);  // adds a removed subscription's loss (subs_mu_)
   void Run();
   std::size_t DrainPass();
 
@@ -159,6 +166,7 @@ class Collector {
   std::vector<Sample> buffer_;
   mutable std::mutex subs_mu_;
   std::vector<std::shared_ptr<Subscription>> subs_;  // guarded by subs_mu_
+  std::vector<std::uint64_t> retired_lost_;          // per task id, guarded by subs_mu_
   std::mutex drain_mu_;                              // one drain pass at a time
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
