@@ -150,10 +150,7 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_bucket
   TaskTelemetrySnapshot s;
   s.id = id;
   s.name = t->config().name;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    s.stats = stats_source_ ? stats_source_(id) : t->OwnStats();
-  }
+  s.stats = Stats(id);
   s.latency = t->latency().Summary();
   s.execution = t->execution().Summary();
   // Downstream first, upstream last: while the task runs, later counters can only be ahead.
@@ -167,6 +164,13 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_bucket
     t->execution().ExportBuckets(&s.execution_buckets);
   }
   return s;
+}
+
+TaskStatsSnapshot TelemetryHub::Stats(TaskId id) const {
+  const TaskTelemetry* t = task(id);
+  if (t == nullptr) return {};
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_source_ ? stats_source_(id) : t->OwnStats();
 }
 
 std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll(bool with_buckets) const {

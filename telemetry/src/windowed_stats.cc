@@ -22,9 +22,11 @@ struct CumulativeEntry {
   std::uint32_t index;
   std::uint64_t count;
 };
-struct Reading {
+struct CumulativeReading {
   bool taken = false;
   std::vector<CumulativeEntry> buckets;
+  std::int64_t negative_min = 0;  // lower edge of the negatives' bucket (the all-time min)
+  std::int64_t sum_ns = 0;
   std::uint64_t negatives = 0;
   std::int64_t negative_sum = 0;
   std::uint64_t overflow = 0;
@@ -45,20 +47,22 @@ struct Delta {
   std::int64_t max_ns = 0;  // meaningful when count > 0 (see the header's "Accuracy")
 };
 
-Reading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* scratch) {
-  Reading r;
+CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* scratch) {
+  CumulativeReading r;
   r.taken = true;
   // The max first: a value whose bucket the scan below misses can then not be claimed as this
   // tick's exact max (it is the next tick's).
   const bool any = h.count() > 0;
   r.max_ns = any ? h.max_ns() : kI64Min;
   r.negative_sum = h.negative_sum_ns();
+  r.sum_ns = h.sum_ns();
   scratch->clear();
   h.ExportBuckets(scratch);
   r.buckets.reserve(scratch->size());
   for (const HistogramBucket& b : *scratch) {
     if (b.lower_ns < 0) {
       r.negatives = b.count;
+      r.negative_min = b.lower_ns;
     } else if (b.lower_ns >= LatencyHistogram::kMaxTrackable) {
       r.overflow = b.count;
     } else {
@@ -70,7 +74,7 @@ Reading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* scratch) {
 }
 
 // now - prev, bucket by bucket (both ascending by index; counts never shrink).
-Delta Subtract(const Reading& now, const Reading& prev) {
+Delta Subtract(const CumulativeReading& now, const CumulativeReading& prev) {
   Delta d;
   std::size_t j = 0;
   for (const CumulativeEntry& e : now.buckets) {
@@ -109,7 +113,7 @@ Delta Subtract(const Reading& now, const Reading& prev) {
 
 // One histogram's state: the last reading and the window's ticks (newest last).
 struct Series {
-  Reading prev;
+  CumulativeReading prev;
   std::deque<Delta> ticks;
 };
 
@@ -117,6 +121,9 @@ struct WindowedStats::TaskState {
   mutable std::mutex mu;  // guards everything below against readers; Tick() is the only writer
   Series latency;
   Series execution;
+  WindowSummary latency_total;  // of latency.prev
+  WindowSummary execution_total;
+  std::int64_t reading_unix_ms = 0;
   std::deque<Clock::duration> spans;  // of the window's ticks, newest last
   Clock::time_point last_reading{};
   std::deque<SecondStats> history;
@@ -125,11 +132,47 @@ struct WindowedStats::TaskState {
 
 namespace {
 
+// The statistics of values made of `negatives` (summing to `negative_sum`), the layout buckets
+// that `for_each_bucket(visit)` visits in ascending order as visit(index, count), and `overflow`
+// values; `max` is their max (exact or the documented bound).
+template <typename ForEachBucket>
+WindowSummary Rank(std::uint64_t negatives, std::int64_t negative_sum, std::uint64_t overflow,
+                   std::int64_t max, ForEachBucket for_each_bucket) {
+  WindowSummary s;
+  std::uint64_t total = negatives + overflow;
+  for_each_bucket([&](std::size_t, std::uint64_t c) { total += c; });
+  if (total == 0) return s;
+  s.valid = true;
+  s.count = total;
+  s.max_ns = max;
+  constexpr std::array<double, 3> kPercentiles = {99.0, 99.9, 99.99};
+  const std::array<std::int64_t*, 3> out = {&s.p99_ns, &s.p99_9_ns, &s.p99_99_ns};
+  std::size_t next = 0;
+  std::uint64_t want = NearestRank(kPercentiles[0], total);
+  auto fill = [&](std::int64_t v, std::uint64_t cumulative) {
+    while (next < out.size() && want <= cumulative) {
+      *out[next++] = std::min(v, max);
+      if (next < out.size()) want = NearestRank(kPercentiles[next], total);
+    }
+  };
+  std::uint64_t cumulative = negatives;
+  if (negatives > 0) {
+    fill(std::min<std::int64_t>(negative_sum / static_cast<std::int64_t>(negatives), -1),
+         cumulative);
+  }
+  for_each_bucket([&](std::size_t i, std::uint64_t c) {
+    cumulative += c;
+    const std::int64_t lower = LatencyHistogram::BucketLower(i);
+    fill(lower + (LatencyHistogram::BucketUpper(i) - lower) / 2, cumulative);
+  });
+  fill(max, total);  // ranks among the overflow values
+  return s;
+}
+
 // Summarises `deltas` (one or several ticks) with `scratch` (dense, kBucketCount, all zero on
 // entry and exit) and `touched` (its set indices).
 WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::uint64_t>* scratch,
                         std::vector<std::uint32_t>* touched) {
-  WindowSummary s;
   std::uint64_t negatives = 0;
   std::int64_t negative_sum = 0;
   std::uint64_t overflow = 0;
@@ -148,36 +191,33 @@ WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::u
     }
   }
   std::sort(touched->begin(), touched->end());
-  std::uint64_t total = negatives + overflow;
-  for (const std::uint32_t i : *touched) total += (*scratch)[i];
-  if (total > 0) {
-    s.valid = true;
-    s.count = total;
-    s.max_ns = max;
-    constexpr std::array<double, 3> kPercentiles = {99.0, 99.9, 99.99};
-    std::array<std::int64_t*, 3> out = {&s.p99_ns, &s.p99_9_ns, &s.p99_99_ns};
-    std::size_t next = 0;
-    std::uint64_t want = NearestRank(kPercentiles[0], total);
-    auto fill = [&](std::int64_t v, std::uint64_t cumulative) {
-      while (next < out.size() && want <= cumulative) {
-        *out[next++] = std::min(v, max);
-        if (next < out.size()) want = NearestRank(kPercentiles[next], total);
-      }
-    };
-    std::uint64_t cumulative = negatives;
-    if (negatives > 0) {
-      const std::int64_t mean = negative_sum / static_cast<std::int64_t>(negatives);
-      fill(std::min<std::int64_t>(mean, -1), cumulative);
-    }
-    for (const std::uint32_t i : *touched) {
-      cumulative += (*scratch)[i];
-      const std::int64_t lower = LatencyHistogram::BucketLower(i);
-      fill(lower + (LatencyHistogram::BucketUpper(i) - lower) / 2, cumulative);
-    }
-    fill(max, total);  // ranks among the overflow values
-  }
+  const WindowSummary s = Rank(negatives, negative_sum, overflow, max, [&](auto visit) {
+    for (const std::uint32_t i : *touched) visit(i, (*scratch)[i]);
+  });
   for (const std::uint32_t i : *touched) (*scratch)[i] = 0;
   return s;
+}
+
+// The since-start statistics of a cumulative reading (already sorted: no scratch needed).
+WindowSummary SummarizeReading(const CumulativeReading& r) {
+  return Rank(r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
+    for (const CumulativeEntry& e : r.buckets) visit(e.index, e.count);
+  });
+}
+
+std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
+  std::vector<HistogramBucket> out;
+  out.reserve(r.buckets.size() + 2);
+  if (r.negatives > 0) out.push_back({r.negative_min, 0, r.negatives});
+  for (const CumulativeEntry& e : r.buckets) {
+    out.push_back(
+        {LatencyHistogram::BucketLower(e.index), LatencyHistogram::BucketUpper(e.index), e.count});
+  }
+  if (r.overflow > 0) {
+    out.push_back({LatencyHistogram::kMaxTrackable,
+                   r.max_ns == INT64_MAX ? INT64_MAX : r.max_ns + 1, r.overflow});
+  }
+  return out;
 }
 
 WindowSummary SummarizeOne(const Delta& d, std::vector<std::uint64_t>* scratch,
@@ -288,21 +328,27 @@ void WindowedStats::Tick() {
     }
     // Read and subtract without the state's lock: only this thread writes the series.
     const Clock::time_point now = Clock::now();
-    Reading latency = Read(t->latency(), &buckets);
-    Reading execution = Read(t->execution(), &buckets);
+    CumulativeReading latency = Read(t->latency(), &buckets);
+    CumulativeReading execution = Read(t->execution(), &buckets);
+    const WindowSummary latency_total = SummarizeReading(latency);
+    const WindowSummary execution_total = SummarizeReading(execution);
+    const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
     if (!state->latency.prev.taken) {
       std::lock_guard<std::mutex> lock(state->mu);
       state->latency.prev = std::move(latency);
       state->execution.prev = std::move(execution);
+      state->latency_total = latency_total;
+      state->execution_total = execution_total;
+      state->reading_unix_ms = unix_ms;
       state->last_reading = now;
       continue;
     }
     Delta dl = Subtract(latency, state->latency.prev);
     Delta de = Subtract(execution, state->execution.prev);
     SecondStats second;
-    second.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+    second.unix_ms = unix_ms;
     const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
     const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
     second.latency_count = sl.count;
@@ -315,6 +361,9 @@ void WindowedStats::Tick() {
     std::lock_guard<std::mutex> lock(state->mu);
     state->latency.prev = std::move(latency);
     state->execution.prev = std::move(execution);
+    state->latency_total = latency_total;
+    state->execution_total = execution_total;
+    state->reading_unix_ms = unix_ms;
     state->latency.ticks.push_back(std::move(dl));
     state->execution.ticks.push_back(std::move(de));
     state->spans.push_back(now - state->last_reading);
@@ -344,6 +393,26 @@ TaskWindow WindowedStats::Window(TaskId id) const {
   }
   std::lock_guard<std::mutex> lock(state->mu);
   return state->window;
+}
+
+TaskReading WindowedStats::Reading(TaskId id, bool with_buckets) const {
+  TaskReading r;
+  r.id = id;
+  const TaskState* state = StateFor(id);
+  if (state == nullptr) return r;
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (!state->latency.prev.taken) return r;
+  r.valid = true;
+  r.unix_ms = state->reading_unix_ms;
+  r.latency.total = state->latency_total;
+  r.latency.sum_ns = state->latency.prev.sum_ns;
+  r.execution.total = state->execution_total;
+  r.execution.sum_ns = state->execution.prev.sum_ns;
+  if (with_buckets) {
+    r.latency.buckets = ExportReading(state->latency.prev);
+    r.execution.buckets = ExportReading(state->execution.prev);
+  }
+  return r;
 }
 
 std::vector<SecondStats> WindowedStats::History(TaskId id, std::size_t max_seconds) const {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "rtloop/telemetry/client.h"
+#include "scratch_dir.h"
 #include "telemetry_rig.h"
 
 extern char** environ;
@@ -36,30 +37,10 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::Rig;
 using testing::RigConfig;
+using testing::ScratchDir;
 
 constexpr char kChildStreamEnv[] = "RTLOOP_IT_CHILD_STREAM";
 constexpr char kChildVerifyEnv[] = "RTLOOP_IT_CHILD_VERIFY";  // "ADDR CYCLES"
-
-// A fresh folder under the system's temp directory, removed with everything in it when the test
-// ends (an ASSERT included).
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() /
-              ("rtloop_it_" + name + "_" + std::to_string(getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::filesystem::path operator/(const char* name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t cycles) {
   RigConfig rc;

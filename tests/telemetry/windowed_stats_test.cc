@@ -189,6 +189,38 @@ TEST_F(WindowedStatsTest, TaskAddedLaterIsPickedUpAndUnknownTasksAreEmpty) {
   EXPECT_TRUE(w.History(9).empty());
 }
 
+TEST_F(WindowedStatsTest, ReadingHoldsTheSinceStartHistogramOfTheLastTick) {
+  WindowedStats w(hub_);
+  EXPECT_FALSE(w.Reading(0).valid);
+  for (int i = 0; i < 1000; ++i) Record(1000 + i, 50);
+  Record(-20, 50);
+  w.Tick();  // the baseline reading is a reading too
+  TaskReading r = w.Reading(0, /*with_buckets=*/true);
+  ASSERT_TRUE(r.valid);
+  EXPECT_GT(r.unix_ms, 0);
+  const HistogramSummary want = hub_.task(0)->latency().Summary();
+  EXPECT_EQ(r.latency.total.count, want.count);
+  EXPECT_EQ(r.latency.total.max_ns, want.max_ns);
+  EXPECT_EQ(r.latency.total.p99_ns, want.percentiles_ns[2]);
+  EXPECT_EQ(r.latency.total.p99_9_ns, want.percentiles_ns[3]);
+  EXPECT_EQ(r.latency.sum_ns, want.sum_ns);
+  std::vector<HistogramBucket> buckets;
+  hub_.task(0)->latency().ExportBuckets(&buckets);
+  ASSERT_EQ(r.latency.buckets.size(), buckets.size());
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_EQ(r.latency.buckets[i].lower_ns, buckets[i].lower_ns);
+    EXPECT_EQ(r.latency.buckets[i].upper_ns, buckets[i].upper_ns);
+    EXPECT_EQ(r.latency.buckets[i].count, buckets[i].count);
+  }
+  EXPECT_EQ(r.execution.total.max_ns, 50);
+  EXPECT_TRUE(w.Reading(0).latency.buckets.empty());
+  Record(5000);  // not in the reading until the next tick
+  EXPECT_EQ(w.Reading(0).latency.total.count, 1001u);
+  w.Tick();
+  EXPECT_EQ(w.Reading(0).latency.total.count, 1002u);
+  EXPECT_EQ(w.Reading(0).latency.total.max_ns, 5000);
+}
+
 TEST(WindowedStatsConfigTest, ValidateNamesTheFieldOutOfRange) {
   using C = WindowedStatsConfig;
   EXPECT_TRUE(WindowedStats::Validate(C{}).ok());

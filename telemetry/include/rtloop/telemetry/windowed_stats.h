@@ -44,6 +44,7 @@
 
 #include "rtloop/framework/cycle_observer.h"
 #include "rtloop/framework/status.h"
+#include "rtloop/telemetry/latency_histogram.h"
 
 namespace rtloop::telemetry {
 
@@ -88,6 +89,23 @@ struct SecondStats {
   std::int64_t execution_p99_ns = 0;
 };
 
+// A task's cumulative histogram as of its last reading (since the task started).
+struct HistogramReading {
+  WindowSummary total;  // count, the exact all-time max, p99 ... (nearest rank, bucket midpoints)
+  std::int64_t sum_ns = 0;
+  // Non-empty buckets, ascending, as LatencyHistogram::ExportBuckets gives them (negatives as one
+  // bucket [min, 0) first, overflow as [kMaxTrackable, max + 1) last); only when asked for.
+  std::vector<HistogramBucket> buckets;
+};
+
+struct TaskReading {
+  TaskId id = 0;
+  bool valid = false;        // read at least once
+  std::int64_t unix_ms = 0;  // wall-clock time of the reading
+  HistogramReading latency;
+  HistogramReading execution;
+};
+
 class WindowedStats {
  public:
   // `hub` must outlive this. Tasks added to the hub later are picked up at the next tick. The
@@ -113,6 +131,9 @@ class WindowedStats {
   const WindowedStatsConfig& config() const noexcept { return config_; }
   // The window of task `id`; an empty TaskWindow (id set) for a task not seen yet. Any thread.
   TaskWindow Window(TaskId id) const;
+  // The last reading of task `id` (invalid for a task not read yet); `with_buckets` copies the
+  // non-empty buckets too. Any thread.
+  TaskReading Reading(TaskId id, bool with_buckets = false) const;
   // Up to `max_seconds` (0: all kept) most recent ticks of task `id`, oldest first. Any thread.
   std::vector<SecondStats> History(TaskId id, std::size_t max_seconds = 0) const;
   // Ticks so far.
