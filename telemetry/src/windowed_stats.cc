@@ -44,6 +44,7 @@ struct Delta {
   std::int64_t negative_sum = 0;
   std::uint64_t overflow = 0;
   std::uint64_t count = 0;  // negatives + buckets + overflow
+  std::int64_t sum_ns = 0;  // of every value of the tick
   std::int64_t max_ns = 0;  // meaningful when count > 0 (see the header's "Accuracy")
 };
 
@@ -92,6 +93,8 @@ Delta Subtract(const CumulativeReading& now, const CumulativeReading& prev) {
                                              static_cast<std::uint64_t>(prev.negative_sum));
   d.overflow = now.overflow > prev.overflow ? now.overflow - prev.overflow : 0;
   d.count += d.negatives + d.overflow;
+  d.sum_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.sum_ns) -
+                                       static_cast<std::uint64_t>(prev.sum_ns));
   if (d.count == 0) return d;
   if (d.overflow > 0) {
     d.max_ns = now.max_ns;  // beyond the buckets: only the exact all-time max is known
@@ -177,12 +180,14 @@ WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::u
   std::int64_t negative_sum = 0;
   std::uint64_t overflow = 0;
   std::int64_t max = kI64Min;
+  std::int64_t sum = 0;
   touched->clear();
   for (const Delta* d : deltas) {
     if (d->count == 0) continue;
     negatives += d->negatives;
     negative_sum += d->negative_sum;
     overflow += d->overflow;
+    sum += d->sum_ns;
     max = std::max(max, d->max_ns);
     for (const DeltaEntry& e : d->buckets) {
       std::uint64_t& c = (*scratch)[e.index];
@@ -191,18 +196,21 @@ WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::u
     }
   }
   std::sort(touched->begin(), touched->end());
-  const WindowSummary s = Rank(negatives, negative_sum, overflow, max, [&](auto visit) {
+  WindowSummary s = Rank(negatives, negative_sum, overflow, max, [&](auto visit) {
     for (const std::uint32_t i : *touched) visit(i, (*scratch)[i]);
   });
+  if (s.valid) s.sum_ns = sum;
   for (const std::uint32_t i : *touched) (*scratch)[i] = 0;
   return s;
 }
 
 // The since-start statistics of a cumulative reading (already sorted: no scratch needed).
 WindowSummary SummarizeReading(const CumulativeReading& r) {
-  return Rank(r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
+  WindowSummary s = Rank(r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
     for (const CumulativeEntry& e : r.buckets) visit(e.index, e.count);
   });
+  if (s.valid) s.sum_ns = r.sum_ns;
+  return s;
 }
 
 std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
@@ -405,9 +413,7 @@ TaskReading WindowedStats::Reading(TaskId id, bool with_buckets) const {
   r.valid = true;
   r.unix_ms = state->reading_unix_ms;
   r.latency.total = state->latency_total;
-  r.latency.sum_ns = state->latency.prev.sum_ns;
   r.execution.total = state->execution_total;
-  r.execution.sum_ns = state->execution.prev.sum_ns;
   if (with_buckets) {
     r.latency.buckets = ExportReading(state->latency.prev);
     r.execution.buckets = ExportReading(state->execution.prev);

@@ -133,9 +133,9 @@ TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {
                            "rtloop_task_wakeup_latency_seconds_bucket",
                            "rtloop_task_execution_time_seconds_count",
                            "rtloop_task_wakeup_latency_max_seconds",
-                           "rtloop_task_wakeup_latency_quantile_seconds",
+                           "rtloop_task_wakeup_latency_window_seconds",
                            "rtloop_task_execution_time_max_seconds",
-                           "rtloop_task_execution_time_quantile_seconds",
+                           "rtloop_task_execution_time_window_seconds",
                            "rtloop_process_memory_locked_bytes",
                            "rtloop_process_resident_memory_bytes",
                            "rtloop_process_cpu_seconds_total",
@@ -163,7 +163,7 @@ TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {
                                      ",cpu=\"any\",policy=\"other\",priority=\"0\",window=\"all\"");
     EXPECT_DOUBLE_EQ(max, static_cast<double>(snap->latency.max_ns) * 1e-9);
     const double p99 = Sample(
-        m, "rtloop_task_wakeup_latency_quantile_seconds" + labels +
+        m, "rtloop_task_wakeup_latency_window_seconds" + labels +
                ",cpu=\"any\",policy=\"other\",priority=\"0\",window=\"all\",quantile=\"0.99\"");
     EXPECT_NEAR(p99, static_cast<double>(snap->latency.percentiles_ns[2]) * 1e-9,
                 static_cast<double>(snap->latency.percentiles_ns[2]) * 1e-9 / 1024 + 1e-9);
@@ -184,7 +184,7 @@ TEST_F(HttpServerTest, TaskWithoutDataHasNoPercentileOrMaxSeries) {
   const std::string m = Metrics();
   EXPECT_EQ(Sample(m, "rtloop_task_cycles_total{task=\"task0\""), 0.0);
   EXPECT_EQ(m.find("rtloop_task_wakeup_latency_max_seconds{"), std::string::npos);
-  EXPECT_EQ(m.find("rtloop_task_wakeup_latency_quantile_seconds{"), std::string::npos);
+  EXPECT_EQ(m.find("rtloop_task_wakeup_latency_window_seconds{"), std::string::npos);
   const HttpReply j = HttpGet(http_->port(), "/api/v1/tasks");
   ASSERT_EQ(j.status, 200);
   EXPECT_NE(j.body.find("\"has_data\":false"), std::string::npos);

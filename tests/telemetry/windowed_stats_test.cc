@@ -72,6 +72,7 @@ TEST_F(WindowedStatsTest, EachTickHoldsExactlyTheValuesRecordedSinceThePreviousO
   const TaskWindow tw = w.Window(0);
   EXPECT_TRUE(tw.latency.valid);
   EXPECT_EQ(tw.latency.count, 107u);  // the 50 before the baseline are not in it
+  EXPECT_EQ(tw.latency.sum_ns, (1000 + 1099) * 50 + 7 * 1500);
   EXPECT_EQ(tw.latency.max_ns, 1500);
 }
 
@@ -203,7 +204,7 @@ TEST_F(WindowedStatsTest, ReadingHoldsTheSinceStartHistogramOfTheLastTick) {
   EXPECT_EQ(r.latency.total.max_ns, want.max_ns);
   EXPECT_EQ(r.latency.total.p99_ns, want.percentiles_ns[2]);
   EXPECT_EQ(r.latency.total.p99_9_ns, want.percentiles_ns[3]);
-  EXPECT_EQ(r.latency.sum_ns, want.sum_ns);
+  EXPECT_EQ(r.latency.total.sum_ns, want.sum_ns);
   std::vector<HistogramBucket> buckets;
   hub_.task(0)->latency().ExportBuckets(&buckets);
   ASSERT_EQ(r.latency.buckets.size(), buckets.size());

@@ -56,7 +56,7 @@ void AddHistogram(MetricFamily* f, const Labels& labels, const HistogramReading&
   ClientMetric& m = Add(f, labels);
   const auto cumulative = CumulativeCounts(r.buckets);
   m.histogram.sample_count = cumulative.back();
-  m.histogram.sample_sum = Seconds(r.sum_ns);
+  m.histogram.sample_sum = Seconds(r.total.sum_ns);
   m.histogram.bucket.reserve(cumulative.size());
   for (std::size_t i = 0; i < kHistogramBoundsSeconds.size(); ++i) {
     m.histogram.bucket.push_back({cumulative[i], kHistogramBoundsSeconds[i]});
@@ -64,15 +64,18 @@ void AddHistogram(MetricFamily* f, const Labels& labels, const HistogramReading&
   m.histogram.bucket.push_back({cumulative.back(), std::numeric_limits<double>::infinity()});
 }
 
-// max and quantile gauges of one span; nothing when it holds no value ("no data", never 0).
-void AddSpan(MetricFamily* max, MetricFamily* quantile, const Labels& labels, const char* window,
+// The max gauge and the summary (p99/p99.9/p99.99, count, sum) of one span; nothing when it
+// holds no value ("no data", never 0).
+void AddSpan(MetricFamily* max, MetricFamily* summary, const Labels& labels, const char* window,
              const WindowSummary& s) {
   if (!s.valid) return;
   const Labels w = With(labels, "window", window);
   AddGauge(max, w, Seconds(s.max_ns));
-  AddGauge(quantile, With(w, "quantile", "0.99"), Seconds(s.p99_ns));
-  AddGauge(quantile, With(w, "quantile", "0.999"), Seconds(s.p99_9_ns));
-  AddGauge(quantile, With(w, "quantile", "0.9999"), Seconds(s.p99_99_ns));
+  ClientMetric& m = Add(summary, w);
+  m.summary.sample_count = s.count;
+  m.summary.sample_sum = Seconds(s.sum_ns);
+  m.summary.quantile = {
+      {0.99, Seconds(s.p99_ns)}, {0.999, Seconds(s.p99_9_ns)}, {0.9999, Seconds(s.p99_99_ns)}};
 }
 
 }  // namespace
@@ -130,13 +133,15 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
                                     "since start, exact)",
                                     MetricType::Gauge);
   MetricFamily latency_q =
-      Family("rtloop_task_wakeup_latency_quantile_seconds",
-             "Wake-up latency percentiles (nearest rank) in the window", MetricType::Gauge);
+      Family("rtloop_task_wakeup_latency_window_seconds",
+             "Wake-up latency percentiles (nearest rank), count and sum in the window",
+             MetricType::Summary);
   MetricFamily execution_max = Family("rtloop_task_execution_time_max_seconds",
                                       "Largest execution time in the window", MetricType::Gauge);
   MetricFamily execution_q =
-      Family("rtloop_task_execution_time_quantile_seconds",
-             "Execution time percentiles (nearest rank) in the window", MetricType::Gauge);
+      Family("rtloop_task_execution_time_window_seconds",
+             "Execution time percentiles (nearest rank), count and sum in the window",
+             MetricType::Summary);
 
   std::vector<int> rt_tids;
   for (const TaskView& t : tasks) {

@@ -64,6 +64,7 @@ struct WindowedStatsConfig {
 struct WindowSummary {
   bool valid = false;       // count > 0
   std::uint64_t count = 0;  // values recorded in the span
+  std::int64_t sum_ns = 0;  // their sum, exact
   std::int64_t max_ns = 0;  // see "Accuracy" above
   std::int64_t p99_ns = 0;  // nearest-rank percentiles, HDR bucket midpoints
   std::int64_t p99_9_ns = 0;
@@ -91,8 +92,7 @@ struct SecondStats {
 
 // A task's cumulative histogram as of its last reading (since the task started).
 struct HistogramReading {
-  WindowSummary total;  // count, the exact all-time max, p99 ... (nearest rank, bucket midpoints)
-  std::int64_t sum_ns = 0;
+  WindowSummary total;  // count, sum, the exact all-time max, p99 ... (nearest rank, midpoints)
   // Non-empty buckets, ascending, as LatencyHistogram::ExportBuckets gives them (negatives as one
   // bucket [min, 0) first, overflow as [kMaxTrackable, max + 1) last); only when asked for.
   std::vector<HistogramBucket> buckets;

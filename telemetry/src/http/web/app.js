@@ -63,6 +63,9 @@
     timeDiv.className = 'chart';
     charts.append(histDiv, timeDiv);
     card.appendChild(charts);
+    const legend = document.createElement('div');
+    legend.className = 'legend';
+    card.appendChild(legend);
     const caption = document.createElement('div');
     caption.className = 'caption';
     caption.textContent = 'left: wake-up latency histogram since start (log-log); ' +
@@ -74,8 +77,9 @@
       axes: {x: {logscale: true}}, xlabel: 'latency (µs)', ylabel: 'cycles',
       colors: ['#3366cc'], legend: 'follow'});
     const time = new Dygraph(timeDiv, [[new Date(), null, null]], {
-      labels: ['time', 'max (µs)', 'p99 (µs)'], colors: ['#d62728', '#1f77b4'],
-      ylabel: 'µs', legend: 'follow', connectSeparatedPoints: false});
+      labels: ['time', 'max per second (µs)', 'p99 per second (µs)'],
+      colors: ['#d62728', '#1f77b4'], ylabel: 'wake-up latency (µs)', legend: 'always',
+      labelsDiv: legend, strokeWidth: 1.5});
     const entry = {row: tr, hist, time, history: [], last: 0};
     tasks.set(t.id, entry);
     return entry;
@@ -93,7 +97,7 @@
     for (const [v, f] of [[l.last, 'latency.last'], [l.min, 'latency.min'], [l.avg, 'latency.avg'],
                           [l.max, 'latency.max'], [l.p99, 'latency.p99'],
                           [l.p99_99, 'latency.p99_99'], [x.last, 'execution.last'],
-                          [x.avg, 'execution.avg'], [x.max, 'execution.max'],
+                          [x.min, 'execution.min'], [x.avg, 'execution.avg'], [x.max, 'execution.max'],
                           [x.p99, 'execution.p99'], [j.min, 'jitter.min'],
                           [j.max, 'jitter.max']]) {
       const td = cell(tr, fmt(v), v === null ? 'nodata' : '');
@@ -103,6 +107,8 @@
     cell(tr, String(t.overruns), t.overruns > 0 ? 'bad' : '').dataset.field = 'overruns';
     cell(tr, String(t.missed), t.missed > 0 ? 'bad' : '').dataset.field = 'missed';
     cell(tr, String(t.ring_dropped), t.ring_dropped > 0 ? 'bad' : '').dataset.field = 'dropped';
+    const lost = t.subscriber_lost === null ? 'no data' : String(t.subscriber_lost);
+    cell(tr, lost, t.subscriber_lost > 0 ? 'bad' : '').dataset.field = 'lost';
   }
 
   function updateCharts(entry, t) {
