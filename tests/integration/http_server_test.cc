@@ -377,7 +377,7 @@ class HttpLoadTest : public ::testing::Test {
            (CountProcEntries("fd") > fds_before_ || CountProcEntries("task") > threads_before_)) {
       std::this_thread::sleep_for(milliseconds(20));
     }
-    EXPECT_LE(CountProcEntries("fd"), fds_before_);
+    EXPECT_LE(CountProcEntries("fd"), fds_before_) << testing::ListFds();
     EXPECT_LE(CountProcEntries("task"), threads_before_);
   }
   static void WaitFor(const std::function<bool()>& done, milliseconds limit) {

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <fstream>
 
 namespace rtloop::telemetry::testing {
 
@@ -98,6 +99,32 @@ inline int CountProcEntries(const char* dir) {
     closedir(d);
   }
   return n;
+}
+
+// "fd -> target" lines of /proc/self/fd, for a leak message.
+inline std::string ListFds() {
+  std::string out;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (const dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char target[256] = {};
+      const std::string link = std::string("/proc/self/fd/") + e->d_name;
+      const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+      out += std::string(e->d_name) + " -> " + (n > 0 ? target : "?");
+      // A socket: its line of /proc/net/tcp (local and remote address:port in hex, state).
+      const std::string t(target);
+      if (t.rfind("socket:[", 0) == 0) {
+        const std::string inode = t.substr(8, t.size() - 9);
+        std::ifstream tcp("/proc/net/tcp");
+        for (std::string line; std::getline(tcp, line);) {
+          if (line.find(" " + inode + " ") != std::string::npos) out += "  tcp: " + line;
+        }
+      }
+      out += "\n";
+    }
+    closedir(d);
+  }
+  return out;
 }
 
 }  // namespace rtloop::telemetry::testing

@@ -205,15 +205,22 @@ class HttpServer::Impl {
     if (ctx != nullptr) {
       // mg_stop() joins civetweb's threads; each open request ends within request_timeout. Its
       // master thread only sees the stop flag when its poll() returns, every 2 s
-      // (SOCKET_TIMEOUT_QUANTUM) when idle: connecting to the listening socket wakes it at once.
+      // (SOCKET_TIMEOUT_QUANTUM) when idle: a connection to the listening socket wakes it at once.
+      // The connection must come after mg_stop() set the flag (then the master no longer accepts
+      // it): civetweb 1.15 never closes a socket it accepted but did not hand to a worker before
+      // the flag was set. Hence the handshake and the pause before the first wake-up.
+      std::atomic<bool> entering{false};
       std::atomic<bool> stopped{false};
-      std::thread stopper([this, &stopped] {
+      std::thread stopper([this, &entering, &stopped] {
+        entering.store(true, std::memory_order_release);
         mg_stop(ctx);
         stopped.store(true, std::memory_order_release);
       });
+      while (!entering.load(std::memory_order_acquire)) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       while (!stopped.load(std::memory_order_acquire)) {
         WakeListener();
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       stopper.join();
       ctx = nullptr;
