@@ -25,7 +25,8 @@ struct CumulativeEntry {
 struct CumulativeReading {
   bool taken = false;
   std::vector<CumulativeEntry> buckets;
-  std::int64_t negative_min = 0;  // lower edge of the negatives' bucket (the all-time min)
+  std::vector<std::uint64_t> running;  // running[i]: sum of buckets[0..i].count (for Bin)
+  std::int64_t negative_min = 0;       // lower edge of the negatives' bucket (the all-time min)
   std::int64_t sum_ns = 0;
   std::uint64_t negatives = 0;
   std::int64_t negative_sum = 0;
@@ -60,6 +61,7 @@ CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* 
   scratch->clear();
   h.ExportBuckets(scratch);
   r.buckets.reserve(scratch->size());
+  r.running.reserve(scratch->size());
   for (const HistogramBucket& b : *scratch) {
     if (b.lower_ns < 0) {
       r.negatives = b.count;
@@ -69,6 +71,7 @@ CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* 
     } else {
       r.buckets.push_back(
           {static_cast<std::uint32_t>(LatencyHistogram::BucketIndex(b.lower_ns)), b.count});
+      r.running.push_back((r.running.empty() ? 0 : r.running.back()) + b.count);
     }
   }
   return r;
@@ -226,6 +229,30 @@ std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
                    r.max_ns == INT64_MAX ? INT64_MAX : r.max_ns + 1, r.overflow});
   }
   return out;
+}
+
+// The reading's buckets summed into the bins of `bounds` (see HistogramReading::bins; bounds
+// ascending and >= 0). The buckets whose every value is <= b are exactly those below the bucket
+// holding b + 1, so each bound costs one binary search over the running sums.
+std::vector<std::uint64_t> Bin(const CumulativeReading& r, std::span<const std::int64_t> bounds) {
+  std::vector<std::uint64_t> bins;
+  bins.reserve(bounds.size() + 1);
+  std::uint64_t before = 0;  // values counted in earlier bins
+  for (const std::int64_t bound : bounds) {
+    const std::size_t first_above = bound + 1 >= LatencyHistogram::kMaxTrackable
+                                        ? LatencyHistogram::kBucketCount
+                                        : LatencyHistogram::BucketIndex(bound + 1);
+    const auto it = std::lower_bound(
+        r.buckets.begin(), r.buckets.end(), first_above,
+        [](const CumulativeEntry& e, std::size_t index) { return e.index < index; });
+    const auto n = static_cast<std::size_t>(it - r.buckets.begin());
+    const std::uint64_t at_or_below = r.negatives + (n == 0 ? 0 : r.running[n - 1]);
+    bins.push_back(at_or_below - before);
+    before = at_or_below;
+  }
+  const std::uint64_t total = r.negatives + (r.running.empty() ? 0 : r.running.back()) + r.overflow;
+  bins.push_back(total - before);  // the rest, overflow (>= 2^37 ns) included
+  return bins;
 }
 
 WindowSummary SummarizeOne(const Delta& d, std::vector<std::uint64_t>* scratch,
@@ -403,7 +430,8 @@ TaskWindow WindowedStats::Window(TaskId id) const {
   return state->window;
 }
 
-TaskReading WindowedStats::Reading(TaskId id, bool with_buckets) const {
+TaskReading WindowedStats::Reading(TaskId id, bool with_buckets,
+                                   std::span<const std::int64_t> bin_bounds_ns) const {
   TaskReading r;
   r.id = id;
   const TaskState* state = StateFor(id);
@@ -417,6 +445,10 @@ TaskReading WindowedStats::Reading(TaskId id, bool with_buckets) const {
   if (with_buckets) {
     r.latency.buckets = ExportReading(state->latency.prev);
     r.execution.buckets = ExportReading(state->execution.prev);
+  }
+  if (!bin_bounds_ns.empty()) {
+    r.latency.bins = Bin(state->latency.prev, bin_bounds_ns);
+    r.execution.bins = Bin(state->execution.prev, bin_bounds_ns);
   }
   return r;
 }

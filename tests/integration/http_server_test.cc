@@ -17,8 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "http_test_util.h"
 #include "metrics.h"
+#include "rtloop/framework/executor.h"
+#include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/windowed_stats.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
@@ -93,24 +96,36 @@ class HttpServerTest : public ::testing::Test {
 };
 
 TEST(HttpMetricsTest, HdrBucketsCountTowardsTheFirstBoundaryThatHoldsAllTheirValues) {
-  using internal::CumulativeCounts;
   using internal::kHistogramBoundsNs;
-  const std::vector<HistogramBucket> buckets = {
-      {-50, 0, 3},       // early wake-ups: <= every boundary
-      {1000, 1001, 5},   // exact region: le=1us
-      {1001, 1002, 7},   // > 1 us: le=2us
-      {4996, 5000, 11},  // all <= 5000: le=5us
-      {5000, 5004, 13},  // straddles 5 us: counted at le=10us
-      {LatencyHistogram::kMaxTrackable, LatencyHistogram::kMaxTrackable + 9, 2},  // overflow
+  TelemetryHub hub;
+  ASSERT_TRUE(hub.AddTask(0, TaskConfig{}).ok());
+  hub.OnRtThreadStart(0);
+  WindowedStats windows(hub);
+  std::uint64_t seq = 0;
+  auto record = [&](std::int64_t v, int n) {
+    for (int i = 0; i < n; ++i) {
+      CycleSample c;
+      c.seq = seq++;
+      c.wakeup_latency_ns = v;
+      hub.OnCycle(c);
+    }
   };
-  const auto c = CumulativeCounts(buckets);
-  EXPECT_EQ(c[0], 3u + 5u);                          // le=1e-06
-  EXPECT_EQ(c[1], 3u + 5u + 7u);                     // le=2e-06
-  EXPECT_EQ(c[2], 15u + 11u);                        // le=5e-06
-  EXPECT_EQ(c[3], 26u + 13u);                        // le=1e-05
-  EXPECT_EQ(c[kHistogramBoundsNs.size() - 1], 39u);  // le=10
-  EXPECT_EQ(c.back(), 41u);                          // +Inf
-  // Every boundary is in 1-2-5 steps and ascending; the seconds table says the same.
+  record(-50, 3);             // early wake-ups: <= every boundary
+  record(1000, 5);            // exact region: le=1us
+  record(1001, 7);            // > 1 us: le=2us
+  record(4999, 11);           // bucket [4996, 5000): all <= 5 us
+  record(5001, 13);           // bucket [5000, 5004) straddles 5 us: counted at le=10us
+  record(20'000'000'000, 2);  // beyond 10 s: +Inf only
+  windows.Tick();
+  const std::vector<std::uint64_t> bins =
+      windows.Reading(0, false, kHistogramBoundsNs).latency.bins;
+  ASSERT_EQ(bins.size(), kHistogramBoundsNs.size() + 1);
+  EXPECT_EQ(bins[0], 3u + 5u);  // le=1e-06
+  EXPECT_EQ(bins[1], 7u);       // le=2e-06
+  EXPECT_EQ(bins[2], 11u);      // le=5e-06
+  EXPECT_EQ(bins[3], 13u);      // le=1e-05
+  EXPECT_EQ(bins.back(), 2u);   // +Inf
+  // The seconds table says the same as the nanoseconds one.
   for (std::size_t i = 0; i < kHistogramBoundsNs.size(); ++i) {
     EXPECT_DOUBLE_EQ(internal::kHistogramBoundsSeconds[i],
                      static_cast<double>(kHistogramBoundsNs[i]) * 1e-9);
@@ -144,12 +159,10 @@ TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {
                            "rtloop_tasks"}) {
     EXPECT_NE(m.find(std::string("\n") + name), std::string::npos) << name;
   }
-  const std::string labels0 =
-      "{task=\"task0\",task_id=\"0\",cpu=\"any\",policy=\"other\",priority=\"0\"";
+  const std::string labels0 = "{task=\"task0\",cpu=\"any\",policy=\"other\",priority=\"0\"";
   for (const TaskId id : rig_.ids()) {
     const TaskStatsSnapshot s = rig_.executor().Stats(id);
-    const std::string labels =
-        "{task=\"task" + std::to_string(id) + "\",task_id=\"" + std::to_string(id) + "\"";
+    const std::string labels = "{task=\"task" + std::to_string(id) + "\"";
     EXPECT_EQ(Sample(m, "rtloop_task_cycles_total" + labels), static_cast<double>(s.cycles));
     EXPECT_EQ(Sample(m, "rtloop_task_overruns_total" + labels), static_cast<double>(s.overruns));
     EXPECT_EQ(Sample(m, "rtloop_task_wakeup_latency_seconds_count" + labels), 500.0);
@@ -170,6 +183,9 @@ TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {
     EXPECT_EQ(Sample(m, "rtloop_task_state" + labels +
                             ",cpu=\"any\",policy=\"other\",priority=\"0\",state=\"stopped\""),
               1.0);
+    EXPECT_EQ(Sample(m, "rtloop_task_state" + labels +
+                            ",cpu=\"any\",policy=\"other\",priority=\"0\",state=\"running\""),
+              -1.0);  // only the current state has a series
   }
   EXPECT_NE(m.find(labels0), std::string::npos) << m.substr(0, 2000);
   // The window gauges carry the configured window.
@@ -251,6 +267,79 @@ TEST_F(HttpServerTest, DataNeedsTheTokenThePageDoesNot) {
   EXPECT_EQ(HttpGet(http_->port(), "/").status, 200);
   const std::string m = Metrics("Authorization: Bearer s3cret-token\r\n");
   EXPECT_GE(Sample(m, "rtloop_http_requests_total{code=\"401\"}"), 3.0);
+}
+
+// Reads its own thread's allocation count at cycle kFrom and at its last cycle.
+class AllocationWatchTask final : public PeriodicTask {
+ public:
+  static constexpr std::uint64_t kFrom = 200;
+  explicit AllocationWatchTask(std::uint64_t last) : last_(last) {}
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    if (ctx.cycle == kFrom) from_.store(rtloop::testing::ThreadAllocations());
+    if (ctx.cycle == last_) to_.store(rtloop::testing::ThreadAllocations());
+    return StepResult::kContinue;
+  }
+  std::uint64_t steady_state_allocations() const { return to_.load() - from_.load(); }
+
+ private:
+  const std::uint64_t last_;
+  std::atomic<std::uint64_t> from_{0};
+  std::atomic<std::uint64_t> to_{0};
+};
+
+TEST(HttpRtSafetyTest, ScrapesAndThePageFeedCauseNoAllocationOnRtThreads) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is off under sanitizers";
+  }
+  constexpr int kTasks = 4;
+  constexpr std::uint64_t kCyclesPerTask = 3000;  // 500 us period: 1.5 s under scraping
+  ExecutorConfig ec;
+  ec.lock_memory = false;
+  Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
+  ASSERT_TRUE(ex.ok());
+  TelemetryHub hub;
+  std::vector<std::unique_ptr<AllocationWatchTask>> tasks;
+  for (int i = 0; i < kTasks; ++i) {
+    tasks.push_back(std::make_unique<AllocationWatchTask>(kCyclesPerTask - 1));
+    TaskConfig tc;
+    tc.name = "watch" + std::to_string(i);
+    tc.period = std::chrono::microseconds(500);
+    tc.policy = SchedPolicy::kOther;
+    tc.priority = 0;
+    tc.max_cycles = kCyclesPerTask;
+    tc.observer = &hub;
+    Result<TaskId> id = (*ex)->AddTask(*tasks.back(), tc);
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE(hub.AddTask(*id, tc).ok());
+  }
+  hub.AttachExecutor(**ex);
+  Collector collector(hub);
+  ASSERT_TRUE(collector.Start().ok());
+  WindowedStats windows(hub, {.window = std::chrono::seconds(1),
+                              .history = std::chrono::seconds(60),
+                              .tick = milliseconds(50)});
+  ASSERT_TRUE(windows.Start().ok());
+  Result<std::unique_ptr<HttpServer>> http =
+      HttpServer::Start({.address = "127.0.0.1:0", .log_to_stderr = false}, hub,
+                        {.executor = ex->get(), .collector = &collector, .windows = &windows});
+  ASSERT_TRUE(http.ok()) << http.status().ToString();
+  std::atomic<bool> done{false};
+  std::atomic<int> scrapes{0};
+  std::thread scraper([&] {
+    while (!done.load()) {
+      if (HttpGet((*http)->port(), "/metrics").status == 200) ++scrapes;
+      if (HttpGet((*http)->port(), "/api/v1/tasks?history=300").status == 200) ++scrapes;
+    }
+  });
+  ASSERT_TRUE((*ex)->Start().ok());
+  (*ex)->Wait();
+  done.store(true);
+  scraper.join();
+  EXPECT_GT(scrapes.load(), 10);
+  for (const auto& t : tasks) EXPECT_EQ(t->steady_state_allocations(), 0u);
+  (*http)->Stop();
+  windows.Stop();
+  collector.Stop();
 }
 
 // ---------------------------------------------------------------------------------------------

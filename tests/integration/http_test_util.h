@@ -18,9 +18,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <string_view>
-#include <fstream>
 
 namespace rtloop::telemetry::testing {
 

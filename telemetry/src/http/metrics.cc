@@ -52,16 +52,19 @@ Labels With(Labels labels, const char* name, std::string value) {
   return labels;
 }
 
+// `r.bins` holds the counts per kHistogramBoundsNs bin (WindowedStats::Reading).
 void AddHistogram(MetricFamily* f, const Labels& labels, const HistogramReading& r) {
   ClientMetric& m = Add(f, labels);
-  const auto cumulative = CumulativeCounts(r.buckets);
-  m.histogram.sample_count = cumulative.back();
-  m.histogram.sample_sum = Seconds(r.total.sum_ns);
-  m.histogram.bucket.reserve(cumulative.size());
+  m.histogram.bucket.reserve(kHistogramBoundsNs.size() + 1);
+  std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < kHistogramBoundsSeconds.size(); ++i) {
-    m.histogram.bucket.push_back({cumulative[i], kHistogramBoundsSeconds[i]});
+    cumulative += r.bins[i];
+    m.histogram.bucket.push_back({cumulative, kHistogramBoundsSeconds[i]});
   }
-  m.histogram.bucket.push_back({cumulative.back(), std::numeric_limits<double>::infinity()});
+  cumulative += r.bins.back();
+  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  m.histogram.sample_count = cumulative;
+  m.histogram.sample_sum = Seconds(r.total.sum_ns);
 }
 
 // The max gauge and the summary (p99/p99.9/p99.99, count, sum) of one span; nothing when it
@@ -80,19 +83,6 @@ void AddSpan(MetricFamily* max, MetricFamily* summary, const Labels& labels, con
 
 }  // namespace
 
-std::array<std::uint64_t, kHistogramBoundsNs.size() + 1> CumulativeCounts(
-    std::span<const HistogramBucket> buckets) {
-  std::array<std::uint64_t, kHistogramBoundsNs.size() + 1> counts{};
-  for (const HistogramBucket& b : buckets) {
-    // The first boundary that every value of the bucket is <= (the +Inf slot if none).
-    std::size_t i = 0;
-    while (i < kHistogramBoundsNs.size() && b.upper_ns - 1 > kHistogramBoundsNs[i]) ++i;
-    counts[i] += b.count;
-  }
-  for (std::size_t i = 1; i < counts.size(); ++i) counts[i] += counts[i - 1];
-  return counts;
-}
-
 std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
   const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
   const std::string window = std::to_string(in.windows->config().window.count()) + "s";
@@ -105,8 +95,8 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
                                "Releases skipped because of an overrun", MetricType::Counter);
   MetricFamily faults = Family("rtloop_task_faults_total", "Watchdog trips", MetricType::Counter);
   MetricFamily state = Family("rtloop_task_state",
-                              "1 for the task's current state (created, starting, running, "
-                              "stopped, fault), 0 for the others",
+                              "Always 1; the label state is the task's current state (created, "
+                              "starting, running, stopped, fault)",
                               MetricType::Gauge);
   MetricFamily dropped = Family("rtloop_task_ring_dropped_samples_total",
                                 "Samples the task's ring had no room for (statistics include "
@@ -145,8 +135,7 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
 
   std::vector<int> rt_tids;
   for (const TaskView& t : tasks) {
-    const Labels labels = {{"task", t.name},
-                           {"task_id", std::to_string(t.id)},
+    const Labels labels = {{"task", t.label},
                            {"cpu", t.cpus},
                            {"policy", t.policy},
                            {"priority", std::to_string(t.priority)}};
@@ -155,16 +144,13 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
     AddCounter(&overruns, labels, static_cast<double>(t.stats.overruns));
     AddCounter(&missed, labels, static_cast<double>(t.stats.missed_releases));
     AddCounter(&faults, labels, static_cast<double>(t.stats.faults));
-    for (const TaskState s : {TaskState::kCreated, TaskState::kStarting, TaskState::kRunning,
-                              TaskState::kStopped, TaskState::kFault}) {
-      AddGauge(&state, With(labels, "state", TaskStateName(s)), t.stats.state == s ? 1.0 : 0.0);
-    }
+    AddGauge(&state, With(labels, "state", TaskStateName(t.stats.state)), 1.0);
     AddCounter(&dropped, labels, static_cast<double>(t.ring_dropped));
     if (t.has_subscriber_lost) AddCounter(&lost, labels, static_cast<double>(t.subscriber_lost));
     AddGauge(&fallback, labels, t.rt_fallback ? 1.0 : 0.0);
     AddGauge(&period, labels, Seconds(t.period_ns));
 
-    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/true);
+    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, kHistogramBoundsNs);
     if (r.valid) {
       AddHistogram(&latency, labels, r.latency);
       AddHistogram(&execution, labels, r.execution);

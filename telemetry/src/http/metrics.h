@@ -32,7 +32,8 @@ namespace rtloop::telemetry::internal {
 
 // The `le` boundaries of rtloop_task_wakeup_latency_seconds and rtloop_task_execution_time_seconds:
 // 1-2-5 steps from 1 us to 10 s, in nanoseconds (and +Inf). An HDR bucket [lower, upper) counts
-// towards the first boundary L with upper - 1 <= L, i.e. only when all of its values are <= L. So
+// towards the first boundary L with upper - 1 <= L, i.e. only when all of its values are <= L
+// (WindowedStats::Reading's bins). So
 // bucket{le=L} counts exactly the values <= L except those in the one HDR bucket that straddles L
 // (values in (L - w, L], w <= L / 1024), which move to the next boundary: exact for L < 2048 ns
 // (1 us, 2 us), otherwise at most 0.1% of L too strict, never too lenient (a latency is never
@@ -46,10 +47,6 @@ inline constexpr std::array<std::int64_t, 22> kHistogramBoundsNs = {
 inline constexpr std::array<double, 22> kHistogramBoundsSeconds = {
     1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3,
     5e-3, 1e-2, 2e-2, 5e-2, 1e-1, 2e-1, 5e-1, 1.0,  2.0,  5.0,  10.0};
-
-// Cumulative counts at each boundary (then the total, for +Inf) of the HDR buckets `buckets`.
-std::array<std::uint64_t, kHistogramBoundsNs.size() + 1> CumulativeCounts(
-    std::span<const HistogramBucket> buckets);
 
 // The HTTP endpoint's own counters, shown as rtloop_http_* series.
 struct HttpCounters {

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <vector>
 
 #include "rtloop/telemetry/windowed_stats.h"
@@ -127,25 +126,30 @@ void Stat(Json& j, const char* name, bool has_data, std::int64_t last, std::int6
   j.End('}');
 }
 
-// HDR buckets summed into kPageBinsPerOctave log-spaced bins: [lower, upper, count] each.
-void LogBins(Json& j, const std::vector<HistogramBucket>& buckets) {
-  std::map<int, std::uint64_t> bins;
-  std::uint64_t negatives = 0;
-  for (const HistogramBucket& b : buckets) {
-    if (b.lower_ns < 0) {
-      negatives += b.count;
-      continue;
+// Upper bounds (ns) of the page's log-spaced bins: kPageBinsPerOctave per power of two from
+// 256 ns to 2^37 ns; the first bin also holds everything below 256 ns (early wake-ups included).
+const std::vector<std::int64_t>& PageBinBounds() {
+  static const std::vector<std::int64_t> bounds = [] {
+    std::vector<std::int64_t> b;
+    for (int k = 8 * kPageBinsPerOctave; k <= 37 * kPageBinsPerOctave; ++k) {
+      b.push_back(std::llround(std::exp2(static_cast<double>(k) / kPageBinsPerOctave)));
     }
-    const double lower = static_cast<double>(b.lower_ns < 1 ? 1 : b.lower_ns);
-    bins[static_cast<int>(std::floor(std::log2(lower) * kPageBinsPerOctave))] += b.count;
-  }
-  j.Key("early_wakeups").Int(static_cast<long long>(negatives));
+    return b;
+  }();
+  return bounds;
+}
+
+// The non-empty bins as [lower_ns, upper_ns, count] (the overflow bin, beyond 2^37 ns, is left
+// out: the max shows it).
+void LogBins(Json& j, const std::vector<std::uint64_t>& bins) {
+  const std::vector<std::int64_t>& bounds = PageBinBounds();
   j.Key("histogram").Begin('[');
-  for (const auto& [bin, count] : bins) {
+  for (std::size_t i = 0; i + 1 < bins.size(); ++i) {
+    if (bins[i] == 0) continue;
     j.Begin('[');
-    j.Number(std::exp2(static_cast<double>(bin) / kPageBinsPerOctave));
-    j.Number(std::exp2(static_cast<double>(bin + 1) / kPageBinsPerOctave));
-    j.Int(static_cast<long long>(count));
+    j.Int(i == 0 ? 0 : bounds[i - 1]);
+    j.Int(bounds[i]);
+    j.Int(static_cast<long long>(bins[i]));
     j.End(']');
   }
   j.End(']');
@@ -166,7 +170,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
   for (const TaskView& t : tasks) {
     const TaskStatsSnapshot& s = t.stats;
     const bool has_data = s.cycles > 0;
-    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/true);
+    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, PageBinBounds());
     const TaskWindow w = in.windows->Window(t.id);
     j.Begin('{');
     j.Key("id").Int(t.id);
@@ -198,7 +202,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     j.Key("last");
     IntOrNull(j, has_jitter, s.jitter_last_ns);
     j.End('}');
-    LogBins(j, r.latency.buckets);
+    LogBins(j, r.latency.bins);
     j.Key("history").Begin('[');
     if (history_seconds > 0) {
       for (const SecondStats& h : in.windows->History(t.id, history_seconds)) {

@@ -1,5 +1,7 @@
 #include "task_view.h"
 
+#include <algorithm>
+
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/task_telemetry.h"
@@ -39,6 +41,11 @@ std::vector<TaskView> ViewTasks(const TelemetryHub& hub, const Executor* executo
       v.subscriber_lost = collector->SubscriberLoss(id);
     }
     out.push_back(std::move(v));
+  }
+  for (TaskView& v : out) {
+    const auto same =
+        std::count_if(out.begin(), out.end(), [&](const TaskView& o) { return o.name == v.name; });
+    v.label = same > 1 ? v.name + "#" + std::to_string(v.id) : v.name;
   }
   return out;
 }

@@ -26,6 +26,9 @@ namespace rtloop::telemetry::internal {
 struct TaskView {
   TaskId id = 0;
   std::string name;
+  // The `task` label: the name, or "name#id" when another task has the same name (series must be
+  // unique).
+  std::string label;
   std::string cpus;          // "2", "0,1,3"; "any" when not pinned
   std::string policy;        // effective ("fifo", or "other" after a permitted RT fallback)
   int priority = 0;          // effective

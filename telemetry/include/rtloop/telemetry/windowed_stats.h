@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -96,6 +97,11 @@ struct HistogramReading {
   // Non-empty buckets, ascending, as LatencyHistogram::ExportBuckets gives them (negatives as one
   // bucket [min, 0) first, overflow as [kMaxTrackable, max + 1) last); only when asked for.
   std::vector<HistogramBucket> buckets;
+  // Counts per bin of the bounds asked for (ascending, ns): bins[i] counts the values of the
+  // buckets whose every value is <= bounds[i] and that no earlier bin took (a bucket [lower,
+  // upper) goes to the first i with upper - 1 <= bounds[i]; negatives to bin 0); the last entry,
+  // bins[bounds.size()], takes the rest. Empty when no bounds were asked for.
+  std::vector<std::uint64_t> bins;
 };
 
 struct TaskReading {
@@ -132,8 +138,11 @@ class WindowedStats {
   // The window of task `id`; an empty TaskWindow (id set) for a task not seen yet. Any thread.
   TaskWindow Window(TaskId id) const;
   // The last reading of task `id` (invalid for a task not read yet); `with_buckets` copies the
-  // non-empty buckets too. Any thread.
-  TaskReading Reading(TaskId id, bool with_buckets = false) const;
+  // non-empty buckets too, `bin_bounds_ns` (ascending) sums them into bins (HistogramReading::
+  // bins) in one pass under the task's lock: what an exporter needs, without copying buckets.
+  // Any thread.
+  TaskReading Reading(TaskId id, bool with_buckets = false,
+                      std::span<const std::int64_t> bin_bounds_ns = {}) const;
   // Up to `max_seconds` (0: all kept) most recent ticks of task `id`, oldest first. Any thread.
   std::vector<SecondStats> History(TaskId id, std::size_t max_seconds = 0) const;
   // Ticks so far.
