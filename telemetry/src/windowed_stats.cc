@@ -1,5 +1,7 @@
 #include "rtloop/telemetry/windowed_stats.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <deque>
@@ -303,7 +305,10 @@ Status WindowedStats::Start() {
     stop_ = false;
   }
   try {
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "rtloop-window");  // shows in top and thread metrics
+      Run();
+    });
   } catch (const std::system_error& e) {
     return InternalError(std::string("cannot create the windowed-statistics thread: ") + e.what());
   }

@@ -78,7 +78,7 @@
       colors: ['#3366cc'], legend: 'follow'});
     const time = new Dygraph(timeDiv, [[new Date(), null, null]], {
       labels: ['time', 'max per second (µs)', 'p99 per second (µs)'],
-      colors: ['#d62728', '#1f77b4'], ylabel: 'wake-up latency (µs)', legend: 'always',
+      colors: ['#d62728', '#1f77b4'], ylabel: 'µs', legend: 'always',
       labelsDiv: legend, strokeWidth: 1.5});
     const entry = {row: tr, hist, time, history: [], last: 0};
     tasks.set(t.id, entry);
