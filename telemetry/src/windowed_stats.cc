@@ -346,16 +346,9 @@ WindowedStats::TaskState* WindowedStats::StateFor(TaskId id) const {
 }
 
 void WindowedStats::Tick() {
-  const std::vector<TaskId> ids = hub_.TaskIds();
   if (scratch_.empty()) scratch_.assign(LatencyHistogram::kBucketCount, 0);
-  const std::size_t window_ticks = static_cast<std::size_t>(
-      (std::chrono::duration_cast<std::chrono::milliseconds>(config_.window) + config_.tick -
-       std::chrono::milliseconds(1)) /
-      config_.tick);
-  const std::size_t history_ticks = static_cast<std::size_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
   std::vector<HistogramBucket> buckets;
-  for (const TaskId id : ids) {
+  for (const TaskId id : hub_.TaskIds()) {
     const TaskTelemetry* t = hub_.task(id);
     if (t == nullptr) continue;
     TaskState* state = StateFor(id);
@@ -366,62 +359,70 @@ void WindowedStats::Tick() {
       state = tasks_[id].get();
       state->window.id = id;
     }
-    // Read and subtract without the state's lock: only this thread writes the series.
-    const Clock::time_point now = Clock::now();
-    CumulativeReading latency = Read(t->latency(), &buckets);
-    CumulativeReading execution = Read(t->execution(), &buckets);
-    const WindowSummary latency_total = SummarizeReading(latency);
-    const WindowSummary execution_total = SummarizeReading(execution);
-    const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count();
-    if (!state->latency.prev.taken) {
-      std::lock_guard<std::mutex> lock(state->mu);
-      state->latency.prev = std::move(latency);
-      state->execution.prev = std::move(execution);
-      state->latency_total = latency_total;
-      state->execution_total = execution_total;
-      state->reading_unix_ms = unix_ms;
-      state->last_reading = now;
-      continue;
-    }
-    Delta dl = Subtract(latency, state->latency.prev);
-    Delta de = Subtract(execution, state->execution.prev);
-    SecondStats second;
-    second.unix_ms = unix_ms;
-    const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
-    const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
-    second.latency_count = sl.count;
-    second.latency_max_ns = sl.max_ns;
-    second.latency_p99_ns = sl.p99_ns;
-    second.execution_count = se.count;
-    second.execution_max_ns = se.max_ns;
-    second.execution_p99_ns = se.p99_ns;
-
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->latency.prev = std::move(latency);
-    state->execution.prev = std::move(execution);
-    state->latency_total = latency_total;
-    state->execution_total = execution_total;
-    state->reading_unix_ms = unix_ms;
-    state->latency.ticks.push_back(std::move(dl));
-    state->execution.ticks.push_back(std::move(de));
-    state->spans.push_back(now - state->last_reading);
-    state->last_reading = now;
-    while (state->latency.ticks.size() > window_ticks) {
-      state->latency.ticks.pop_front();
-      state->execution.ticks.pop_front();
-      state->spans.pop_front();
-    }
-    state->history.push_back(second);
-    while (state->history.size() > history_ticks) state->history.pop_front();
-    state->window.latency = SummarizeWindow(state->latency, &scratch_, &touched_);
-    state->window.execution = SummarizeWindow(state->execution, &scratch_, &touched_);
-    Clock::duration span{0};
-    for (const Clock::duration d : state->spans) span += d;
-    state->window.span = std::chrono::duration_cast<std::chrono::nanoseconds>(span);
+    TickTask(*t, state, &buckets);
   }
   ticks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state,
+                             std::vector<HistogramBucket>* buckets) {
+  const std::size_t window_ticks = static_cast<std::size_t>(
+      (std::chrono::duration_cast<std::chrono::milliseconds>(config_.window) + config_.tick -
+       std::chrono::milliseconds(1)) /
+      config_.tick);
+  const std::size_t history_ticks = static_cast<std::size_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
+  // Read and subtract without the state's lock: only this thread writes the series.
+  const Clock::time_point now = Clock::now();
+  CumulativeReading latency = Read(t.latency(), buckets);
+  CumulativeReading execution = Read(t.execution(), buckets);
+  const WindowSummary latency_total = SummarizeReading(latency);
+  const WindowSummary execution_total = SummarizeReading(execution);
+  const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+  const bool baseline = !state->latency.prev.taken;  // the first reading only sets the baseline
+  Delta dl;
+  Delta de;
+  SecondStats second;
+  if (!baseline) {
+    dl = Subtract(latency, state->latency.prev);
+    de = Subtract(execution, state->execution.prev);
+    const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
+    const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
+    second = {.unix_ms = unix_ms,
+              .latency_count = sl.count,
+              .latency_max_ns = sl.max_ns,
+              .latency_p99_ns = sl.p99_ns,
+              .execution_count = se.count,
+              .execution_max_ns = se.max_ns,
+              .execution_p99_ns = se.p99_ns};
+  }
+
+  std::lock_guard<std::mutex> lock(state->mu);
+  state->latency.prev = std::move(latency);
+  state->execution.prev = std::move(execution);
+  state->latency_total = latency_total;
+  state->execution_total = execution_total;
+  state->reading_unix_ms = unix_ms;
+  const Clock::duration since_last = now - state->last_reading;
+  state->last_reading = now;
+  if (baseline) return;
+  state->latency.ticks.push_back(std::move(dl));
+  state->execution.ticks.push_back(std::move(de));
+  state->spans.push_back(since_last);
+  while (state->latency.ticks.size() > window_ticks) {
+    state->latency.ticks.pop_front();
+    state->execution.ticks.pop_front();
+    state->spans.pop_front();
+  }
+  state->history.push_back(second);
+  while (state->history.size() > history_ticks) state->history.pop_front();
+  state->window.latency = SummarizeWindow(state->latency, &scratch_, &touched_);
+  state->window.execution = SummarizeWindow(state->execution, &scratch_, &touched_);
+  Clock::duration span{0};
+  for (const Clock::duration d : state->spans) span += d;
+  state->window.span = std::chrono::duration_cast<std::chrono::nanoseconds>(span);
 }
 
 TaskWindow WindowedStats::Window(TaskId id) const {

@@ -200,6 +200,64 @@ class HttpServer::Impl {
   // civetweb's own messages (a client that sent garbage, a timeout): not ours to print.
   static int OnLog(const mg_connection* /*conn*/, const char* /*message*/) { return 1; }
 
+  // mg_start2 with our options and handlers; nullptr with civetweb's reason in `error`.
+  mg_context* StartCivetweb(const internal::HostPort& hp, std::string* error) {
+    const std::string ports = internal::FormatAddress(hp.host, hp.port);
+    const std::string threads = std::to_string(config.threads);
+    const std::string queue = std::to_string(config.queue);
+    const std::string timeout = std::to_string(config.request_timeout.count());
+    const char* options[] = {"listening_ports",
+                             ports.c_str(),
+                             "num_threads",
+                             threads.c_str(),
+                             "connection_queue",
+                             queue.c_str(),
+                             "request_timeout_ms",
+                             timeout.c_str(),
+                             "enable_keep_alive",
+                             "no",
+                             "decode_url",
+                             "yes",
+                             nullptr};
+    mg_callbacks callbacks{};
+    callbacks.log_message = &Impl::OnLog;
+    mg_init_data init{};
+    init.callbacks = &callbacks;
+    init.user_data = this;
+    init.configuration_options = options;
+    char error_text[256] = {};
+    mg_error_data error_data{};
+    error_data.text = error_text;
+    error_data.text_buffer_size = sizeof error_text;
+    mg_context* started = mg_start2(&init, &error_data);
+    if (started == nullptr) {
+      *error = error_text[0] != '\0' ? error_text : "no reason given";
+      return nullptr;
+    }
+    mg_set_request_handler(started, "/", &Impl::OnRequest, this);
+    return started;
+  }
+
+  // "serving on" (when asked) and the exposure warnings (always).
+  void PrintExposure() const {
+    if (config.log_to_stderr) {
+      std::fprintf(stderr, "%s: serving /metrics and the live page on http://%s/ (%s)\n",
+                   kLogPrefix, address.c_str(), token.empty() ? "no token" : "bearer token");
+    }
+    if (internal::IsLoopbackHost(host)) return;
+    if (token.empty()) {
+      std::fprintf(stderr,
+                   "%s: WARNING: %s is reachable from the network and no token is set: anyone "
+                   "who reaches it can read this machine's telemetry; set a token file\n",
+                   kLogPrefix, address.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "%s: WARNING: the token travels in plaintext on %s (no TLS with Debian's "
+                   "civetweb): use a trusted network or a TLS proxy\n",
+                   kLogPrefix, address.c_str());
+    }
+  }
+
   void Stop() {
     std::lock_guard<std::mutex> lock(stop_mu);
     if (ctx != nullptr) {
@@ -298,38 +356,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
       if (!status.ok()) return;
       impl->sources.windows = impl->own_windows.get();
     }
-    const std::string ports = internal::FormatAddress(hp->host, hp->port);
-    const std::string threads = std::to_string(config.threads);
-    const std::string queue = std::to_string(config.queue);
-    const std::string timeout = std::to_string(config.request_timeout.count());
-    const char* options[] = {"listening_ports",
-                             ports.c_str(),
-                             "num_threads",
-                             threads.c_str(),
-                             "connection_queue",
-                             queue.c_str(),
-                             "request_timeout_ms",
-                             timeout.c_str(),
-                             "enable_keep_alive",
-                             "no",
-                             "decode_url",
-                             "yes",
-                             nullptr};
-    mg_callbacks callbacks{};
-    callbacks.log_message = &Impl::OnLog;
-    mg_init_data init{};
-    init.callbacks = &callbacks;
-    init.user_data = impl.get();
-    init.configuration_options = options;
-    char error_text[256] = {};
-    mg_error_data error{};
-    error.text = error_text;
-    error.text_buffer_size = sizeof error_text;
-    impl->ctx = mg_start2(&init, &error);
-    if (impl->ctx == nullptr) {
-      start_error = error_text;
-      return;
-    }
+    impl->ctx = impl->StartCivetweb(*hp, &start_error);
+    if (impl->ctx == nullptr) return;
     mg_set_request_handler(impl->ctx, "/", &Impl::OnRequest, impl.get());
   });
   builder.join();
@@ -337,8 +365,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
   if (impl->ctx == nullptr) {
     if (impl->own_windows != nullptr) impl->own_windows->Stop();
     return Status(StatusCode::kUnavailable,
-                  "cannot serve HTTP on " + config.address + ": civetweb: " +
-                      (start_error.empty() ? std::string("no reason given") : start_error));
+                  "cannot serve HTTP on " + config.address + ": civetweb: " + start_error);
   }
   mg_server_port bound{};
   if (mg_get_server_ports(impl->ctx, 1, &bound) != 1) {
@@ -348,23 +375,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
   impl->port = bound.port;
   impl->host = hp->host;
   impl->address = internal::FormatAddress(hp->host, bound.port);
-  if (config.log_to_stderr) {
-    std::fprintf(stderr, "%s: serving /metrics and the live page on http://%s/ (%s)\n", kLogPrefix,
-                 impl->address.c_str(), impl->token.empty() ? "no token" : "bearer token");
-  }
-  if (!internal::IsLoopbackHost(hp->host)) {
-    if (impl->token.empty()) {
-      std::fprintf(stderr,
-                   "%s: WARNING: %s is reachable from the network and no token is set: anyone "
-                   "who reaches it can read this machine's telemetry; set a token file\n",
-                   kLogPrefix, impl->address.c_str());
-    } else {
-      std::fprintf(stderr,
-                   "%s: WARNING: the token travels in plaintext on %s (no TLS with Debian's "
-                   "civetweb): use a trusted network or a TLS proxy\n",
-                   kLogPrefix, impl->address.c_str());
-    }
-  }
+  impl->PrintExposure();
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

@@ -81,10 +81,9 @@ void AddSpan(MetricFamily* max, MetricFamily* summary, const Labels& labels, con
       {0.99, Seconds(s.p99_ns)}, {0.999, Seconds(s.p99_9_ns)}, {0.9999, Seconds(s.p99_99_ns)}};
 }
 
-}  // namespace
-
-std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
-  const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+// Every per-task family, appended to `out`; the RT threads' tids into `rt_tids`.
+void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
+                     std::vector<MetricFamily>* out, std::vector<int>* rt_tids) {
   const std::string window = std::to_string(in.windows->config().window.count()) + "s";
 
   MetricFamily cycles = Family("rtloop_task_cycles_total", "Step() calls", MetricType::Counter);
@@ -133,13 +132,12 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
              "Execution time percentiles (nearest rank), count and sum in the window",
              MetricType::Summary);
 
-  std::vector<int> rt_tids;
   for (const TaskView& t : tasks) {
     const Labels labels = {{"task", t.label},
                            {"cpu", t.cpus},
                            {"policy", t.policy},
                            {"priority", std::to_string(t.priority)}};
-    if (t.stats.tid != 0) rt_tids.push_back(t.stats.tid);
+    if (t.stats.tid != 0) rt_tids->push_back(t.stats.tid);
     AddCounter(&cycles, labels, static_cast<double>(t.stats.cycles));
     AddCounter(&overruns, labels, static_cast<double>(t.stats.overruns));
     AddCounter(&missed, labels, static_cast<double>(t.stats.missed_releases));
@@ -162,14 +160,17 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
     AddSpan(&execution_max, &execution_q, labels, window.c_str(), w.execution);
   }
 
-  std::vector<MetricFamily> out;
-  out.reserve(24);
   for (MetricFamily* f :
        {&cycles, &overruns, &missed, &faults, &state, &dropped, &lost, &fallback, &period, &latency,
         &execution, &latency_max, &latency_q, &execution_max, &execution_q}) {
-    if (!f->metric.empty()) out.push_back(std::move(*f));
+    if (!f->metric.empty()) out->push_back(std::move(*f));
   }
+}
 
+// The process and HTTP families, appended to `out`.
+void AddProcessFamilies(const MetricsInput& in, std::size_t task_count,
+                        const std::vector<int>& rt_tids, std::vector<MetricFamily>* out_families) {
+  std::vector<MetricFamily>& out = *out_families;
   const ProcessStats p = ReadProcessStats(rt_tids);
   if (p.ok) {
     MetricFamily locked = Family("rtloop_process_memory_locked_bytes",
@@ -192,7 +193,7 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
   for (const ThreadCpu& t : p.threads) AddCounter(&thread_cpu, {{"thread", t.name}}, t.cpu_seconds);
   if (!thread_cpu.metric.empty()) out.push_back(std::move(thread_cpu));
   MetricFamily tasks_total = Family("rtloop_tasks", "Tasks known to telemetry", MetricType::Gauge);
-  AddGauge(&tasks_total, {}, static_cast<double>(tasks.size()));
+  AddGauge(&tasks_total, {}, static_cast<double>(task_count));
   out.push_back(std::move(tasks_total));
 
   if (in.http != nullptr) {
@@ -219,6 +220,17 @@ std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
       out.push_back(std::move(scrape));
     }
   }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
+  const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+  std::vector<MetricFamily> out;
+  out.reserve(24);
+  std::vector<int> rt_tids;
+  AddTaskFamilies(in, tasks, &out, &rt_tids);
+  AddProcessFamilies(in, tasks.size(), rt_tids, &out);
   return out;
 }
 

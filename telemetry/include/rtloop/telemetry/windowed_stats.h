@@ -50,6 +50,7 @@
 namespace rtloop::telemetry {
 
 class TelemetryHub;
+class TaskTelemetry;
 
 struct WindowedStatsConfig {
   // Length of the sliding window, in whole seconds. 1..history.
@@ -154,6 +155,8 @@ class WindowedStats {
  private:
   void Run();
   TaskState* StateFor(TaskId id) const;
+  // One task's part of Tick().
+  void TickTask(const TaskTelemetry& t, TaskState* state, std::vector<HistogramBucket>* buckets);
 
   const TelemetryHub& hub_;
   const WindowedStatsConfig config_;
