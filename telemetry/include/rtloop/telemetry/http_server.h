@@ -34,8 +34,9 @@
 // Limits: civetweb serves one request per connection (no keep-alive) on `threads` worker
 // threads; further connections wait in its queue (`queue` of them; beyond, the kernel's listen
 // backlog). A client that sends or reads nothing is dropped after `request_timeout`. Requests
-// beyond `max_in_flight` at once get 503 with Retry-After. A scrape of 64 tasks costs well under
-// 2 ms of CPU (bench/micro/http_bench.cc).
+// beyond `max_in_flight` at once get 503 with Retry-After (the page's static files are not
+// counted). A scrape of 64 tasks costs ~4-5 ms of CPU on the reference VM, most of it in
+// prometheus-cpp's text serializer (bench/http/README.md).
 //
 // Threads: civetweb's threads and the WindowedStats thread (when the server owns one) are created
 // from a helper thread that Start() switches to SCHED_OTHER and, when `cpus` is set, onto those
