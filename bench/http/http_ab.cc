@@ -93,7 +93,7 @@ rtloop::Result<RunResult> Run(const Options& o, bool with_http) {
     tc.policy = rtloop::SchedPolicy::kFifo;
     tc.priority = o.priority;
     tc.max_cycles = cycles;
-    tc.observer = &hub;
+    tc.observers = {&hub};
     rtloop::Result<rtloop::TaskId> id = (*ex)->AddTask(*tasks.back(), tc);
     if (!id.ok()) return id.status();
     RTLOOP_RETURN_IF_ERROR(hub.AddTask(*id, tc));
@@ -147,7 +147,7 @@ rtloop::Result<RunResult> Run(const Options& o, bool with_http) {
     const rtloop::Result<TaskTelemetrySnapshot> s = hub.Snapshot(id);
     if (!s.ok()) continue;
     mean_sum += s->latency.mean_ns;
-    r.p99_ns = std::max(r.p99_ns, static_cast<double>(s->latency.percentiles_ns[2]));
+    r.p99_ns = std::max(r.p99_ns, static_cast<double>(s->latency.percentiles.p99_ns));
     r.max_ns = std::max(r.max_ns, static_cast<double>(s->latency.max_ns));
     r.rt = !(*ex)->Info(id).fell_back_to_non_rt;
   }

@@ -178,8 +178,8 @@ TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {
     const double p99 = Sample(
         m, "rtloop_task_wakeup_latency_window_seconds" + labels +
                ",cpu=\"any\",policy=\"other\",priority=\"0\",window=\"all\",quantile=\"0.99\"");
-    EXPECT_NEAR(p99, static_cast<double>(snap->latency.percentiles_ns[2]) * 1e-9,
-                static_cast<double>(snap->latency.percentiles_ns[2]) * 1e-9 / 1024 + 1e-9);
+    EXPECT_NEAR(p99, static_cast<double>(snap->latency.percentiles.p99_ns) * 1e-9,
+                static_cast<double>(snap->latency.percentiles.p99_ns) * 1e-9 / 1024 + 1e-9);
     EXPECT_EQ(Sample(m, "rtloop_task_state" + labels +
                             ",cpu=\"any\",policy=\"other\",priority=\"0\",state=\"stopped\""),
               1.0);
@@ -307,7 +307,7 @@ TEST(HttpRtSafetyTest, ScrapesAndThePageFeedCauseNoAllocationOnRtThreads) {
     tc.policy = SchedPolicy::kOther;
     tc.priority = 0;
     tc.max_cycles = kCyclesPerTask;
-    tc.observer = &hub;
+    tc.observers = {&hub};
     Result<TaskId> id = (*ex)->AddTask(*tasks.back(), tc);
     ASSERT_TRUE(id.ok());
     ASSERT_TRUE(hub.AddTask(*id, tc).ok());

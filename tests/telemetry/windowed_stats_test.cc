@@ -202,8 +202,8 @@ TEST_F(WindowedStatsTest, ReadingHoldsTheSinceStartHistogramOfTheLastTick) {
   const HistogramSummary want = hub_.task(0)->latency().Summary();
   EXPECT_EQ(r.latency.total.count, want.count);
   EXPECT_EQ(r.latency.total.max_ns, want.max_ns);
-  EXPECT_EQ(r.latency.total.p99_ns, want.percentiles_ns[2]);
-  EXPECT_EQ(r.latency.total.p99_9_ns, want.percentiles_ns[3]);
+  EXPECT_EQ(r.latency.total.p99_ns, want.percentiles.p99_ns);
+  EXPECT_EQ(r.latency.total.p99_9_ns, want.percentiles.p99_9_ns);
   EXPECT_EQ(r.latency.total.sum_ns, want.sum_ns);
   std::vector<HistogramBucket> buckets;
   hub_.task(0)->latency().ExportBuckets(&buckets);

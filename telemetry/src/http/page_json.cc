@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "rtloop/telemetry/windowed_stats.h"
@@ -100,16 +101,17 @@ void IntOrNull(Json& j, bool valid, long long v) {
   }
 }
 
-void Stat(Json& j, const char* name, bool has_data, std::int64_t last, std::int64_t min, double avg,
-          std::int64_t max, const WindowSummary& total, const WindowSummary& window) {
+void Stat(Json& j, const char* name, bool has_data, std::int64_t last, std::int64_t min,
+          std::optional<double> avg, std::int64_t max, const WindowSummary& total,
+          const WindowSummary& window) {
   j.Key(name).Begin('{');
   j.Key("last");
   IntOrNull(j, has_data, last);
   j.Key("min");
   IntOrNull(j, has_data, min);
   j.Key("avg");
-  if (has_data) {
-    j.Number(avg);
+  if (has_data && avg.has_value()) {
+    j.Number(*avg);
   } else {
     j.Null();
   }

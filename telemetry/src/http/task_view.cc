@@ -38,7 +38,7 @@ std::vector<TaskView> ViewTasks(const TelemetryHub& hub, const Executor* executo
     v.ring_dropped = t->ring().writer().dropped();
     if (collector != nullptr) {
       v.has_subscriber_lost = true;
-      v.subscriber_lost = collector->SubscriberLoss(id);
+      v.subscriber_lost = t->subscriber_lost();
     }
     out.push_back(std::move(v));
   }

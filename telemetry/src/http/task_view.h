@@ -36,8 +36,8 @@ struct TaskView {
   std::int64_t period_ns = 0;
   TaskStatsSnapshot stats;  // the executor's counters (live)
   std::uint64_t ring_dropped = 0;
-  bool has_subscriber_lost = false;  // a collector was given
-  std::uint64_t subscriber_lost = 0;
+  bool has_subscriber_lost = false;   // a collector was given (else nobody subscribes)
+  std::uint64_t subscriber_lost = 0;  // TaskTelemetry::subscriber_lost()
 };
 
 // Every task of `hub`, by id. `executor` and `collector` are optional. The effective scheduling
