@@ -128,6 +128,7 @@ enum OptionId {
   kOptNoop,  // -n
   // rtloop extensions
   kOptTelemetry,
+  kOptMetrics,
   kOptRecord,
   kOptPercentiles,
   kOptFailAbove,
@@ -191,6 +192,7 @@ constexpr OptionSpec kOptions[] = {
     {'x', "posix_timers", Arg::kNone, kOptPosixTimers, false},
     {'n', nullptr, Arg::kNone, kOptNoop, false},
     {0, "telemetry", Arg::kOptional, kOptTelemetry, false},
+    {0, "metrics", Arg::kOptional, kOptMetrics, false},
     {0, "record", Arg::kRequired, kOptRecord, false},
     {0, "percentiles", Arg::kNone, kOptPercentiles, false},
     {0, "fail-above", Arg::kRequired, kOptFailAbove, false},
@@ -515,6 +517,11 @@ struct Parser {
         if (arg && value.empty()) return BadValue(spec, value, "expected an address HOST:PORT");
         o.telemetry = true;
         o.telemetry_address = value;
+        return Status::Ok();
+      case kOptMetrics:
+        if (arg && value.empty()) return BadValue(spec, value, "expected an address HOST:PORT");
+        o.metrics = true;
+        o.metrics_address = value;
         return Status::Ok();
       case kOptRecord:
         if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
@@ -926,6 +933,8 @@ rtloop-cyclic <options>
 
 rtloop extensions:
          --telemetry[=ADDR]       serve the gRPC telemetry API while measuring (127.0.0.1)
+         --metrics[=ADDR]         serve Prometheus /metrics and the live page at / over HTTP
+                                  while measuring (127.0.0.1:9101)
          --record=FILE            write every sample to FILE (binary sample log)
          --percentiles            print p50..p99.999 and max per thread after the run
                                   (on stderr with -q)

@@ -133,6 +133,8 @@ struct CyclicOptions {
   // ---- rtloop extensions ----
   bool telemetry = false;                         // --telemetry[=ADDR]
   std::string telemetry_address;                  // empty: the server's default (127.0.0.1)
+  bool metrics = false;                           // --metrics[=ADDR]: Prometheus + live page
+  std::string metrics_address;                    // empty: the HTTP default (127.0.0.1:9101)
   std::string record_path;                        // --record=FILE
   bool percentiles = false;                       // --percentiles
   std::optional<std::int64_t> fail_above_us;      // --fail-above=US

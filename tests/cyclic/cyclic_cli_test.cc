@@ -1,10 +1,13 @@
 // End-to-end tests of the rtloop-cyclic binary, run as a subprocess: exit codes, which stream
 // carries what, output files, signals. Every run is short (-l/-D of well under a second). No test
 // asserts a latency value.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -378,6 +381,34 @@ TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
   for (const auto& batch : file->batches)
     samples += static_cast<std::size_t>(batch.latency_ns_size());
   EXPECT_EQ(samples, 50u) << "every sample of the run is in the log";
+}
+
+TEST_F(CyclicCliTest, MetricsOnAPortInUseStopsBeforeMeasuringWithTheReason) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const Outcome r =
+      Run({"-q", "-i1000", "-l50", "--default-system", "--metrics=127.0.0.1:" + port});
+  close(fd);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(port), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("T:"), std::string::npos) << "nothing measured: " << r.out;
+}
+
+TEST_F(CyclicCliTest, MetricsServesTheEndpointWhileMeasuring) {
+  const Outcome r = Run({"-q", "-i1000", "-l50", "--default-system", "--metrics=127.0.0.1:0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << "stdout unchanged: " << r.out;
+  EXPECT_NE(r.err.find("serving /metrics and the live page on http://127.0.0.1:"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(CyclicCliTest, RefreshOnMaxEndsWithTheCursorDownEscape) {

@@ -67,6 +67,20 @@ std::string UrlEncode(const std::string& s) {
   return out;
 }
 
+// The `le` bucket [lower, upper] holding a percentile `v` (seconds), widened by one HDR bucket on
+// each side: a value within 1/1024 of a boundary may be counted in the bucket next to it
+// (metrics.h). "Within the bucket resolution" means histogram_quantile() lands in here.
+std::pair<double, double> LeBucketAround(double v) {
+  const auto& bounds = internal::kHistogramBoundsSeconds;
+  const double slack = v / 1024 + 1e-9;
+  double lower = 0;
+  for (const double b : bounds) {
+    if (b < v - slack) lower = b;
+    if (b >= v + slack) return {lower, b};
+  }
+  return {lower, bounds.back()};
+}
+
 // The pipeline, its HTTP endpoint and a Prometheus scraping it, shared by the suite.
 class FleetTest : public ::testing::Test {
  protected:
@@ -97,9 +111,22 @@ class FleetTest : public ::testing::Test {
     http_ = std::move(*http);
     prom_port_ = FreeLoopbackPort();
     const std::filesystem::path config = *dir_ / "prometheus.yml";
-    std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                          << "scrape_configs:\n  - job_name: rtloop\n    static_configs:\n"
-                          << "      - targets: ['" << http_->address() << "']\n";
+    std::ofstream prom_config(config);
+    prom_config << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                << "scrape_configs:\n  - job_name: rtloop\n    static_configs:\n"
+                << "      - targets: ['" << http_->address() << "']\n";
+#if defined(RTLOOP_CYCLIC_PATH)
+    // A running rtloop-cyclic in its own process: gRPC and HTTP on ports picked here.
+    cyclic_grpc_ = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+    const std::string cyclic_http = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+    cyclic_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{RTLOOP_CYCLIC_PATH, "-t", "2", "-i", "1000", "-q", "-D", "90",
+                                 "--telemetry=" + cyclic_grpc_, "--metrics=" + cyclic_http},
+        *dir_ / "cyclic.log");
+    prom_config << "  - job_name: cyclic\n    static_configs:\n"
+                << "      - targets: ['" << cyclic_http << "']\n";
+#endif
+    prom_config.close();
     prometheus_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{kPrometheus, "--config.file=" + config.string(),
                                  "--storage.tsdb.path=" + (*dir_ / "tsdb").string(),
@@ -124,9 +151,11 @@ class FleetTest : public ::testing::Test {
     const double want = static_cast<double>(kCycles);
     if (!WaitUntil(
             [want] {
-              const json r = Query("min(rtloop_task_wakeup_latency_seconds_count)");
+              const json r = Query("min(rtloop_task_wakeup_latency_seconds_count{job=\"rtloop\"})");
               return !r.empty() && std::stod(r[0]["value"][1].get<std::string>()) == want &&
-                     !Query("min(rtloop_task_cycles_total) == " + std::to_string(kCycles)).empty();
+                     !Query("min(rtloop_task_cycles_total{job=\"rtloop\"}) == " +
+                            std::to_string(kCycles))
+                          .empty();
             },
             seconds(20))) {
       setup_error_ = "Prometheus never saw the final counts: " + prometheus_->Output();
@@ -134,6 +163,7 @@ class FleetTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     prometheus_.reset();
+    cyclic_.reset();
     http_.reset();
     rig_.reset();
     dir_.reset();
@@ -153,7 +183,11 @@ class FleetTest : public ::testing::Test {
   }
   // Prometheus's /api/v1/query reply for `expr`; `status` gets "success" or the error.
   static json QueryReply(const std::string& expr) {
-    const HttpReply r = HttpGet(prom_port_, "/api/v1/query?query=" + UrlEncode(expr));
+    // "EXPR&time=T" queries at time T.
+    const std::size_t at = expr.find("&time=");
+    const std::string query =
+        at == std::string::npos ? UrlEncode(expr) : UrlEncode(expr.substr(0, at)) + expr.substr(at);
+    const HttpReply r = HttpGet(prom_port_, "/api/v1/query?query=" + query);
     if (r.status == 0) return json{{"status", "error"}, {"error", r.error}};
     return json::parse(r.body, nullptr, /*allow_exceptions=*/false);
   }
@@ -166,16 +200,17 @@ class FleetTest : public ::testing::Test {
   static double Value(const json& sample) {
     return std::stod(sample["value"][1].get<std::string>());
   }
-  // Per task name: the value of `expr`'s samples.
-  static std::map<std::string, double> ByTask(const std::string& expr) {
+  // Per task name: the value of `expr`'s samples (at Unix time `at`, when given).
+  static std::map<std::string, double> ByTask(const std::string& expr, double at = 0) {
     std::map<std::string, double> out;
-    for (const json& s : Query(expr)) out[s["metric"]["task"].get<std::string>()] = Value(s);
+    const std::string q = at > 0 ? expr + "&time=" + std::to_string(at) : expr;
+    for (const json& s : Query(q)) out[s["metric"]["task"].get<std::string>()] = Value(s);
     return out;
   }
   // GetStats over gRPC; an empty response (and a test failure) when it fails.
-  static v1::GetStatsResponse GetStats() {
+  static v1::GetStatsResponse GetStats(const std::string& address = {}) {
     ClientConfig cc;
-    cc.address = rig_->address();
+    cc.address = address.empty() ? rig_->address() : address;
     Result<std::unique_ptr<Client>> client = Client::Create(cc);
     if (!client.ok()) {
       ADD_FAILURE() << client.status().ToString();
@@ -196,15 +231,17 @@ class FleetTest : public ::testing::Test {
   static inline std::unique_ptr<HttpServer> http_;
   static inline std::unique_ptr<ChildProcess> prometheus_;
   static inline int prom_port_ = 0;
+  static inline std::unique_ptr<ChildProcess> cyclic_;  // a running rtloop-cyclic, when built
+  static inline std::string cyclic_grpc_;
 };
 
 TEST_F(FleetTest, PrometheusScrapesTheEndpointAndUpIsOne) {
   const json up = Query("up{job=\"rtloop\"}");
   ASSERT_EQ(up.size(), 1u) << up.dump();
   EXPECT_EQ(Value(up[0]), 1.0);
-  EXPECT_EQ(Value(Query("rtloop_tasks")[0]), kTasks);
+  EXPECT_EQ(Value(Query("rtloop_tasks{job=\"rtloop\"}")[0]), kTasks);
   // Scraped while the tasks ran: more than one distinct cycle count over the run.
-  const json changes = Query("max(changes(rtloop_task_cycles_total[1m]))");
+  const json changes = Query("max(changes(rtloop_task_cycles_total{job=\"rtloop\"}[1m]))");
   ASSERT_FALSE(changes.empty());
   EXPECT_GE(Value(changes[0]), 1.0);
 }
@@ -212,13 +249,13 @@ TEST_F(FleetTest, PrometheusScrapesTheEndpointAndUpIsOne) {
 TEST_F(FleetTest, CountersInPrometheusMatchGetStatsOverGrpc) {
   const v1::GetStatsResponse stats = GetStats();
   ASSERT_EQ(stats.tasks_size(), kTasks);
-  const auto cycles = ByTask("rtloop_task_cycles_total");
-  const auto overruns = ByTask("rtloop_task_overruns_total");
-  const auto missed = ByTask("rtloop_task_missed_releases_total");
-  const auto faults = ByTask("rtloop_task_faults_total");
-  const auto dropped = ByTask("rtloop_task_ring_dropped_samples_total");
-  const auto count = ByTask("rtloop_task_wakeup_latency_seconds_count");
-  const auto max = ByTask("rtloop_task_wakeup_latency_max_seconds{window=\"all\"}");
+  const auto cycles = ByTask("rtloop_task_cycles_total{job=\"rtloop\"}");
+  const auto overruns = ByTask("rtloop_task_overruns_total{job=\"rtloop\"}");
+  const auto missed = ByTask("rtloop_task_missed_releases_total{job=\"rtloop\"}");
+  const auto faults = ByTask("rtloop_task_faults_total{job=\"rtloop\"}");
+  const auto dropped = ByTask("rtloop_task_ring_dropped_samples_total{job=\"rtloop\"}");
+  const auto count = ByTask("rtloop_task_wakeup_latency_seconds_count{job=\"rtloop\"}");
+  const auto max = ByTask("rtloop_task_wakeup_latency_max_seconds{job=\"rtloop\",window=\"all\"}");
   for (const v1::TaskStats& t : stats.tasks()) {
     const std::string& name = t.task_name();
     ASSERT_TRUE(cycles.count(name)) << name;
@@ -235,33 +272,82 @@ TEST_F(FleetTest, CountersInPrometheusMatchGetStatsOverGrpc) {
 TEST_F(FleetTest, HistogramQuantileAgreesWithRtloopsOwnP99WithinTheBucket) {
   const v1::GetStatsResponse stats = GetStats();
   const auto from_buckets =
-      ByTask("histogram_quantile(0.99, rtloop_task_wakeup_latency_seconds_bucket)");
-  const auto gauge =
-      ByTask("rtloop_task_wakeup_latency_window_seconds{window=\"all\",quantile=\"0.99\"}");
-  const auto& bounds = internal::kHistogramBoundsSeconds;
+      ByTask("histogram_quantile(0.99, rtloop_task_wakeup_latency_seconds_bucket{job=\"rtloop\"})");
+  const auto gauge = ByTask(
+      "rtloop_task_wakeup_latency_window_seconds{job=\"rtloop\",window=\"all\","
+      "quantile=\"0.99\"}");
   for (const v1::TaskStats& t : stats.tasks()) {
     double p99 = -1;
     for (const v1::Percentile& p : t.latency().percentiles()) {
       if (p.percentile() == 99.0) p99 = static_cast<double>(p.value_ns()) * 1e-9;
     }
     ASSERT_GT(p99, 0) << t.task_name();
-    // The `le` bucket holding rtloop's p99, widened by one HDR bucket on each side (a value within
-    // 1/1024 of a boundary may sit in the bucket next to it; metrics.h).
-    const double slack = p99 / 1024 + 1e-9;
-    double lower = 0;
-    double upper = bounds.back();
-    for (const double b : bounds) {
-      if (b < p99 - slack) lower = b;
-      if (b >= p99 + slack) {
-        upper = b;
-        break;
-      }
-    }
+    const auto [lower, upper] = LeBucketAround(p99);
     const double got = from_buckets.at(t.task_name());
     EXPECT_GE(got, lower) << t.task_name() << ": rtloop p99 " << p99;
     EXPECT_LE(got, upper) << t.task_name() << ": rtloop p99 " << p99;
-    EXPECT_NEAR(gauge.at(t.task_name()), p99, slack) << t.task_name();
+    EXPECT_NEAR(gauge.at(t.task_name()), p99, p99 / 1024 + 1e-9) << t.task_name();
   }
+}
+
+// The set-up: Prometheus scraping a running rtloop-cyclic (another process). Counters move,
+// so each is checked against GetStats just before and just after the scrape Prometheus reports.
+TEST_F(FleetTest, PrometheusScrapesARunningRtloopCyclicAndItsCountersMatchGetStats) {
+#if !defined(RTLOOP_CYCLIC_PATH)
+  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
+#else
+  ASSERT_TRUE(cyclic_ != nullptr && cyclic_->started()) << (cyclic_ ? cyclic_->error() : "");
+  ASSERT_TRUE(WaitUntil([] { return !Query("up{job=\"cyclic\"} == 1").empty(); }, seconds(20)))
+      << cyclic_->Output();
+  ASSERT_TRUE(WaitUntil(
+      [] { return Query("rtloop_task_wakeup_latency_seconds_count{job=\"cyclic\"}").size() == 2; },
+      seconds(20)))
+      << cyclic_->Output();
+  const v1::GetStatsResponse before = GetStats(cyclic_grpc_);
+  ASSERT_EQ(before.tasks_size(), 2) << cyclic_->Output();
+  const double before_s = static_cast<double>(before.unix_time_ns()) * 1e-9;
+  // The first scrape that started after `before`.
+  double scraped_at = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const json t = Query("min(timestamp(rtloop_task_cycles_total{job=\"cyclic\"}))");
+        if (t.empty()) return false;
+        scraped_at = Value(t[0]);
+        return scraped_at > before_s;
+      },
+      seconds(10)));
+  const v1::GetStatsResponse after = GetStats(cyclic_grpc_);
+  const auto cycles = ByTask("rtloop_task_cycles_total{job=\"cyclic\"}", scraped_at);
+  const auto overruns = ByTask("rtloop_task_overruns_total{job=\"cyclic\"}", scraped_at);
+  const auto missed = ByTask("rtloop_task_missed_releases_total{job=\"cyclic\"}", scraped_at);
+  ASSERT_EQ(cycles.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const v1::TaskStats& a = before.tasks(i);
+    const v1::TaskStats& b = after.tasks(i);
+    const std::string& name = a.task_name();
+    EXPECT_GE(cycles.at(name), static_cast<double>(a.cycles())) << name;
+    EXPECT_LE(cycles.at(name), static_cast<double>(b.cycles())) << name;
+    EXPECT_GT(b.cycles(), a.cycles()) << name << " is running";
+    EXPECT_GE(overruns.at(name), static_cast<double>(a.overruns())) << name;
+    EXPECT_LE(overruns.at(name), static_cast<double>(b.overruns())) << name;
+    EXPECT_GE(missed.at(name), static_cast<double>(a.missed_releases())) << name;
+    EXPECT_LE(missed.at(name), static_cast<double>(b.missed_releases())) << name;
+  }
+  // histogram_quantile over the scrape's buckets agrees with rtloop's own p99 of the same scrape.
+  const auto from_buckets =
+      ByTask("histogram_quantile(0.99, rtloop_task_wakeup_latency_seconds_bucket{job=\"cyclic\"})",
+             scraped_at);
+  const auto own = ByTask(
+      "rtloop_task_wakeup_latency_window_seconds{job=\"cyclic\",window=\"all\","
+      "quantile=\"0.99\"}",
+      scraped_at);
+  for (const auto& [name, p99] : own) {
+    const auto [lower, upper] = LeBucketAround(p99);
+    ASSERT_TRUE(from_buckets.count(name)) << name;
+    EXPECT_GE(from_buckets.at(name), lower) << name << ": rtloop p99 " << p99;
+    EXPECT_LE(from_buckets.at(name), upper) << name << ": rtloop p99 " << p99;
+  }
+#endif
 }
 
 TEST_F(FleetTest, PromtoolAcceptsTheExposition) {
