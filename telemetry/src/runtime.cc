@@ -52,7 +52,14 @@ Status ValidateConfig(const RuntimeConfig& c) {
                                 " ns) — use 0 (until a signal) or a positive duration");
   }
   const TelemetryConfig& t = c.telemetry;
-  if (!t.enabled) return Status::Ok();
+  if (!t.enabled) {
+    if (t.http.has_value()) {
+      return InvalidArgumentError(
+          "RuntimeConfig::telemetry.http needs telemetry.enabled — the HTTP endpoint serves the "
+          "telemetry hub's figures");
+    }
+    return Status::Ok();
+  }
   if (t.drain_period.count() <= 0) {
     return InvalidArgumentError("RuntimeConfig::telemetry.drain_period must be > 0 (got " +
                                 std::to_string(t.drain_period.count()) +
@@ -91,6 +98,31 @@ Status Runtime::Init() {
   hub_->AttachExecutor(*executor_);
   collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period
   if (config_.telemetry.serve_grpc) RTLOOP_RETURN_IF_ERROR(StartServer());
+  if (config_.telemetry.http.has_value()) RTLOOP_RETURN_IF_ERROR(StartHttp());
+  return Status::Ok();
+}
+
+Status Runtime::StartHttp() {
+  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  const std::vector<int> before = ThreadIds();
+  telemetry::HttpConfig hc = *config_.telemetry.http;
+  Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
+      hc, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
+  if (!http.ok()) {
+    Status s = http.status();
+    if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
+      s = Status(s.code(),
+                 s.message() +
+                     " (set RuntimeConfig::telemetry.http->address, e.g. \"127.0.0.1:0\" for any "
+                     "free port, or leave telemetry.http unset)",
+                 s.sys_errno());
+    }
+    return Status(s.code(), "telemetry http: " + s.message(), s.sys_errno());
+  }
+  http_ = std::move(*http);
+  for (int tid : ThreadIds()) {
+    if (!std::binary_search(before.begin(), before.end(), tid)) http_tids_.push_back(tid);
+  }
   return Status::Ok();
 }
 
@@ -209,6 +241,9 @@ Status Runtime::Start() {
     if (!telemetry_cpus_.empty() && config_.telemetry.grpc.cpus.empty()) {
       PinThreads(server_tids_, telemetry_cpus_);
     }
+    if (!telemetry_cpus_.empty() && http_ != nullptr && config_.telemetry.http->cpus.empty()) {
+      PinThreads(http_tids_, telemetry_cpus_);
+    }
     Status s = OpenSampleLog();
     if (s.ok()) s = StartCollector();
     if (!s.ok()) {
@@ -235,6 +270,7 @@ Status Runtime::StopLocked() {
   if (started) (void)executor_->Stop();           // FailedPrecondition only if it never started
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
   if (server_ != nullptr) server_->Stop();        // streams end with their final message
+  if (http_ != nullptr) http_->Stop();            // the page's last poll gets the final figures
   Status status;
   if (sample_log_ != nullptr) status = sample_log_->Close();
   return status;
@@ -269,6 +305,10 @@ std::vector<TaskReport> Runtime::Reports() const { return MakeTaskReports(*execu
 
 std::string Runtime::grpc_address() const {
   return server_ != nullptr ? server_->address() : std::string();
+}
+
+std::string Runtime::http_address() const {
+  return http_ != nullptr ? http_->address() : std::string();
 }
 
 int ExitCode(const Status& status) {

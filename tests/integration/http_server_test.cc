@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/windowed_stats.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
@@ -340,6 +341,84 @@ TEST(HttpRtSafetyTest, ScrapesAndThePageFeedCauseNoAllocationOnRtThreads) {
   (*http)->Stop();
   windows.Stop();
   collector.Stop();
+}
+
+// ---------------------------------------------------------------------------------------------
+// rtloop::Runtime owns the endpoint through TelemetryConfig::http.
+
+RuntimeConfig RuntimeWithHttp() {
+  RuntimeConfig rc;
+  rc.app_name = "http_runtime_test";
+  rc.executor.lock_memory = false;
+  rc.executor.start_delay = milliseconds(5);
+  rc.telemetry.grpc.address = "127.0.0.1:0";
+  rc.telemetry.grpc.log_to_stderr = false;
+  rc.telemetry.http = HttpConfig{.address = "127.0.0.1:0", .log_to_stderr = false};
+  return rc;
+}
+
+TEST(HttpRuntimeTest, RuntimeServesMetricsAndThePageWhenHttpIsSetAndStopsItWithTheRest) {
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(RuntimeWithHttp());
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  std::vector<testing::IdleTask> tasks(2);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    TaskConfig tc;
+    tc.name = i == 0 ? "position" : "velocity";
+    tc.period = std::chrono::microseconds(500);
+    tc.policy = SchedPolicy::kOther;
+    tc.priority = 0;
+    tc.max_cycles = 400;
+    ASSERT_TRUE((*rt)->AddTask(tasks[i], tc).ok());
+  }
+  ASSERT_NE((*rt)->http(), nullptr);
+  const int port = (*rt)->http()->port();
+  EXPECT_EQ((*rt)->http_address(), "127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE((*rt)->Start().ok());
+  (*rt)->executor().Wait();
+  const HttpReply m = HttpGet(port, "/metrics");
+  ASSERT_EQ(m.status, 200) << m.error;
+  EXPECT_EQ(Sample(m.body, "rtloop_task_cycles_total{task=\"position\""), 400.0);
+  EXPECT_EQ(Sample(m.body, "rtloop_task_cycles_total{task=\"velocity\""), 400.0);
+  EXPECT_NE(m.body.find("rtloop_task_subscriber_lost_samples_total{task=\"position\""),
+            std::string::npos);
+  EXPECT_EQ(HttpGet(port, "/").status, 200);
+  ASSERT_TRUE((*rt)->Stop().ok());
+  const int fd = ConnectLoopback(port);
+  EXPECT_LT(fd, 0) << "the endpoint stops with the runtime";
+  if (fd >= 0) close(fd);
+}
+
+TEST(HttpRuntimeTest, WithoutHttpConfigThereIsNoEndpoint) {
+  RuntimeConfig rc = RuntimeWithHttp();
+  rc.telemetry.http.reset();
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  EXPECT_EQ((*rt)->http(), nullptr);
+  EXPECT_EQ((*rt)->http_address(), "");
+}
+
+TEST(HttpRuntimeTest, BadHttpConfigFailsCreateNamingTheField) {
+  const int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(holder, 1), 0);
+  socklen_t len = sizeof addr;
+  getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len);
+  RuntimeConfig in_use = RuntimeWithHttp();
+  in_use.telemetry.http->address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(in_use);
+  close(holder);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_EQ(rt.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(rt.status().message().find("telemetry.http->address"), std::string::npos)
+      << rt.status().message();
+  RuntimeConfig off = RuntimeWithHttp();
+  off.telemetry.enabled = false;
+  Result<std::unique_ptr<Runtime>> rt_off = Runtime::Create(off);
+  ASSERT_FALSE(rt_off.ok());
+  EXPECT_NE(rt_off.status().message().find("telemetry.enabled"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
