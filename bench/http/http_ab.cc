@@ -7,9 +7,10 @@
 //   rtloop-http-ab [--pairs N] [--duration S] [--period-us US] [--priority P] [--json]
 //
 // Tasks: one rtloop::CyclicTask per online CPU, pinned, SCHED_FIFO at --priority (99) with memory
-// locked when permitted (else SCHED_OTHER, said on stderr), period --period-us (1000). The
-// telemetry pipeline (hub, collector draining every 10 ms, windowed statistics) runs in A and B
-// alike: the difference is the HTTP server and its clients. The page's browser runs on the
+// locked when permitted (else SCHED_OTHER, said on stderr), period --period-us (1000), on an
+// rtloop::Runtime with its defaults (hub, collector, gRPC API) in A and B alike; B sets
+// TelemetryConfig::http, so the difference is what an application gets by turning the endpoint on:
+// the HTTP server, its windowed statistics and its clients. The page's browser runs on the
 // engineer's laptop, not the board: the board sees its HTTP requests, which this program sends
 // (history=300 on the first poll, then history=5, as the page does).
 //
@@ -31,11 +32,9 @@
 #include <vector>
 
 #include "rtloop/framework/cyclic_task.h"
-#include "rtloop/framework/executor.h"
-#include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/http_server.h"
+#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/task_telemetry.h"
-#include "rtloop/telemetry/windowed_stats.h"
 
 namespace {
 
@@ -75,13 +74,16 @@ void Get(int port, const std::string& path) {
 }
 
 rtloop::Result<RunResult> Run(const Options& o, bool with_http) {
-  rtloop::ExecutorConfig ec;
-  ec.lock_memory = geteuid() == 0;
-  ec.allow_non_rt_fallback = true;
-  rtloop::Result<std::unique_ptr<rtloop::Executor>> ex = rtloop::Executor::Create(ec);
-  if (!ex.ok()) return ex.status();
+  rtloop::RuntimeConfig rc;
+  rc.app_name = "rtloop-http-ab";
+  rc.executor.lock_memory = geteuid() == 0;
+  rc.executor.allow_non_rt_fallback = true;
+  rc.telemetry.grpc.address = "127.0.0.1:0";
+  rc.telemetry.grpc.log_to_stderr = false;
+  if (with_http) rc.telemetry.http = HttpConfig{.address = "127.0.0.1:0", .log_to_stderr = false};
+  rtloop::Result<std::unique_ptr<rtloop::Runtime>> rt = rtloop::Runtime::Create(rc);
+  if (!rt.ok()) return rt.status();
   const int cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  TelemetryHub hub({.max_tasks = 64, .drain_period = std::chrono::milliseconds(10)});
   std::vector<std::unique_ptr<rtloop::CyclicTask>> tasks;
   const auto cycles = static_cast<std::uint64_t>(o.duration_s * 1e6 / o.period_us);
   for (int cpu = 0; cpu < cpus && cpu < 64; ++cpu) {
@@ -93,32 +95,14 @@ rtloop::Result<RunResult> Run(const Options& o, bool with_http) {
     tc.policy = rtloop::SchedPolicy::kFifo;
     tc.priority = o.priority;
     tc.max_cycles = cycles;
-    tc.observers = {&hub};
-    rtloop::Result<rtloop::TaskId> id = (*ex)->AddTask(*tasks.back(), tc);
+    rtloop::Result<rtloop::TaskId> id = (*rt)->AddTask(*tasks.back(), tc);
     if (!id.ok()) return id.status();
-    RTLOOP_RETURN_IF_ERROR(hub.AddTask(*id, tc));
-  }
-  hub.AttachExecutor(**ex);
-  Collector collector(hub, {.drain_period = std::chrono::milliseconds(10)});
-  RTLOOP_RETURN_IF_ERROR(collector.Start());
-  WindowedStats windows(hub);
-  RTLOOP_RETURN_IF_ERROR(windows.Start());
-  std::unique_ptr<HttpServer> http;
-  if (with_http) {
-    HttpConfig hc;
-    hc.address = "127.0.0.1:0";
-    hc.log_to_stderr = false;
-    rtloop::Result<std::unique_ptr<HttpServer>> s = HttpServer::Start(
-        hc, hub, {.executor = ex->get(), .collector = &collector, .windows = &windows});
-    if (!s.ok()) return s.status();
-    http = std::move(*s);
   }
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> scrapes{0};
   std::thread clients;
-  if (http != nullptr) {
-    clients = std::thread([&] {
-      const int port = http->port();
+  if (HttpServer* http = (*rt)->http(); http != nullptr) {
+    clients = std::thread([&done, &scrapes, port = http->port()] {
       bool first = true;
       auto next = std::chrono::steady_clock::now();
       while (!done.load()) {
@@ -133,25 +117,25 @@ rtloop::Result<RunResult> Run(const Options& o, bool with_http) {
       }
     });
   }
-  RTLOOP_RETURN_IF_ERROR((*ex)->Start());
-  (*ex)->Wait();
+  RTLOOP_RETURN_IF_ERROR((*rt)->Start());
+  (*rt)->executor().Wait();
   done.store(true);
   if (clients.joinable()) clients.join();
-  if (http != nullptr) http->Stop();
-  windows.Stop();
-  collector.Stop();
+  RTLOOP_RETURN_IF_ERROR((*rt)->Stop());
   RunResult r;
   r.scrapes = scrapes.load();
+  r.rt = true;
   double mean_sum = 0;
-  for (const rtloop::TaskId id : hub.TaskIds()) {
-    const rtloop::Result<TaskTelemetrySnapshot> s = hub.Snapshot(id);
+  const std::vector<rtloop::TaskReport> reports = (*rt)->Reports();
+  for (const rtloop::TaskReport& t : reports) {
+    const rtloop::Result<TaskTelemetrySnapshot> s = (*rt)->hub()->Snapshot(t.id);
     if (!s.ok()) continue;
     mean_sum += s->latency.mean_ns;
     r.p99_ns = std::max(r.p99_ns, static_cast<double>(s->latency.percentiles.p99_ns));
     r.max_ns = std::max(r.max_ns, static_cast<double>(s->latency.max_ns));
-    r.rt = !(*ex)->Info(id).fell_back_to_non_rt;
+    r.rt = r.rt && !t.info.fell_back_to_non_rt;
   }
-  r.mean_ns = mean_sum / static_cast<double>(std::max<std::size_t>(hub.TaskIds().size(), 1));
+  r.mean_ns = mean_sum / static_cast<double>(std::max<std::size_t>(reports.size(), 1));
   return r;
 }
 
