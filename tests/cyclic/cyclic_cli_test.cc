@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "port_holder.h"
 #include "rtloop/telemetry/sample_log_file.h"
 
 #ifndef RTLOOP_CYCLIC_BINARY
@@ -384,18 +384,11 @@ TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
 }
 
 TEST_F(CyclicCliTest, MetricsOnAPortInUseStopsBeforeMeasuringWithTheReason) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const rtloop::testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
+  const std::string port = std::to_string(busy.port());
   const Outcome r =
       Run({"-q", "-i1000", "-l50", "--default-system", "--metrics=127.0.0.1:" + port});
-  close(fd);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find(port), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;

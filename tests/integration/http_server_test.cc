@@ -20,6 +20,7 @@
 #include "alloc_counter.h"
 #include "http_test_util.h"
 #include "metrics.h"
+#include "port_holder.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/runtime.h"
@@ -398,18 +399,11 @@ TEST(HttpRuntimeTest, WithoutHttpConfigThereIsNoEndpoint) {
 }
 
 TEST(HttpRuntimeTest, BadHttpConfigFailsCreateNamingTheField) {
-  const int holder = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(holder, 1), 0);
-  socklen_t len = sizeof addr;
-  getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len);
+  const rtloop::testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
   RuntimeConfig in_use = RuntimeWithHttp();
-  in_use.telemetry.http->address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  in_use.telemetry.http->address = "127.0.0.1:" + std::to_string(busy.port());
   Result<std::unique_ptr<Runtime>> rt = Runtime::Create(in_use);
-  close(holder);
   ASSERT_FALSE(rt.ok());
   EXPECT_EQ(rt.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(rt.status().message().find("telemetry.http->address"), std::string::npos)
@@ -433,17 +427,10 @@ Status StartError(const HttpConfig& hc) {
 }
 
 TEST(HttpServerStartTest, PortInUseNamesThePortAndTheFix) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
+  const rtloop::testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
+  const int port = busy.port();
   const Status s = StartError({.address = "127.0.0.1:" + std::to_string(port)});
-  close(fd);
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
   EXPECT_NE(s.message().find(std::to_string(port)), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("in use"), std::string::npos) << s.message();
