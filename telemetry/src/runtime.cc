@@ -45,6 +45,25 @@ void PinThreads(const std::vector<int>& tids, const std::vector<int>& cpus) {
   for (int tid : tids) (void)sched_setaffinity(tid, sizeof(set), &set);
 }
 
+// The threads created since `before` (a ThreadIds() result).
+std::vector<int> ThreadsSince(const std::vector<int>& before) {
+  std::vector<int> created;
+  for (int tid : ThreadIds()) {
+    if (!std::binary_search(before.begin(), before.end(), tid)) created.push_back(tid);
+  }
+  return created;
+}
+
+// A server's start error as the runtime reports it: prefixed with `what`, and for a port in use
+// or not permitted, `fix` (the config field to change).
+Status ServerStartError(const Status& s, const char* what, const char* fix) {
+  std::string message = s.message();
+  if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
+    message += std::string(" (") + fix + ")";
+  }
+  return Status(s.code(), std::string(what) + ": " + message, s.sys_errno());
+}
+
 Status ValidateConfig(const RuntimeConfig& c) {
   if (c.duration.count() < 0) {
     return InvalidArgumentError("RuntimeConfig::duration is negative (" +
@@ -102,50 +121,33 @@ Status Runtime::Init() {
   return Status::Ok();
 }
 
-Status Runtime::StartHttp() {
-  const SignalBlockScope blocked({SIGINT, SIGTERM});
-  const std::vector<int> before = ThreadIds();
-  telemetry::HttpConfig hc = *config_.telemetry.http;
-  Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
-      hc, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
-  if (!http.ok()) {
-    Status s = http.status();
-    if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
-      s = Status(s.code(),
-                 s.message() +
-                     " (set RuntimeConfig::telemetry.http->address, e.g. \"127.0.0.1:0\" for any "
-                     "free port, or leave telemetry.http unset)",
-                 s.sys_errno());
-    }
-    return Status(s.code(), "telemetry http: " + s.message(), s.sys_errno());
-  }
-  http_ = std::move(*http);
-  for (int tid : ThreadIds()) {
-    if (!std::binary_search(before.begin(), before.end(), tid)) http_tids_.push_back(tid);
-  }
-  return Status::Ok();
-}
-
 Status Runtime::StartServer() {
   const SignalBlockScope blocked({SIGINT, SIGTERM});
   const std::vector<int> before = ThreadIds();
   Result<std::unique_ptr<telemetry::Server>> server =
       telemetry::Server::Start(config_.telemetry.grpc, *hub_, *collector_, executor_.get());
   if (!server.ok()) {
-    Status s = server.status();
-    if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
-      s = Status(s.code(),
-                 s.message() +
-                     " (set RuntimeConfig::telemetry.grpc.address, e.g. \"127.0.0.1:0\" for any "
-                     "free port, or telemetry.serve_grpc = false)",
-                 s.sys_errno());
-    }
-    return Status(s.code(), "telemetry: " + s.message(), s.sys_errno());
+    return ServerStartError(server.status(), "telemetry",
+                            "set RuntimeConfig::telemetry.grpc.address, e.g. \"127.0.0.1:0\" for "
+                            "any free port, or telemetry.serve_grpc = false");
   }
   server_ = std::move(*server);
-  for (int tid : ThreadIds()) {
-    if (!std::binary_search(before.begin(), before.end(), tid)) server_tids_.push_back(tid);
+  server_tids_ = ThreadsSince(before);
+  return Status::Ok();
+}
+
+Status Runtime::StartHttp() {
+  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  const std::vector<int> before = ThreadIds();
+  Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
+      *config_.telemetry.http, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
+  if (!http.ok()) {
+    return ServerStartError(http.status(), "telemetry http",
+                            "set RuntimeConfig::telemetry.http->address, e.g. \"127.0.0.1:0\" "
+                            "for any free port, or leave telemetry.http unset");
   }
+  http_ = std::move(*http);
+  http_tids_ = ThreadsSince(before);
   return Status::Ok();
 }
 
