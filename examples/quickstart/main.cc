@@ -1,14 +1,17 @@
 // rtloop-quickstart: the README's loop example as a complete program. One 2 kHz position loop on
-// rtloop::Runtime with telemetry (gRPC on 127.0.0.1:50051, or the address given as the first
-// argument, "127.0.0.1:0" for any free port) until Ctrl-C or SIGTERM, then the task report.
+// rtloop::Runtime with telemetry (gRPC on 127.0.0.1:50051, or the address given as an argument,
+// "127.0.0.1:0" for any free port) until Ctrl-C or SIGTERM, then the task report. --metrics[=ADDR]
+// adds the HTTP endpoint: Prometheus /metrics and the live page (127.0.0.1:9101 by default).
 //
 //   build/bin/rtloop-quickstart                 # watch it: build/bin/rtloop-top
 //   build/bin/rtloop-quickstart 127.0.0.1:0     # prints the port it serves on
+//   build/bin/rtloop-quickstart --metrics       # and open http://127.0.0.1:9101/
 //
 // Without real-time privileges (root, CAP_SYS_NICE or an rtprio limit) the task runs as
 // SCHED_OTHER and the runtime says so loudly (allow_non_rt_fallback); its figures are then not
 // real-time figures.
 #include <chrono>
+#include <string_view>
 
 #include "rtloop/telemetry/runtime.h"
 
@@ -46,7 +49,15 @@ int main(int argc, char** argv) {
   rtloop::RuntimeConfig config;                  // telemetry on 127.0.0.1:50051
   config.executor.allow_non_rt_fallback = true;  // no RT privilege: SCHED_OTHER, said loudly
   config.report_at_exit = true;                  // the task table when it ends
-  if (argc > 1) config.telemetry.grpc.address = argv[1];
+  for (int i = 1; i < argc; ++i) {               // [GRPC_ADDR] [--metrics[=ADDR]]
+    const std::string_view arg = argv[i];
+    if (arg == "--metrics" || arg.starts_with("--metrics=")) {
+      config.telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
+      if (arg.size() > 10) config.telemetry.http->address = arg.substr(10);
+    } else {
+      config.telemetry.grpc.address = arg;
+    }
+  }
   auto rt = rtloop::Runtime::Create(config);  // errors say how to fix them
   if (!rt.ok()) return rtloop::ExitCode(rt.status());
   Position position;

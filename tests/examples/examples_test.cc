@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
 
 namespace rtloop::telemetry {
@@ -215,6 +216,53 @@ TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
   Child bad({RTLOOP_TWO_TASKS_PATH, "--duration=-3"}, /*drop_rt=*/false);
   EXPECT_EQ(bad.Stop(0), 2);
   EXPECT_NE(ReadFile(bad.err()).find("bad --duration"), std::string::npos);
+}
+
+// The address in "serving /metrics and the live page on http://ADDR/" on `child`'s stderr,
+// waiting up to 10 s; "" if none came.
+std::string WaitForHttpAddress(const Child& child) {
+  const std::string marker = "live page on http://";
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    const std::string e = ReadFile(child.err());
+    if (const std::size_t at = e.find(marker); at != std::string::npos) {
+      const std::size_t begin = at + marker.size();
+      const std::size_t end = e.find('/', begin);
+      if (end != std::string::npos) return e.substr(begin, end - begin);
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return {};
+}
+
+TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs = {
+      {{RTLOOP_QUICKSTART_PATH, "127.0.0.1:0", "--metrics=127.0.0.1:0"}, {"position"}},
+      {{RTLOOP_TWO_TASKS_PATH, "--duration=20", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+       {"control", "logger"}},
+  };
+  for (const auto& [argv, tasks] : runs) {
+    Child child(argv, /*drop_rt=*/true);
+    const std::string address = WaitForHttpAddress(child);
+    ASSERT_FALSE(address.empty()) << argv[0] << ": " << ReadFile(child.err());
+    const int port = std::atoi(address.substr(address.rfind(':') + 1).c_str());
+    testing::HttpReply metrics;
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    do {  // the task threads start right after the server listens
+      metrics = testing::HttpGet(port, "/metrics");
+      std::this_thread::sleep_for(milliseconds(50));
+    } while (metrics.body.find("rtloop_task_cycles_total{task=\"" + tasks[0] + "\"") ==
+                 std::string::npos &&
+             Clock::now() < deadline);
+    EXPECT_EQ(metrics.status, 200) << argv[0] << ": " << metrics.error;
+    for (const std::string& task : tasks) {
+      EXPECT_NE(metrics.body.find("rtloop_task_cycles_total{task=\"" + task + "\""),
+                std::string::npos)
+          << argv[0] << ": " << task;
+    }
+    EXPECT_EQ(testing::HttpGet(port, "/").status, 200) << argv[0];
+    EXPECT_EQ(child.Stop(SIGTERM), 0) << argv[0] << ": " << ReadFile(child.err());
+  }
 }
 
 }  // namespace
