@@ -8,6 +8,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "rtloop/telemetry/latency_histogram.h"
@@ -54,10 +55,6 @@ struct Delta {
 CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* scratch) {
   CumulativeReading r;
   r.taken = true;
-  // The max first: a value whose bucket the scan below misses can then not be claimed as this
-  // tick's exact max (it is the next tick's).
-  const bool any = h.count() > 0;
-  r.max_ns = any ? h.max_ns() : kI64Min;
   r.negative_sum = h.negative_sum_ns();
   r.sum_ns = h.sum_ns();
   scratch->clear();
@@ -75,6 +72,23 @@ CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* 
           {static_cast<std::uint32_t>(LatencyHistogram::BucketIndex(b.lower_ns)), b.count});
       r.running.push_back((r.running.empty() ? 0 : r.running.back()) + b.count);
     }
+  }
+  // The max after the buckets, and at least as new as they are: the writer bumps a value's bucket
+  // before it raises the max (LatencyHistogram::Record), so a max read first, or read while the
+  // writer is between the two, can miss a value the scan counted. That tick would then report a
+  // max below its true one, and the next tick could not claim the value either (its bucket is no
+  // longer in that tick's difference): the all-time max would be lost from the history. A max
+  // below the highest counted bucket is such a stale one: read it again (the writer is a few
+  // instructions from storing it; bounded, should it have been preempted there).
+  const bool any = h.count() > 0 || !r.buckets.empty() || r.negatives > 0 || r.overflow > 0;
+  r.max_ns = any ? h.max_ns() : kI64Min;
+  const auto stale = [&r] {
+    if (r.buckets.empty() || r.max_ns >= LatencyHistogram::kMaxTrackable) return false;
+    return r.max_ns < 0 || LatencyHistogram::BucketIndex(r.max_ns) < r.buckets.back().index;
+  };
+  for (int tries = 0; tries < 10'000 && stale(); ++tries) {
+    std::this_thread::yield();
+    r.max_ns = h.max_ns();
   }
   return r;
 }
