@@ -35,8 +35,6 @@
 
 namespace rtloop::telemetry {
 
-namespace v1 = ::rtloop::telemetry::v1;
-
 struct ClientConfig {
   // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051").
   std::string address = "127.0.0.1:50051";
