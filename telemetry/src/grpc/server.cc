@@ -27,6 +27,7 @@
 #include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "server_core.h"
+#include "service_fill.h"
 
 namespace rtloop::telemetry {
 namespace {
@@ -34,7 +35,6 @@ namespace {
 using internal::ServerCore;
 using internal::SteadyClock;
 
-constexpr std::size_t kMaxBatchSamples = 65536;
 constexpr char kStopping[] = "server stopping";
 constexpr char kRestarting[] =
     "telemetry server restarting: accepting connections failed (the process ran out of file "
@@ -48,7 +48,7 @@ Status ValidateConfig(const ServerConfig& c) {
     return InvalidArgumentError(
         "ServerConfig.stream_buffer_samples must be >= 1 and <= max_stream_buffer_samples");
   }
-  if (c.max_batch_samples < 1 || c.max_batch_samples > kMaxBatchSamples) {
+  if (c.max_batch_samples < 1 || c.max_batch_samples > internal::kMaxBatchSamples) {
     return InvalidArgumentError("ServerConfig.max_batch_samples must be 1..65536");
   }
   if (c.min_watch_interval.count() < 1) {

@@ -11,11 +11,35 @@
 #include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
 #include "service_fill.h"
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace rtloop::telemetry::internal {
 namespace {
 
-constexpr std::size_t kMaxBatchSamples = 65536;
-constexpr std::uint32_t kDefaultWatchIntervalMs = 1000;
+// ThreadSanitizer and gRPC's callback API. gRPC calls a reactor's reactions on its own threads,
+// each after the operation that causes it (the handler returning the reactor, StartWrite, Finish,
+// TryCancel) and OnDone after all the others; it orders them through its completion queue and
+// absl::Mutex, and Debian's libgrpc is built without TSan, so TSan does not see that order. These
+// two state it for the reactor's memory at exactly those points: HandOver() before the reactor goes
+// to gRPC (and at the end of a reaction, which OnDone follows), TakeBack() when a reaction starts.
+// gRPC's own inline code (grpcpp headers) is covered by tests/sanitizers/tsan.supp instead. Nothing
+// in builds without -fsanitize=thread.
+void HandOver(const void* reactor) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_release(const_cast<void*>(reactor));
+#else
+  (void)reactor;
+#endif
+}
+void TakeBack(const void* reactor) {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_acquire(const_cast<void*>(reactor));
+#else
+  (void)reactor;
+#endif
+}
 
 grpc::Status ToGrpc(const Status& s) {
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
@@ -60,8 +84,10 @@ class ErrorReactor final : public grpc::ServerWriteReactor<Response> {
   ErrorReactor(ServerCore* core, const grpc::Status& status) : core_(core) {
     core_->HandlerStarted();
     this->Finish(status);
+    HandOver(this);
   }
   void OnDone() override {
+    TakeBack(this);
     ServerCore* core = core_;
     delete this;
     core->HandlerDone();
@@ -111,8 +137,10 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
       }
     }
     if (action == Action::kWrite) {
+      HandOver(this);
       this->StartWrite(&message_);
     } else if (action == Action::kFinish) {
+      HandOver(this);
       this->Finish(status);
     }
   }
@@ -155,6 +183,7 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
     }
     // The write in flight then completes with ok=false and OnCancel() follows; Kick() finishes.
     // The context lives until OnDone(), which waits for this call to return.
+    HandOver(this);
     context_->TryCancel();
     {
       std::lock_guard lock(mu_);
@@ -165,6 +194,7 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
   }
 
   void OnWriteDone(bool ok) override {
+    TakeBack(this);
     {
       std::lock_guard lock(mu_);
       writing_ = false;
@@ -174,13 +204,24 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
       }
     }
     Kick();
+    HandOver(this);  // OnDone may follow on another thread
+  }
+
+  // StreamSamples sends the response headers at once; nothing to do when they went, but OnDone may
+  // follow on another thread.
+  void OnSendInitialMetadataDone(bool /*ok*/) override {
+    TakeBack(this);
+    HandOver(this);
   }
 
   void OnCancel() override {
+    TakeBack(this);
     RequestFinish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+    HandOver(this);
   }
 
   void OnDone() override {
+    TakeBack(this);
     {
       // gRPC may run OnDone inline in TryCancel(): then it is the cancelling thread and must not
       // wait for itself.
@@ -386,24 +427,15 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
       grpc::CallbackServerContext* context, const v1::WatchStatsRequest* request) override {
     using Error = ErrorReactor<v1::GetStatsResponse>;
     if (grpc::Status s = core_->Authorize(context); !s.ok()) return new Error(core_, s);
-    Result<std::vector<TaskId>> ids = internal::ResolveTaskIds(core_->hub(), request->task_ids());
-    if (!ids.ok()) return new Error(core_, ToGrpc(ids.status()));
-    const std::uint32_t interval_ms =
-        request->interval_ms() == 0 ? kDefaultWatchIntervalMs : request->interval_ms();
-    const auto min_ms = core_->config().min_watch_interval.count();
-    if (interval_ms < min_ms) {
-      return new Error(
-          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                              "interval_ms " + std::to_string(interval_ms) +
-                                  " is below the minimum of " + std::to_string(min_ms) + " ms"));
-    }
+    Result<StatsWatchPlan> plan = PlanStatsWatch(core_->hub(), *request, core_->config());
+    if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
-    auto reactor = std::make_shared<WatchStatsReactor>(core_, context, std::move(*ids),
-                                                       request->include_histogram(),
-                                                       std::chrono::milliseconds(interval_ms));
+    auto reactor = std::make_shared<WatchStatsReactor>(core_, context, std::move(plan->tasks),
+                                                       plan->include_histogram, plan->interval);
     WatchStatsReactor* raw = reactor.get();
     core_->Register(reactor);
     raw->Kick();  // the first snapshot right away
+    HandOver(raw);
     return raw;
   }
 
@@ -411,37 +443,19 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
       grpc::CallbackServerContext* context, const v1::StreamSamplesRequest* request) override {
     using Error = ErrorReactor<v1::StreamSamplesResponse>;
     if (grpc::Status s = core_->Authorize(context); !s.ok()) return new Error(core_, s);
-    Result<std::vector<TaskId>> ids = internal::ResolveTaskIds(core_->hub(), request->task_ids());
-    if (!ids.ok()) return new Error(core_, ToGrpc(ids.status()));
-    if (request->max_batch_samples() > kMaxBatchSamples) {
-      return new Error(
-          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                              "max_batch_samples " + std::to_string(request->max_batch_samples()) +
-                                  " is above the limit of " + std::to_string(kMaxBatchSamples)));
-    }
-    const std::size_t max_buffer = core_->config().max_stream_buffer_samples;
-    if (request->buffer_samples() > max_buffer) {
-      return new Error(
-          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                              "buffer_samples " + std::to_string(request->buffer_samples()) +
-                                  " is above the server's limit of " + std::to_string(max_buffer)));
-    }
-    const std::size_t max_batch = request->max_batch_samples() == 0
-                                      ? core_->config().max_batch_samples
-                                      : request->max_batch_samples();
+    Result<SampleStreamPlan> plan = PlanSampleStream(core_->hub(), *request, core_->config());
+    if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
-    SubscriptionConfig sc;
-    if (request->task_ids_size() > 0) sc.tasks = *ids;
-    sc.capacity = request->buffer_samples() == 0 ? core_->config().stream_buffer_samples
-                                                 : request->buffer_samples();
     auto reactor = std::make_shared<SampleStreamReactor>(
-        core_, context, core_->collector().Subscribe(sc), std::move(*ids), max_batch);
+        core_, context, core_->collector().Subscribe(plan->subscription), std::move(plan->tasks),
+        plan->max_batch_samples);
     SampleStreamReactor* raw = reactor.get();
     // Send the response headers now: the client then knows the subscription exists (every sample
     // from here on reaches it) even before the first batch. Before Register(): no other thread
     // can reach the reactor yet.
     raw->StartSendInitialMetadata();
     core_->Register(reactor);
+    HandOver(raw);
     return raw;
   }
 

@@ -4,7 +4,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -108,6 +107,7 @@ Result<std::vector<TaskId>> ResolveTaskIds(
     const TelemetryHub& hub, const google::protobuf::RepeatedField<std::uint32_t>& ids) {
   if (ids.empty()) return hub.TaskIds();
   std::vector<TaskId> out;
+  std::vector<bool> listed(hub.max_tasks(), false);
   for (const std::uint32_t id : ids) {
     if (hub.task(id) == nullptr) {
       std::string known;
@@ -115,8 +115,12 @@ Result<std::vector<TaskId>> ResolveTaskIds(
       return InvalidArgumentError("unknown task id " + std::to_string(id) + " (tasks: " +
                                   (known.empty() ? "none" : known) + "; see ListTasks)");
     }
-    // A repeated id is answered once: a small request must not ask for a huge response.
-    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+    // A repeated id is answered once: a small request must not ask for a huge response (nor, with
+    // many tasks, for a quadratic search).
+    if (!listed[id]) {
+      listed[id] = true;
+      out.push_back(id);
+    }
   }
   return out;
 }
@@ -138,6 +142,47 @@ void FillStats(const TelemetryHub& hub, const std::vector<TaskId>& ids, bool inc
       ToProto(id, v1::QUANTITY_EXECUTION_TIME, task->execution(), out->add_histograms());
     }
   }
+}
+
+Result<SampleStreamPlan> PlanSampleStream(const TelemetryHub& hub,
+                                          const v1::StreamSamplesRequest& request,
+                                          const ServerConfig& config) {
+  Result<std::vector<TaskId>> ids = ResolveTaskIds(hub, request.task_ids());
+  if (!ids.ok()) return ids.status();
+  if (request.max_batch_samples() > kMaxBatchSamples) {
+    return InvalidArgumentError("max_batch_samples " + std::to_string(request.max_batch_samples()) +
+                                " is above the limit of " + std::to_string(kMaxBatchSamples));
+  }
+  if (request.buffer_samples() > config.max_stream_buffer_samples) {
+    return InvalidArgumentError("buffer_samples " + std::to_string(request.buffer_samples()) +
+                                " is above the server's limit of " +
+                                std::to_string(config.max_stream_buffer_samples));
+  }
+  SampleStreamPlan plan;
+  if (request.task_ids_size() > 0) plan.subscription.tasks = *ids;
+  plan.tasks = std::move(*ids);
+  plan.subscription.capacity =
+      request.buffer_samples() == 0 ? config.stream_buffer_samples : request.buffer_samples();
+  plan.max_batch_samples =
+      request.max_batch_samples() == 0 ? config.max_batch_samples : request.max_batch_samples();
+  return plan;
+}
+
+Result<StatsWatchPlan> PlanStatsWatch(const TelemetryHub& hub, const v1::WatchStatsRequest& request,
+                                      const ServerConfig& config) {
+  Result<std::vector<TaskId>> ids = ResolveTaskIds(hub, request.task_ids());
+  if (!ids.ok()) return ids.status();
+  const std::chrono::milliseconds interval = request.interval_ms() == 0
+                                                 ? kDefaultWatchInterval
+                                                 : std::chrono::milliseconds(request.interval_ms());
+  if (interval < config.min_watch_interval) {
+    return InvalidArgumentError("interval_ms " + std::to_string(interval.count()) +
+                                " is below the minimum of " +
+                                std::to_string(config.min_watch_interval.count()) + " ms");
+  }
+  return StatsWatchPlan{.tasks = std::move(*ids),
+                        .include_histogram = request.include_histogram(),
+                        .interval = interval};
 }
 
 void FillSampleBatch(const SampleBatch& batch, std::uint64_t lost_total,

@@ -1,16 +1,20 @@
 // The contents of the Telemetry service's responses, built from a TelemetryHub (and optionally the
-// Executor) with the shared conversions of proto_convert.h. No gRPC headers: cheap to compile.
-// Internal to rtloop_telemetry.
+// Executor) with the shared conversions of proto_convert.h, and the checks of the stream requests.
+// No gRPC headers: cheap to compile, and what tests/fuzz/grpc_request_fuzzer.cc feeds decoded
+// request messages to. Internal to rtloop_telemetry.
 //
 // Not RT-safe: allocates, reads /proc. Thread-safe (reads only thread-safe accessors of the hub).
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "rtloop/framework/status.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "rtloop/telemetry/v1/telemetry.pb.h"
 
@@ -35,6 +39,34 @@ Result<std::vector<TaskId>> ResolveTaskIds(
 // One stats snapshot of `ids` with the timestamps set.
 void FillStats(const TelemetryHub& hub, const std::vector<TaskId>& ids, bool include_histogram,
                v1::GetStatsResponse* out);
+
+// The largest max_batch_samples a StreamSamples request may ask for.
+inline constexpr std::size_t kMaxBatchSamples = 65536;
+// The interval of a WatchStats request that asks for none.
+inline constexpr std::chrono::milliseconds kDefaultWatchInterval{1000};
+
+// A StreamSamples request, checked: what its stream subscribes to and how it batches.
+struct SampleStreamPlan {
+  std::vector<TaskId> tasks;        // the stream's tasks, each once (every task when none named)
+  SubscriptionConfig subscription;  // its filter (empty: every task) and queue capacity
+  std::size_t max_batch_samples = 0;
+};
+// InvalidArgument naming the field: an unknown task id, max_batch_samples above kMaxBatchSamples,
+// buffer_samples above config.max_stream_buffer_samples. Zeros take the config's defaults.
+Result<SampleStreamPlan> PlanSampleStream(const TelemetryHub& hub,
+                                          const v1::StreamSamplesRequest& request,
+                                          const ServerConfig& config);
+
+// A WatchStats request, checked.
+struct StatsWatchPlan {
+  std::vector<TaskId> tasks;
+  bool include_histogram = false;
+  std::chrono::milliseconds interval{0};
+};
+// InvalidArgument: an unknown task id, an interval below config.min_watch_interval (0 asks for
+// kDefaultWatchInterval).
+Result<StatsWatchPlan> PlanStatsWatch(const TelemetryHub& hub, const v1::WatchStatsRequest& request,
+                                      const ServerConfig& config);
 
 // A collector batch as a column-packed message; `lost_total` is the stream's running loss for the
 // batch's task.
