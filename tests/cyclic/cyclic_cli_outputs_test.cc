@@ -304,10 +304,10 @@ TEST_F(CyclicOutputsTest, JsonIsStrictWhenTheRunEndsBeforeTheFirstCycle) {
   EXPECT_TRUE(IsStrictJson(json)) << text;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kUnderSanitizer = true;
 #else
-constexpr bool kUnderAsan = false;
+constexpr bool kUnderSanitizer = false;
 #endif
 
 void LimitAddressSpaceTo1500MB() {
@@ -318,7 +318,10 @@ void LimitAddressSpaceTo1500MB() {
 // Item 7: a configuration that cannot get its memory is refused with the numbers and the fix
 // (it aborted with an uncaught std::bad_alloc, exit 134).
 TEST_F(CyclicOutputsTest, MemoryThatCannotBeHadIsRefusedWithTheNumbersAndTheFix) {
-  if (kUnderAsan) GTEST_SKIP() << "AddressSanitizer needs more address space than ulimit -v";
+  if (kUnderSanitizer) {
+    GTEST_SKIP() << "ASan and TSan reserve more address space than ulimit -v leaves (their shadow "
+                    "memory): run without sanitizers";
+  }
   const Outcome r =
       Wait(Spawn({"-t64", "-h1000000", "-D1", "-q", "--default-system", "--json=" + Path("m.json")},
                  &LimitAddressSpaceTo1500MB));
