@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <civetweb.h>
 #include <netinet/in.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,14 +10,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 
+#include "http_request.h"
 #include "metrics.h"
 #include "net_util.h"
 #include "page_json.h"
@@ -31,7 +29,6 @@ namespace rtloop::telemetry {
 namespace {
 
 constexpr const char* kLogPrefix = "rtloop http";
-constexpr std::size_t kMaxHistorySeconds = 86400;
 
 std::int64_t ThreadCpuNs() {
   timespec ts{};
@@ -117,51 +114,37 @@ class HttpServer::Impl {
             .http = &counters};
   }
 
-  bool Authorized(mg_connection* conn) const {
-    if (token.empty()) return true;
-    const char* header = mg_get_header(conn, "Authorization");
-    if (header == nullptr) return false;
-    std::string_view h(header);
-    constexpr std::string_view kBearer = "Bearer ";
-    if (h.size() < kBearer.size() || strncasecmp(h.data(), kBearer.data(), kBearer.size()) != 0) {
-      return false;
-    }
-    h.remove_prefix(kBearer.size());
-    while (!h.empty() && h.front() == ' ') h.remove_prefix(1);
-    return internal::ConstantTimeEquals(h, token);
-  }
-
   int Handle(mg_connection* conn) {
     requests.fetch_add(1, std::memory_order_relaxed);
     const mg_request_info* ri = mg_get_request_info(conn);
-    const std::string_view method = ri->request_method != nullptr ? ri->request_method : "";
-    const std::string_view uri = ri->local_uri != nullptr ? ri->local_uri : "";
-    if (method != "GET" && method != "HEAD") {
-      counters.bad_method.fetch_add(1, std::memory_order_relaxed);
-      return Send(conn, 405, "text/plain; charset=utf-8", "only GET and HEAD\n",
-                  "Allow: GET, HEAD\r\n");
-    }
-    // The page's files carry no data: served without the token, and without counting against
-    // max_in_flight (they are constant and cheap).
-    for (const internal::WebAsset& a : internal::WebAssets()) {
-      if (uri == a.path || (a.path == "/" && uri == "/index.html")) {
+    const internal::HttpDecision d =
+        internal::RouteRequest({.method = ri->request_method != nullptr ? ri->request_method : "",
+                                .path = ri->local_uri != nullptr ? ri->local_uri : "",
+                                .authorization = mg_get_header(conn, "Authorization")},
+                               token);
+    switch (d.route) {
+      case internal::HttpRoute::kBadMethod:
+        counters.bad_method.fetch_add(1, std::memory_order_relaxed);
+        return Send(conn, 405, "text/plain; charset=utf-8", "only GET and HEAD\n",
+                    "Allow: GET, HEAD\r\n");
+      case internal::HttpRoute::kAsset:
+        // The page's files carry no data: served without the token, and without counting
+        // against max_in_flight (they are constant and cheap).
         counters.ok.fetch_add(1, std::memory_order_relaxed);
-        return Send(conn, 200, a.content_type, a.body);
-      }
-    }
-    const bool metrics = uri == "/metrics";
-    const bool tasks = uri == "/api/v1/tasks";
-    if (!metrics && !tasks) {
-      counters.not_found.fetch_add(1, std::memory_order_relaxed);
-      return Send(conn, 404, "text/plain; charset=utf-8",
-                  "not found: rtloop serves /metrics, /api/v1/tasks and the page at /\n");
-    }
-    if (!Authorized(conn)) {
-      counters.unauthorized.fetch_add(1, std::memory_order_relaxed);
-      return Send(conn, 401, "text/plain; charset=utf-8",
-                  "this endpoint needs \"Authorization: Bearer <token>\" (the server's token "
-                  "file)\n",
-                  "WWW-Authenticate: Bearer realm=\"rtloop\"\r\n");
+        return Send(conn, 200, d.asset->content_type, d.asset->body);
+      case internal::HttpRoute::kNotFound:
+        counters.not_found.fetch_add(1, std::memory_order_relaxed);
+        return Send(conn, 404, "text/plain; charset=utf-8",
+                    "not found: rtloop serves /metrics, /api/v1/tasks and the page at /\n");
+      case internal::HttpRoute::kUnauthorized:
+        counters.unauthorized.fetch_add(1, std::memory_order_relaxed);
+        return Send(conn, 401, "text/plain; charset=utf-8",
+                    "this endpoint needs \"Authorization: Bearer <token>\" (the server's token "
+                    "file)\n",
+                    "WWW-Authenticate: Bearer realm=\"rtloop\"\r\n");
+      case internal::HttpRoute::kMetrics:
+      case internal::HttpRoute::kTasks:
+        break;
     }
     // Bounded work at once: beyond max_in_flight a request is refused at once, never queued.
     if (in_flight.fetch_add(1, std::memory_order_acq_rel) >= config.max_in_flight) {
@@ -172,22 +155,15 @@ class HttpServer::Impl {
                   "Retry-After: 1\r\n");
     }
     int code = 0;
-    if (metrics) {
+    if (d.route == internal::HttpRoute::kMetrics) {
       const std::int64_t cpu0 = ThreadCpuNs();
       const std::string body = internal::RenderMetrics(Input());
       counters.last_scrape_cpu_ns.store(ThreadCpuNs() - cpu0, std::memory_order_relaxed);
       counters.ok.fetch_add(1, std::memory_order_relaxed);
       code = Send(conn, 200, "text/plain; version=0.0.4; charset=utf-8", body);
     } else {
-      std::size_t history = 0;
-      if (ri->query_string != nullptr) {
-        char value[16];
-        const std::size_t len = std::strlen(ri->query_string);
-        if (mg_get_var(ri->query_string, len, "history", value, sizeof value) > 0) {
-          history = std::min<std::size_t>(std::strtoul(value, nullptr, 10), kMaxHistorySeconds);
-        }
-      }
-      const std::string body = internal::RenderTasksJson(Input(), history);
+      const std::string body =
+          internal::RenderTasksJson(Input(), internal::HistorySeconds(ri->query_string));
       counters.ok.fetch_add(1, std::memory_order_relaxed);
       code = Send(conn, 200, "application/json", body);
     }
