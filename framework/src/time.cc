@@ -30,4 +30,11 @@ int SleepFor(Clock clock, std::chrono::nanoseconds duration) noexcept {
   }
 }
 
+TimePoint SpinFor(Clock clock, std::chrono::nanoseconds duration) noexcept {
+  const TimePoint end = Now(clock) + duration;
+  TimePoint now = Now(clock);
+  while (now < end) now = Now(clock);
+  return now;
+}
+
 }  // namespace rtloop

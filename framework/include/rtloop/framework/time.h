@@ -97,4 +97,10 @@ int SleepUntil(Clock clock, TimePoint deadline) noexcept;
 // EINTR with the remaining time. Returns 0 or the error number. RT-safe.
 int SleepFor(Clock clock, std::chrono::nanoseconds duration) noexcept;
 
+// Busy-waits (reads `clock` in a loop, never sleeps) until `duration` has passed; returns the time
+// it finished. For deliberate CPU work inside a Step, such as a fixed delay between two GPIO
+// writes or a test's injected overrun: the thread keeps its CPU, so its time is not at the mercy
+// of the scheduler's wake-up latency. RT-safe (clock_gettime only; bounded by `duration`).
+TimePoint SpinFor(Clock clock, std::chrono::nanoseconds duration) noexcept;
+
 }  // namespace rtloop
