@@ -20,6 +20,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps
   openssl  # tests: generates the TLS test certificate
+  libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
+  libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)
 )
 
 die() { echo "cmake/dev.sh: $*" >&2; exit 2; }
