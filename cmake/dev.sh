@@ -20,6 +20,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps
   openssl  # tests: generates the TLS test certificate
+  nlohmann-json3-dev  # rtloop-bench: result.json, cyclictest --json input
+  stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
+  gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png
   libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
   libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)
 )

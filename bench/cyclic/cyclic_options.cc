@@ -135,6 +135,9 @@ enum OptionId {
   kOptFailMissed,
   kOptWarmup,
   kOptHistogramStyle,
+  kOptMaxOverTime,
+  kOptMaxWindow,
+  kOptKeepDistance,
 };
 
 struct OptionSpec {
@@ -195,6 +198,9 @@ constexpr OptionSpec kOptions[] = {
     {0, "fail-missed", Arg::kRequired, kOptFailMissed, false},
     {0, "warmup", Arg::kRequired, kOptWarmup, false},
     {0, "histogram-style", Arg::kRequired, kOptHistogramStyle, false},
+    {0, "max-over-time", Arg::kRequired, kOptMaxOverTime, false},
+    {0, "max-window", Arg::kRequired, kOptMaxWindow, false},
+    {0, "keep-distance", Arg::kNone, kOptKeepDistance, false},
 };
 
 // "-i/--interval", "--json", "-n".
@@ -556,6 +562,19 @@ struct Parser {
           return BadValue(spec, value, "expected 2.4 (every row, the default) or sparse");
         }
         return Status::Ok();
+      case kOptMaxOverTime:
+        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
+        o.max_over_time_path = value;
+        return Status::Ok();
+      case kOptMaxWindow: {
+        Result<std::int64_t> v = Int(spec, value, 1, 86'400'000, "a window in ms, 1..86400000");
+        if (!v.ok()) return v.status();
+        o.max_window_ms = *v;
+        return Status::Ok();
+      }
+      case kOptKeepDistance:
+        o.keep_distance = true;
+        return Status::Ok();
     }
     return Invalid("internal: unhandled option " + OptionName(spec));
   }
@@ -568,10 +587,10 @@ struct Parser {
     if (o.aligned && o.secaligned) {
       return Invalid("-A/--aligned and --secaligned cannot be combined; choose one");
     }
-    if (o.histogram > 0 && o.distance_given) {
+    if (o.histogram > 0 && o.distance_given && !o.keep_distance) {
       o.stderr_notes.push_back("WARN: distance is ignored and set to 0, if histogram enabled\n");
     }
-    if (o.histogram > 0) o.distance_us = 0;
+    if (o.histogram > 0 && !o.keep_distance) o.distance_us = 0;
     if (o.system_sleep && o.posix_timers) {
       o.stderr_notes.push_back("WARN: The system option requires clock_nanosleep\n");
       o.stderr_notes.push_back("WARN: and is not compatible with posix_timers\n");
@@ -915,6 +934,9 @@ rtloop extensions:
          --fail-missed=N          exit 3 when any thread missed more than N releases
          --warmup=N               leave each thread's first N cycles out of the statistics
          --histogram-style=STYLE  2.4 (every row, default) or sparse (2.7+ layout)
+         --max-over-time=FILE     write each thread's max latency per time window to FILE
+         --max-window=MS          the --max-over-time window, default 1000 ms
+         --keep-distance          keep -d's interval distance under -h (cyclictest drops it)
 
 Exit status: 0 done, 1 runtime error, 2 bad command line (nothing measured), 3 a --fail-*
 bound was breached.

@@ -140,7 +140,10 @@ struct CyclicOptions {
   std::optional<std::uint64_t> fail_missed;       // --fail-missed=N
   std::uint64_t warmup = 0;                       // --warmup=N
   HistogramStyle histogram_style = HistogramStyle::kFull;  // --histogram-style
-  bool help = false;  // --help or -?: print UsageText() and exit 0
+  std::string max_over_time_path;                          // --max-over-time=FILE (max_over_time.h)
+  std::int64_t max_window_ms = 1000;                       // --max-window=MS
+  bool keep_distance = false;  // --keep-distance: -d still applies under -h
+  bool help = false;           // --help or -?: print UsageText() and exit 0
 
   // ---- derived ----
   std::vector<ThreadPlan> threads;  // one per measurement thread

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cyclic_recorder.h"
+#include "max_over_time.h"
 #include "rtloop/framework/cyclic_task.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/system_info.h"
@@ -346,6 +347,7 @@ class Run {
   std::unique_ptr<telemetry::Recorder> sample_log_;
   std::unique_ptr<telemetry::Collector> collector_;
   std::unique_ptr<telemetry::Server> server_;
+  std::unique_ptr<MaxOverTime> max_over_time_;  // --max-over-time
   // Declared after everything its threads use, so that it is destroyed (stopped) first.
   std::unique_ptr<Executor> executor_;
   std::vector<ThreadReport> base_;  // the static fields of every thread's report
@@ -410,6 +412,18 @@ Status Run::Setup() {
     hc.drain_period = kTelemetryDrainPeriod;  // rings sized for it
     hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
   }
+  if (!o_.max_over_time_path.empty()) {
+    MaxOverTimeConfig mc;
+    mc.path = o_.max_over_time_path;
+    mc.window = milliseconds(o_.max_window_ms);
+    mc.origin = Now(o_.clock);
+    mc.threads = static_cast<int>(std::max<std::size_t>(n, 1));
+    mc.nsecs = o_.nsecs;
+    mc.warmup_cycles = o_.warmup;
+    Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(mc);
+    if (!mot.ok()) return mot.status();
+    max_over_time_ = std::move(*mot);
+  }
   tasks_ = std::vector<CyclicTask>(n);
   // Stable addresses: observers are handed out as raw pointers.
   recorders_.reserve(n);
@@ -429,8 +443,10 @@ Status Run::Setup() {
     Result<std::unique_ptr<CyclicRecorder>> rec = CyclicRecorder::Create(rc);
     if (!rec.ok()) return rec.status();
     recorders_.push_back(std::move(*rec));
+    CycleObserver* extra = hub_.get();
+    if (max_over_time_ != nullptr) extra = max_over_time_->Observer(plan.index, extra);
     observers_.push_back(std::make_unique<CyclicThreadObserver>(
-        recorders_.back().get(), o_.breaktrace > 0 ? &latch_ : nullptr, hub_.get()));
+        recorders_.back().get(), o_.breaktrace > 0 ? &latch_ : nullptr, extra));
 
     TaskConfig tc;
     tc.name = "cyclic" + std::to_string(plan.index);
@@ -521,6 +537,7 @@ Status Run::Setup() {
   }
   // Non-RT helpers start from the main thread, after --mainaffinity: they inherit its CPUs.
   if (collector_ != nullptr) RTLOOP_RETURN_IF_ERROR(collector_->Start());
+  if (max_over_time_ != nullptr) RTLOOP_RETURN_IF_ERROR(max_over_time_->Start());
 
   if (o_.duration_s > 0) {
     // The first thread's stop time: its start (first release - interval) + duration.
@@ -663,6 +680,13 @@ int Run::Finish() {
                    s.message().c_str());
     }
   }
+  bool outputs_ok = true;
+  if (max_over_time_ != nullptr) {
+    if (Status s = max_over_time_->Close(); !s.ok()) {
+      std::fprintf(stderr, "rtloop-cyclic: %s\n", s.message().c_str());
+      outputs_ok = false;
+    }
+  }
   if (o_.verbose) DrainVerbose();
 
   std::vector<ThreadReport> reports = base_;
@@ -681,7 +705,8 @@ int Run::Finish() {
     }
   }
   const std::vector<std::string> breaches = CheckFailBounds(o_, reports, pct_values);
-  const int exit_code = breaches.empty() ? kExitOk : kExitThreshold;
+  int exit_code = breaches.empty() ? kExitOk : kExitThreshold;
+  if (!outputs_ok && exit_code == kExitOk) exit_code = kExitFatal;
 
   // cyclictest's order: JSON, final T: lines (-q without -h), spikes, histogram, break trace.
   if (!o_.json_path.empty()) {

@@ -242,6 +242,38 @@ TEST(CyclicReportGolden, HistfileBlockListsAtMostBucketsOverflowCyclesSample17) 
   EXPECT_EQ(FormatHistogram(threads, fmt), Join(lines, first, lines.size()));
 }
 
+// rt-tests 2.7+ layout (--histogram-style=sparse). No 2.7+ binary output is at hand, so the
+// golden files in golden/v2.10/ are the same runs as the 2.4 samples, written out by the rules of
+// rt-tests v2.10's print_hist() (src/cyclictest/cyclictest.c) and hset_print_bucket() /
+// hist_print_oflows() (src/lib/histogram.c): rows whose sum is 0 are skipped, no "# Total:", the
+// -H sum column for any thread count, "# Thread N: " with a trailing space, " # N others" once
+// the overflow list is full. Our formatter must produce those bytes from the 2.4 sample's data.
+void ExpectSparseGolden(const std::string& sample24, const std::string& golden210,
+                        std::uint32_t buckets, bool histofall, std::size_t threads) {
+  const std::vector<std::string> lines = Lines(Body(ReadGolden(sample24)));
+  std::vector<ThreadReport> reports =
+      ParseHistogramBlock(lines, FindLine(lines, "# Histogram"), buckets);
+  ASSERT_GE(reports.size(), threads);
+  reports.resize(threads);
+  ReportFormat fmt;
+  fmt.histogram_buckets = buckets;
+  fmt.histofall = histofall;
+  fmt.histogram_style = HistogramStyle::kSparse;
+  EXPECT_EQ(FormatHistogram(reports, fmt), Body(ReadGolden("v2.10/" + golden210)));
+}
+
+TEST(CyclicReportGolden, SparseHistofallMatchesThe2_10LayoutOfSample15) {
+  ExpectSparseGolden("15-histofall-H100.txt", "15-histofall-H100.txt", 100, true, 2);
+}
+
+TEST(CyclicReportGolden, SparseHistofallOfOneThreadKeepsTheSumColumnLike2_10) {
+  ExpectSparseGolden("15-histofall-H100.txt", "15-histofall-H100-one-thread.txt", 100, true, 1);
+}
+
+TEST(CyclicReportGolden, SparseFullOverflowListMatchesThe2_10LayoutOfSample17) {
+  ExpectSparseGolden("17-histfile.txt", "17-histfile.txt", 60, false, 2);
+}
+
 struct JsonSample {
   JsonRunInfo run;
   std::vector<ThreadReport> threads;

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "rtloop/framework/readiness.h"
 #include "rtloop/telemetry/client.h"
 #include "telemetry_rig.h"
 
@@ -246,6 +247,15 @@ TEST(GrpcEndToEnd, SystemInfoAndTaskListDescribeTheProcess) {
   EXPECT_FALSE(sys->rtloop_version().empty());
   EXPECT_GT(sys->process_start_unix_ns(), 0);
   EXPECT_EQ(sys->server_address(), rig.address());
+  // The readiness findings are rtloop-bench doctor's, in its order, each non-OK one with a fix.
+  const ReadinessReport doctor = CheckReadiness({.root = "", .probe = false});
+  ASSERT_EQ(sys->readiness_size(), static_cast<int>(doctor.findings.size()));
+  for (int i = 0; i < sys->readiness_size(); ++i) {
+    const v1::ReadinessFinding& f = sys->readiness(i);
+    EXPECT_EQ(f.id(), doctor.findings[static_cast<std::size_t>(i)].id);
+    EXPECT_NE(f.level(), v1::READINESS_LEVEL_UNSPECIFIED);
+    EXPECT_EQ(f.fix().empty(), f.level() == v1::READINESS_LEVEL_OK) << f.id();
+  }
   Result<v1::ListTasksResponse> tasks = client->ListTasks();
   ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
   ASSERT_EQ(tasks->tasks_size(), 2);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "rtloop/framework/executor.h"
+#include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/proto_convert.h"
 
@@ -70,6 +71,18 @@ void FillSystemInfo(const std::string& server_address, v1::GetSystemInfoResponse
   out->set_process_start_unix_ns(start_ns);
   out->set_cpu_dma_latency_us(CpuDmaLatencyUs());
   out->set_server_address(server_address);
+  // No live probe: this runs on a gRPC thread, whose scheduling must not change.
+  ReadinessConfig readiness;
+  readiness.probe = false;
+  for (const ReadinessFinding& f : CheckReadiness(readiness).findings) {
+    v1::ReadinessFinding* r = out->add_readiness();
+    r->set_id(f.id);
+    r->set_level(f.level == ReadinessLevel::kOk     ? v1::READINESS_LEVEL_OK
+                 : f.level == ReadinessLevel::kWarn ? v1::READINESS_LEVEL_WARN
+                                                    : v1::READINESS_LEVEL_FAIL);
+    r->set_summary(f.summary);
+    r->set_fix(f.fix);
+  }
 }
 
 void FillTaskList(const TelemetryHub& hub, const Executor* executor, v1::ListTasksResponse* out) {

@@ -1,0 +1,225 @@
+// rtloop-bench's entry point and its small subcommands: doctor, compare, plot, references.
+#include "commands.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "bench_util.h"
+#include "latency_data.h"
+#include "plots.h"
+#include "process_group.h"
+#include "reference.h"
+#include "report.h"
+#include "rtloop/framework/readiness.h"
+
+namespace rtloop::bench {
+namespace {
+
+using nlohmann::json;
+
+const char kUsage[] =
+    "usage: rtloop-bench COMMAND [OPTIONS]\n"
+    "  doctor [--json] [--root=DIR]      judge real-time readiness; exit 1 when a check fails\n"
+    "  run --scenario=NAME [...]         the documented benchmark: load, measure, report\n"
+    "  compare BASELINE CANDIDATE [...]  CI gate: exit 1 on a regression, 2 on bad input\n"
+    "  plot INPUT -o FILE.png [...]      plot a result.json, cyclictest -h output or sample log\n"
+    "  references                        the published results --reference can name\n"
+    "Each command takes --help. Documentation: bench/scenarios/README.md\n";
+
+bool WantsHelp(int argc, const char* const* argv) {
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+  }
+  return false;
+}
+
+std::string Cell(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+struct CompareOptions {
+  std::string baseline, candidate;
+  double max_regression_pct = 10.0;
+  double min_delta_us = 1.0;
+  std::vector<std::string> metrics = {"avg", "p99", "max"};
+};
+
+Result<CompareOptions> ParseCompare(int argc, const char* const* argv) {
+  CompareOptions o;
+  Args a(argc, argv, 2, "compare");
+  std::vector<std::string> files;
+  while (a.More() && a.error().ok()) {
+    if (auto v = a.Value("--max-regression")) {
+      char* end = nullptr;
+      o.max_regression_pct = std::strtod(v->c_str(), &end);
+      if (v->empty() || *end != '\0' || !(o.max_regression_pct >= 0)) {
+        return InvalidArgumentError("--max-regression='" + *v + "': expected a percentage >= 0");
+      }
+    } else if (auto d = a.Value("--min-delta")) {
+      char* end = nullptr;
+      o.min_delta_us = std::strtod(d->c_str(), &end);
+      if (d->empty() || *end != '\0' || !(o.min_delta_us >= 0)) {
+        return InvalidArgumentError("--min-delta='" + *d + "': expected us >= 0");
+      }
+    } else if (auto m = a.Value("--metrics")) {
+      o.metrics.clear();
+      std::string item;
+      for (std::size_t i = 0; i <= m->size(); ++i) {
+        if (i == m->size() || (*m)[i] == ',') {
+          if (item != "min" && item != "avg" && item != "max" && !PercentileOf(item)) {
+            return InvalidArgumentError("--metrics: unknown metric '" + item +
+                                        "' (min, avg, max or pNN such as p99.9)");
+          }
+          o.metrics.push_back(item);
+          item.clear();
+        } else {
+          item.push_back((*m)[i]);
+        }
+      }
+    } else if (auto f = a.Positional()) {
+      files.push_back(*f);
+    } else {
+      (void)a.Unknown();
+    }
+  }
+  if (!a.error().ok()) return a.error();
+  if (files.size() != 2) return InvalidArgumentError("compare needs BASELINE and CANDIDATE files");
+  o.baseline = files[0];
+  o.candidate = files[1];
+  return o;
+}
+
+}  // namespace
+
+int DoctorCommand(int argc, const char* const* argv) {
+  if (WantsHelp(argc, argv)) {
+    std::fputs(
+        "usage: rtloop-bench doctor [--json] [--root=DIR]\n"
+        "  --root=DIR  read /proc, /sys and /dev under DIR (a saved or fake tree)\n"
+        "exit: 0 nothing failed, 1 a check failed, 2 bad command line\n",
+        stdout);
+    return kExitOk;
+  }
+  bool as_json = false;
+  ReadinessConfig config;
+  Args a(argc, argv, 2, "doctor");
+  while (a.More() && a.error().ok()) {
+    if (a.Flag("--json")) {
+      as_json = true;
+    } else if (auto r = a.Value("--root")) {
+      config.root = *r;
+    } else {
+      (void)a.Unknown();
+    }
+  }
+  if (!a.error().ok()) return UsageError("doctor", a.error().message());
+  const ReadinessReport report = CheckReadiness(config);
+  const std::string out = as_json ? FindingsJson(report).dump(1) + "\n" : FormatFindings(report);
+  std::fputs(out.c_str(), stdout);
+  return report.Count(ReadinessLevel::kFail) == 0 ? kExitOk : kExitFail;
+}
+
+int CompareCommand(int argc, const char* const* argv) {
+  if (WantsHelp(argc, argv)) {
+    std::fputs(
+        "usage: rtloop-bench compare BASELINE CANDIDATE [--max-regression=PCT] "
+        "[--metrics=avg,p99,max] [--min-delta=US]\n"
+        "  inputs: result.json, cyclictest/rtloop-cyclic --json, cyclictest -h output (2.4/2.7+)\n"
+        "  a metric regresses when CANDIDATE > BASELINE * (1 + PCT/100) and by >= US (default 10\n"
+        "  %, 1 us); a percentile with fewer than 10 samples above it is refused (exit 2)\n"
+        "exit: 0 no regression, 1 a regression, 2 unreadable input or unsupportable metric\n",
+        stdout);
+    return kExitOk;
+  }
+  Result<CompareOptions> o = ParseCompare(argc, argv);
+  if (!o.ok()) return UsageError("compare", o.status().message());
+  Result<LatencyData> base = LoadLatencyData(o->baseline);
+  if (!base.ok()) return UsageError("compare", base.status().message());
+  Result<LatencyData> cand = LoadLatencyData(o->candidate);
+  if (!cand.ok()) return UsageError("compare", cand.status().message());
+  // Rows: all threads merged, then thread by thread when both have the same threads.
+  std::vector<std::pair<std::string, std::pair<ThreadLatency, ThreadLatency>>> rows;
+  rows.push_back({"all", {MergeThreads(base->threads), MergeThreads(cand->threads)}});
+  if (base->threads.size() == cand->threads.size() && base->threads.size() > 1) {
+    for (std::size_t i = 0; i < base->threads.size(); ++i) {
+      rows.push_back(
+          {std::to_string(base->threads[i].index), {base->threads[i], cand->threads[i]}});
+    }
+  } else if (base->threads.size() != cand->threads.size()) {
+    std::fprintf(stderr, "rtloop-bench: note: %zu vs %zu threads: comparing all threads merged\n",
+                 base->threads.size(), cand->threads.size());
+  }
+  std::string table = "metric   thread  baseline  candidate  change    verdict\n";
+  bool regression = false;
+  for (const std::string& m : o->metrics) {
+    for (const auto& [name, pair] : rows) {
+      const auto& [b, c] = pair;
+      for (const auto& [which, t, file] :
+           {std::tuple{"baseline", &b, o->baseline}, std::tuple{"candidate", &c, o->candidate}}) {
+        if (Status s = SupportsPercentile(m, t->cycles); !s.ok()) {
+          return UsageError(
+              "compare", std::string(which) + " " + file + " thread " + name + ": " + s.message());
+        }
+      }
+      Result<double> bv = Metric(b, m);
+      Result<double> cv = Metric(c, m);
+      if (!bv.ok()) return UsageError("compare", o->baseline + ": " + bv.status().message());
+      if (!cv.ok()) return UsageError("compare", o->candidate + ": " + cv.status().message());
+      const double change = *bv > 0 ? (*cv - *bv) / *bv * 100.0 : (*cv > *bv ? INFINITY : 0.0);
+      const bool worse =
+          *cv > *bv * (1.0 + o->max_regression_pct / 100.0) && *cv - *bv >= o->min_delta_us;
+      regression = regression || worse;
+      char line[160];
+      std::snprintf(line, sizeof line, "%-8s %-7s %-9s %-10s %+7.1f%%  %s\n", m.c_str(),
+                    name.c_str(), Cell(*bv).c_str(), Cell(*cv).c_str(), change,
+                    worse ? "REGRESSION" : "ok");
+      table += line;
+    }
+  }
+  std::fputs(table.c_str(), stdout);
+  std::printf("%s (max regression %.1f%%, min delta %.1f us; %s vs %s)\n",
+              regression ? "REGRESSION" : "no regression", o->max_regression_pct, o->min_delta_us,
+              base->kind.c_str(), cand->kind.c_str());
+  return regression ? kExitFail : kExitOk;
+}
+
+int ReferencesCommand(int argc, const char* const* argv) {
+  std::string file;
+  Args a(argc, argv, 2, "references");
+  while (a.More() && a.error().ok()) {
+    if (auto f = a.Value("--reference-file")) {
+      file = *f;
+    } else {
+      (void)a.Unknown();
+    }
+  }
+  if (!a.error().ok()) return UsageError("references", a.error().message());
+  Result<std::vector<ReferenceRun>> runs = LoadReferences(file);
+  if (!runs.ok()) return UsageError("references", runs.status().message());
+  for (const ReferenceRun& r : *runs) {
+    std::printf("%-60s %s%s\n", r.key.c_str(), r.command.c_str(),
+                r.threads.empty() ? "  (summary only)" : "");
+  }
+  return kExitOk;
+}
+
+int Main(int argc, const char* const* argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "__guardian") return LoadGroup::GuardianMain(argc, argv);
+  if (cmd == "doctor") return DoctorCommand(argc, argv);
+  if (cmd == "run") return RunCommand(argc, argv);
+  if (cmd == "compare") return CompareCommand(argc, argv);
+  if (cmd == "plot") return PlotCommand(argc, argv);
+  if (cmd == "references") return ReferencesCommand(argc, argv);
+  return UsageError("", "unknown command '" + cmd + "' (doctor, run, compare, plot, references)");
+}
+
+}  // namespace rtloop::bench

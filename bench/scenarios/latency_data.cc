@@ -1,0 +1,342 @@
+#include "latency_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "bench_util.h"
+
+namespace rtloop::bench {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// The numbers after a "# Name:" prefix, up to a '#' (" # 00015 others").
+std::vector<double> FooterNumbers(const std::string& rest) {
+  std::vector<double> out;
+  std::istringstream in(rest);
+  std::string word;
+  while (in >> word) {
+    if (word == "#") break;
+    try {
+      out.push_back(std::stod(word));
+    } catch (...) {
+      break;
+    }
+  }
+  return out;
+}
+
+std::optional<double> JsonNumber(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+void AddToBucket(std::vector<std::uint64_t>& h, std::size_t bucket, std::uint64_t count) {
+  if (h.size() <= bucket) h.resize(bucket + 1, 0);
+  h[bucket] += count;
+}
+
+// The "rtloop" object of rtloop-cyclic's --json (cyclic_report.h, FormatJson).
+void ReadRtloopExtras(const json& rtloop, std::vector<ThreadLatency>& threads) {
+  const auto per_thread = rtloop.find("thread");
+  if (per_thread == rtloop.end() || !per_thread->is_object()) return;
+  for (ThreadLatency& t : threads) {
+    const auto it = per_thread->find(std::to_string(t.index));
+    if (it == per_thread->end() || !it->is_object()) continue;
+    const json& r = *it;
+    if (auto v = JsonNumber(r, "priority")) t.priority = static_cast<int>(*v);
+    if (auto v = JsonNumber(r, "interval_us")) t.interval_us = static_cast<std::int64_t>(*v);
+    if (auto v = JsonNumber(r, "overruns")) t.overruns = static_cast<std::uint64_t>(*v);
+    if (auto v = JsonNumber(r, "missed_releases"))
+      t.missed_releases = static_cast<std::uint64_t>(*v);
+    if (auto v = JsonNumber(r, "histogram_overflows")) {
+      t.histogram_overflows = static_cast<std::uint64_t>(*v);
+    }
+    const auto lat = r.find("latency_ns");
+    if (lat != r.end() && lat->is_object()) {
+      for (const std::string& p : StandardPercentiles()) {
+        if (auto v = JsonNumber(*lat, p.c_str())) t.percentiles_us[p] = *v / 1000.0;
+      }
+    }
+  }
+}
+
+Result<LatencyData> ParseResultJson(const json& j) {
+  LatencyData d;
+  d.kind = "result.json";
+  const auto threads = j.find("threads");
+  if (threads == j.end() || !threads->is_array()) {
+    return DataLossError("result.json has no \"threads\" array");
+  }
+  for (const json& th : *threads) {
+    ThreadLatency t;
+    t.index = th.value("index", 0);
+    t.cpu = th.value("cpu", -1);
+    t.priority = th.value("priority", -1);
+    t.interval_us = th.value("interval_us", std::int64_t{-1});
+    t.cycles = th.value("cycles", std::uint64_t{0});
+    t.min_us = JsonNumber(th, "min");
+    t.avg_us = JsonNumber(th, "avg");
+    t.max_us = JsonNumber(th, "max");
+    if (auto v = JsonNumber(th, "overruns")) t.overruns = static_cast<std::uint64_t>(*v);
+    if (auto v = JsonNumber(th, "missed_releases"))
+      t.missed_releases = static_cast<std::uint64_t>(*v);
+    if (const auto p = th.find("percentiles"); p != th.end() && p->is_object()) {
+      for (const auto& [k, v] : p->items()) {
+        if (v.is_number()) t.percentiles_us[k] = v.get<double>();
+      }
+    }
+    if (const auto h = th.find("histogram"); h != th.end() && h->is_object()) {
+      const std::size_t buckets = h->value("buckets", std::size_t{0});
+      t.histogram.assign(buckets, 0);
+      t.histogram_overflows = h->value("overflows", std::uint64_t{0});
+      if (const auto c = h->find("counts"); c != h->end() && c->is_object()) {
+        for (const auto& [k, v] : c->items()) {
+          AddToBucket(t.histogram, std::stoul(k), v.get<std::uint64_t>());
+        }
+      }
+    }
+    d.threads.push_back(std::move(t));
+  }
+  return d;
+}
+
+}  // namespace
+
+const std::vector<std::string>& StandardPercentiles() {
+  static const std::vector<std::string> kAll = {"p50", "p90", "p99", "p99.9", "p99.99", "p99.999"};
+  return kAll;
+}
+
+std::optional<double> PercentileOf(const std::string& metric) {
+  if (metric.size() < 2 || metric[0] != 'p') return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double p = std::stod(metric.substr(1), &used);
+    if (used != metric.size() - 1 || !(p > 0.0) || !(p < 100.0)) return std::nullopt;
+    return p;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+Status SupportsPercentile(const std::string& metric, std::uint64_t cycles) {
+  const std::optional<double> p = PercentileOf(metric);
+  if (!p) return Status::Ok();
+  const double tail = static_cast<double>(cycles) * (100.0 - *p) / 100.0;
+  if (tail + 1e-9 >= kMinTailSamples) return Status::Ok();
+  const double needed = std::ceil(kMinTailSamples * 100.0 / (100.0 - *p) - 1e-6);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%s cannot be gated on %llu cycles: only %.1f samples lie above it (at least "
+                "%.0f needed, i.e. %.0f cycles); measure longer or gate a lower percentile",
+                metric.c_str(), static_cast<unsigned long long>(cycles), tail, kMinTailSamples,
+                needed);
+  return InvalidArgumentError(buf);
+}
+
+Result<double> Metric(const ThreadLatency& t, const std::string& metric) {
+  auto need = [&](const std::optional<double>& v) -> Result<double> {
+    if (v) return *v;
+    return FailedPreconditionError(metric + " is not in this input");
+  };
+  if (metric == "min") return need(t.min_us);
+  if (metric == "avg") return need(t.avg_us);
+  if (metric == "max") return need(t.max_us);
+  const std::optional<double> p = PercentileOf(metric);
+  if (!p) return InvalidArgumentError("unknown metric '" + metric + "'");
+  if (const auto it = t.percentiles_us.find(metric); it != t.percentiles_us.end()) {
+    return it->second;
+  }
+  if (t.histogram.empty()) {
+    return FailedPreconditionError(metric +
+                                   " needs a histogram or percentiles: this input has neither "
+                                   "(run cyclictest with -h)");
+  }
+  // The smallest bucket whose cumulative count reaches the rank ceil(p/100 * cycles).
+  std::uint64_t total = t.histogram_overflows;
+  for (std::uint64_t c : t.histogram) total += c;
+  if (total == 0) return FailedPreconditionError(metric + ": no samples");
+  const double rank = std::ceil(*p / 100.0 * static_cast<double>(total));
+  std::uint64_t seen = 0;
+  for (std::size_t b = 0; b < t.histogram.size(); ++b) {
+    seen += t.histogram[b];
+    if (static_cast<double>(seen) >= rank) return static_cast<double>(b);
+  }
+  return FailedPreconditionError(
+      metric + " lies in the histogram's overflow (>= " + std::to_string(t.histogram.size()) +
+      " us): use a larger -h to measure it");
+}
+
+ThreadLatency MergeThreads(const std::vector<ThreadLatency>& threads) {
+  ThreadLatency all;
+  all.index = -1;
+  double sum = 0;
+  bool avg_known = true;
+  bool hist_all = !threads.empty();
+  for (const ThreadLatency& t : threads) {
+    all.cycles += t.cycles;
+    if (t.min_us) all.min_us = all.min_us ? std::min(*all.min_us, *t.min_us) : *t.min_us;
+    if (t.max_us) all.max_us = all.max_us ? std::max(*all.max_us, *t.max_us) : *t.max_us;
+    if (t.avg_us) {
+      sum += *t.avg_us * static_cast<double>(t.cycles);
+    } else {
+      avg_known = false;
+    }
+    if (t.histogram.empty()) hist_all = false;
+    if (t.overruns) all.overruns = all.overruns.value_or(0) + *t.overruns;
+    if (t.missed_releases)
+      all.missed_releases = all.missed_releases.value_or(0) + *t.missed_releases;
+  }
+  if (avg_known && all.cycles > 0) all.avg_us = sum / static_cast<double>(all.cycles);
+  if (hist_all) {
+    for (const ThreadLatency& t : threads) {
+      for (std::size_t b = 0; b < t.histogram.size(); ++b)
+        AddToBucket(all.histogram, b, t.histogram[b]);
+      all.histogram_overflows += t.histogram_overflows;
+    }
+  }
+  return all;
+}
+
+Result<LatencyData> ParseHistogramText(const std::string& text) {
+  const std::vector<std::string> lines = SplitLines(text);
+  std::size_t first = lines.size();
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i] == "# Histogram") {
+      first = i;
+      break;
+    }
+  }
+  if (first == lines.size()) return DataLossError("no '# Histogram' line");
+  std::map<std::string, std::vector<double>> footer;
+  std::vector<std::vector<std::uint64_t>> rows;
+  for (std::size_t i = first + 1; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (l.empty()) continue;
+    if (l[0] == '#') {
+      const std::size_t colon = l.find(':');
+      if (colon != std::string::npos)
+        footer[l.substr(0, colon)] = FooterNumbers(l.substr(colon + 1));
+      continue;
+    }
+    std::istringstream in(l);
+    std::vector<std::uint64_t> row;
+    std::string word;
+    while (in >> word) {
+      if (word.find_first_not_of("0123456789") != std::string::npos) {
+        return DataLossError("line " + std::to_string(i + 1) + " is not a histogram row: '" + l +
+                             "'");
+      }
+      row.push_back(std::stoull(word));
+    }
+    rows.push_back(std::move(row));
+  }
+  const auto mins = footer.find("# Min Latencies");
+  const auto maxs = footer.find("# Max Latencies");
+  if (mins == footer.end() || maxs == footer.end() || mins->second.empty()) {
+    return DataLossError("the histogram block has no '# Min Latencies'/'# Max Latencies' lines");
+  }
+  const std::size_t n = mins->second.size();
+  LatencyData d;
+  d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
+  const std::vector<double>& avgs = footer["# Avg Latencies"];
+  const std::vector<double>& oflows = footer["# Histogram Overflows"];
+  for (std::size_t t = 0; t < n; ++t) {
+    ThreadLatency th;
+    th.index = static_cast<int>(t);
+    for (const auto& row : rows) {
+      if (row.size() < n + 1)
+        return DataLossError("a histogram row has fewer columns than threads");
+      AddToBucket(th.histogram, row[0], row[1 + t]);
+    }
+    th.histogram_overflows = t < oflows.size() ? static_cast<std::uint64_t>(oflows[t]) : 0;
+    th.cycles = th.histogram_overflows;
+    for (std::uint64_t c : th.histogram) th.cycles += c;
+    th.min_us = mins->second[t];
+    if (t < maxs->second.size()) th.max_us = maxs->second[t];
+    if (t < avgs.size()) th.avg_us = avgs[t];
+    d.threads.push_back(std::move(th));
+  }
+  return d;
+}
+
+Result<LatencyData> ParseCyclictestJson(const std::string& text) {
+  const std::size_t brace = text.find('{');
+  if (brace == std::string::npos) return DataLossError("no JSON object");
+  // cyclictest prints "avg": nan (or -nan) for a thread without cycles: not JSON, read as null.
+  static const std::regex kNan(R"((:\s*)-?nan\b)");
+  const std::string cleaned = std::regex_replace(text.substr(brace), kNan, "$1null");
+  json j = json::parse(cleaned, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return DataLossError("not valid JSON");
+  if (j.value("schema", std::string()) == "rtloop-bench/result") return ParseResultJson(j);
+  const auto threads = j.find("thread");
+  if (threads == j.end() || !threads->is_object()) {
+    return DataLossError("JSON without a \"thread\" object: not a cyclictest --json file");
+  }
+  const bool ns = j.value("resolution_in_ns", 0) != 0;
+  const double scale = ns ? 1e-3 : 1.0;
+  LatencyData d;
+  d.kind = j.contains("rtloop") ? "rtloop-cyclic-json" : "cyclictest-json";
+  for (const auto& [key, th] : threads->items()) {
+    ThreadLatency t;
+    try {
+      t.index = std::stoi(key);
+    } catch (...) {
+      return DataLossError("thread key '" + key + "' is not a number");
+    }
+    t.cycles = th.value("cycles", std::uint64_t{0});
+    if (auto v = JsonNumber(th, "min")) t.min_us = *v * scale;
+    if (auto v = JsonNumber(th, "max")) t.max_us = *v * scale;
+    if (auto v = JsonNumber(th, "avg")) t.avg_us = *v * scale;
+    t.cpu = th.value("cpu", -1);
+    if (const auto h = th.find("histogram"); h != th.end() && h->is_object()) {
+      std::uint64_t in_range = 0;
+      for (const auto& [b, c] : h->items()) {
+        const std::uint64_t count = c.is_number() ? c.get<std::uint64_t>() : 0;
+        const std::size_t bucket = static_cast<std::size_t>(std::stoull(b));
+        AddToBucket(t.histogram, ns ? bucket / 1000 : bucket, count);
+        in_range += count;
+      }
+      // cyclictest's JSON has no overflow count: what the buckets miss overflowed.
+      t.histogram_overflows = t.cycles > in_range ? t.cycles - in_range : 0;
+    }
+    d.threads.push_back(std::move(t));
+  }
+  std::sort(d.threads.begin(), d.threads.end(),
+            [](const ThreadLatency& a, const ThreadLatency& b) { return a.index < b.index; });
+  if (const auto r = j.find("rtloop"); r != j.end() && r->is_object())
+    ReadRtloopExtras(*r, d.threads);
+  return d;
+}
+
+Result<LatencyData> LoadLatencyData(const std::string& path) {
+  Result<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  const std::string kinds =
+      " (understood: rtloop-bench result.json, cyclictest/rtloop-cyclic --json, cyclictest -h "
+      "output in the 2.4 or 2.7+ layout)";
+  std::string first_word;
+  std::istringstream(*text) >> first_word;
+  const bool json_like = first_word.rfind('{', 0) == 0 ||
+                         (first_word == "#" && text->find("\n{") != std::string::npos &&
+                          text->find("# Histogram") == std::string::npos);
+  Result<LatencyData> d = json_like ? ParseCyclictestJson(*text) : ParseHistogramText(*text);
+  if (!d.ok()) return DataLossError(path + ": " + d.status().message() + kinds);
+  if (d->threads.empty()) return DataLossError(path + ": no thread in it" + kinds);
+  return d;
+}
+
+}  // namespace rtloop::bench

@@ -1,0 +1,80 @@
+// LatencyData: per-thread wake-up latency results in one shape, read from whatever a run left:
+// rtloop-bench's result.json, cyclictest's (or rtloop-cyclic's) --json file, cyclictest's -h text
+// output in rt-tests 2.4's layout or the 2.7+ one (no "# Total:" line, empty buckets omitted).
+// compare, plot and report.md all work on it.
+//
+//   Result<LatencyData> d = LoadLatencyData("result.json");   // kind detected from the content
+//   if (!d.ok()) return Fail(d.status());                     // unreadable: names the file, why
+//   Result<double> p99 = Metric(d->threads[0], "p99");       // refuses what the data cannot say
+//
+// Units: every value is in microseconds (cyclictest -N input, in ns, is converted). Histograms
+// have 1 us buckets (counts[i] = samples with latency i us), as cyclictest -h prints them.
+//
+// Threading: value types and free functions; not RT-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/status.h"
+
+namespace rtloop::bench {
+
+struct ThreadLatency {
+  int index = 0;                  // thread number (T:)
+  int cpu = -1;                   // pinned CPU, -1 unknown / not pinned
+  int priority = -1;              // -1 unknown
+  std::int64_t interval_us = -1;  // -1 unknown
+  std::uint64_t cycles = 0;       // samples
+  std::optional<double> min_us;
+  std::optional<double> avg_us;
+  std::optional<double> max_us;
+  std::vector<std::uint64_t> histogram;   // 1 us buckets; empty: no histogram
+  std::uint64_t histogram_overflows = 0;  // samples beyond the last bucket
+  // Percentiles measured more finely than the histogram (rtloop-cyclic's HDR histogram), keyed
+  // "p50", "p90", "p99", "p99.9", "p99.99", "p99.999".
+  std::map<std::string, double> percentiles_us;
+  std::optional<std::uint64_t> overruns;
+  std::optional<std::uint64_t> missed_releases;
+};
+
+struct LatencyData {
+  // "result.json", "cyclictest-json", "rtloop-cyclic-json", "histogram-2.4", "histogram-2.7+".
+  std::string kind;
+  std::vector<ThreadLatency> threads;
+};
+
+// Reads and detects the input. Errors (exit 2 in compare/plot) name the file and say what is
+// wrong and which inputs are understood.
+Result<LatencyData> LoadLatencyData(const std::string& path);
+
+// cyclictest -h/-H/--histfile text, 2.4 or 2.7+ (the block may follow other stdout lines).
+Result<LatencyData> ParseHistogramText(const std::string& text);
+// cyclictest / rtloop-cyclic --json text (a leading "# /dev/cpu_dma_latency" line and "nan" avg
+// values, both of which cyclictest can write, are accepted).
+Result<LatencyData> ParseCyclictestJson(const std::string& text);
+
+// Samples beyond a percentile needed before it may be gated on (see SupportsPercentile).
+inline constexpr double kMinTailSamples = 10;
+// The percentiles every table shows.
+const std::vector<std::string>& StandardPercentiles();
+// "p99.99" -> 99.99; nullopt for anything else.
+std::optional<double> PercentileOf(const std::string& metric);
+// OK when `cycles` samples hold at least kMinTailSamples samples above the percentile; else
+// InvalidArgument saying how many cycles it needs.
+Status SupportsPercentile(const std::string& metric, std::uint64_t cycles);
+
+// min, avg, max or a percentile "pNN[.N]" of one thread, in us. Percentiles come from
+// percentiles_us when present, else from the histogram (the bucket of the rank, as cyclictest's
+// truncated values); FailedPrecondition when the data has neither, or the percentile falls into
+// the histogram's overflow. Does not apply SupportsPercentile.
+Result<double> Metric(const ThreadLatency& thread, const std::string& metric);
+
+// All threads as one: cycles summed, min/max over threads, avg weighted by cycles, histograms
+// added (percentiles then come from the merged histogram), index -1.
+ThreadLatency MergeThreads(const std::vector<ThreadLatency>& threads);
+
+}  // namespace rtloop::bench

@@ -1,0 +1,284 @@
+#include "plots.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "bench_util.h"
+#include "rtloop/telemetry/recorder.h"
+
+namespace rtloop::bench {
+namespace {
+
+std::string Stem(const std::string& png) {
+  return png.size() > 4 && png.substr(png.size() - 4) == ".png" ? png.substr(0, png.size() - 4)
+                                                                : png;
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "''";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+// The common look: readable fonts, a grid, the legend outside the data.
+std::string Preamble(const std::string& png, const std::string& title) {
+  return "set terminal pngcairo size 1280,720 font 'Sans,11'\n"
+         "set output " +
+         Quote(png) +
+         "\n"
+         "set title " +
+         Quote(title) +
+         " noenhanced\n"
+         "set grid xtics ytics mytics\n"
+         "set key outside right top noenhanced\n";
+}
+
+}  // namespace
+
+Result<MaxOverTime> ParseMaxOverTime(const std::string& text) {
+  MaxOverTime m;
+  std::istringstream in(text);
+  std::string line;
+  double scale = 1.0;
+  bool header = false;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      if (line == "# rtloop-cyclic max over time") header = true;
+      if (line.rfind("# window_us:", 0) == 0) m.window_s = std::stod(line.substr(12)) / 1e6;
+      if (line == "# unit: ns") scale = 1e-3;
+      if (line.rfind("# lost_windows:", 0) == 0) m.lost_windows = std::stoull(line.substr(15));
+      if (line == "# end") m.complete = true;
+      continue;
+    }
+    int thread = 0;
+    long long window = 0, max = 0;
+    unsigned long long cycles = 0;
+    double start = 0;
+    if (std::sscanf(line.c_str(), "%d %lld %lf %lld %llu", &thread, &window, &start, &max,
+                    &cycles) != 5 ||
+        thread < 0 || thread > 4096) {
+      return DataLossError("not a max-over-time line: '" + line + "'");
+    }
+    if (m.threads.size() <= static_cast<std::size_t>(thread)) {
+      m.threads.resize(static_cast<std::size_t>(thread) + 1);
+    }
+    m.threads[static_cast<std::size_t>(thread)].push_back(
+        {start, static_cast<double>(max) * scale, cycles});
+  }
+  if (!header) return DataLossError("no '# rtloop-cyclic max over time' header");
+  for (auto& t : m.threads) {
+    std::sort(t.begin(), t.end(),
+              [](const WindowPoint& a, const WindowPoint& b) { return a.start_s < b.start_s; });
+  }
+  return m;
+}
+
+Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
+                              const std::string& png) {
+  PlotJob job{png, Stem(png) + ".gp"};
+  std::string plot;
+  double xmax = 1;
+  for (const ThreadLatency& t : data.threads) {
+    const std::string dat = Stem(png) + "-t" + std::to_string(t.index) + ".dat";
+    std::string rows = "# latency_us samples (thread " + std::to_string(t.index) + ")\n";
+    // Empty buckets cannot be drawn on a log scale: a blank line ends the curve there, so runs of
+    // filled buckets are lines and lone buckets show as points (no line across empty ranges).
+    bool gap = false;
+    for (std::size_t b = 0; b < t.histogram.size(); ++b) {
+      if (t.histogram[b] == 0) {
+        gap = true;
+        continue;
+      }
+      if (gap) rows += "\n";
+      gap = false;
+      rows += std::to_string(b) + " " + std::to_string(t.histogram[b]) + "\n";
+      xmax = std::max(xmax, static_cast<double>(b));
+    }
+    if (t.histogram.empty()) continue;
+    RTLOOP_RETURN_IF_ERROR(WriteTextFile(dat, rows));
+    std::string label = "T" + std::to_string(t.index);
+    if (t.cpu >= 0) label += " CPU" + std::to_string(t.cpu);
+    if (t.max_us) label += ", max " + Fmt(*t.max_us) + " us";
+    if (t.histogram_overflows > 0) {
+      label += " (" + std::to_string(t.histogram_overflows) + " over " +
+               std::to_string(t.histogram.size()) + " us)";
+    }
+    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + Quote(dat) +
+            " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " + Quote(label);
+  }
+  if (plot.empty()) return FailedPreconditionError("no histogram to plot (run with -h)");
+  // A heavy tail (a VM's ms spikes) squeezes the body into the first pixels: then a second panel
+  // zooms on 0 .. 2 x the largest p99.9, under the full range (which stays as vendors plot it).
+  double body = 0;
+  for (const ThreadLatency& t : data.threads) {
+    if (Result<double> p = Metric(t, "p99.9"); p.ok()) body = std::max(body, *p);
+  }
+  const double full = std::ceil(xmax * 1.05 + 1);  // room right of the last bucket
+  const double zoom = std::ceil(std::max(10.0, body * 2));
+  const std::string axes =
+      "set logscale y\nset yrange [0.8:*]\nset ylabel 'Number of latency samples (log)'\n";
+  std::string script = Preamble(png, title) + axes;
+  if (full > 10 * zoom) {
+    script += "set multiplot layout 2,1\nset xrange [0:" + Fmt(full) + "]\n" +
+              "set xlabel 'Latency (us), full range'\n" + plot + "\n" +
+              "unset title\nset xrange [0:" + Fmt(zoom) + "]\n" +
+              "set xlabel 'Latency (us), 0 to " + Fmt(zoom) + " (twice the largest p99.9)'\n" +
+              plot + "\nunset multiplot\n";
+  } else {
+    script += "set xrange [0:" + Fmt(full) + "]\nset xlabel 'Latency (us)'\n" + plot + "\n";
+  }
+  RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
+  return job;
+}
+
+Result<PlotJob> MaxOverTimePlot(const MaxOverTime& m, const std::string& title,
+                                const std::string& png) {
+  PlotJob job{png, Stem(png) + ".gp"};
+  std::string plot;
+  for (std::size_t i = 0; i < m.threads.size(); ++i) {
+    if (m.threads[i].empty()) continue;
+    const std::string dat = Stem(png) + "-t" + std::to_string(i) + ".dat";
+    std::string rows = "# start_s max_us cycles (thread " + std::to_string(i) + ")\n";
+    double max = 0;
+    for (const WindowPoint& p : m.threads[i]) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.3f %.3f %llu\n", p.start_s, p.max_us,
+                    static_cast<unsigned long long>(p.cycles));
+      rows += buf;
+      max = std::max(max, p.max_us);
+    }
+    RTLOOP_RETURN_IF_ERROR(WriteTextFile(dat, rows));
+    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + Quote(dat) +
+            " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " +
+            Quote("T" + std::to_string(i) + ", max " + Fmt(max) + " us");
+  }
+  if (plot.empty()) return FailedPreconditionError("no max-over-time windows to plot");
+  char window[64];
+  std::snprintf(window, sizeof window, "%g", m.window_s);
+  const std::string script = Preamble(png, title) +
+                             "set logscale y\n"
+                             "set xlabel 'Time since start (s)'\n"
+                             "set ylabel 'Max latency per " +
+                             std::string(window) + " s window (us, log)'\n" + plot + "\n";
+  RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
+  return job;
+}
+
+Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string& title,
+                              const std::string& png, LatencyData* histogram,
+                              MaxOverTime* windows) {
+  Result<telemetry::RecordContents> rec = telemetry::ReadRecordFile(record_path);
+  if (!rec.ok()) return rec.status();
+  PlotJob job{png, Stem(png) + ".gp"};
+  std::map<std::uint32_t, std::string> rows;
+  std::map<std::uint32_t, ThreadLatency> threads;
+  std::map<std::uint32_t, std::int64_t> first_release;
+  std::int64_t origin = INT64_MAX;
+  for (const auto& b : rec->batches) {
+    if (b.release_ns_size() > 0) origin = std::min(origin, b.release_ns(0));
+  }
+  for (const auto& b : rec->batches) {
+    ThreadLatency& t = threads[b.task_id()];
+    t.index = static_cast<int>(b.task_id());
+    std::string& r = rows[b.task_id()];
+    for (int i = 0; i < b.latency_ns_size() && i < b.release_ns_size(); ++i) {
+      const double us = static_cast<double>(b.latency_ns(i)) / 1000.0;
+      const double at = static_cast<double>(b.release_ns(i) - origin) / 1e9;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6f %.3f\n", at, us);
+      r += buf;
+      const std::size_t bucket = us < 0 ? 0 : static_cast<std::size_t>(us);
+      if (bucket < 100000) {
+        if (t.histogram.size() <= bucket) t.histogram.resize(bucket + 1, 0);
+        ++t.histogram[bucket];
+      } else {
+        ++t.histogram_overflows;
+      }
+      ++t.cycles;
+      t.max_us = t.max_us ? std::max(*t.max_us, us) : us;
+      t.min_us = t.min_us ? std::min(*t.min_us, us) : us;
+      const std::size_t w = static_cast<std::size_t>(std::max(0.0, at));
+      if (windows != nullptr) {
+        if (windows->threads.size() <= b.task_id()) windows->threads.resize(b.task_id() + 1);
+        auto& pts = windows->threads[b.task_id()];
+        if (pts.empty() || pts.back().start_s != static_cast<double>(w)) {
+          pts.push_back({static_cast<double>(w), us, 0});
+        }
+        pts.back().max_us = std::max(pts.back().max_us, us);
+        ++pts.back().cycles;
+      }
+    }
+  }
+  if (rows.empty()) return FailedPreconditionError(record_path + " holds no samples");
+  std::string plot;
+  for (const auto& [task, r] : rows) {
+    const std::string dat = Stem(png) + "-task" + std::to_string(task) + ".dat";
+    RTLOOP_RETURN_IF_ERROR(WriteTextFile(dat, "# time_s latency_us\n" + r));
+    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + Quote(dat) +
+            " using 1:2 with dots title " +
+            Quote("task " + std::to_string(task) + ", max " + Fmt(*threads[task].max_us) + " us");
+  }
+  if (histogram != nullptr) {
+    histogram->kind = "sample-log";
+    for (auto& [task, t] : threads) histogram->threads.push_back(t);
+  }
+  const std::string script = Preamble(png, title) +
+                             "set logscale y\nset xlabel 'Time since first release (s)'\n"
+                             "set ylabel 'Wake-up latency (us, log)'\n" +
+                             plot + "\n";
+  RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
+  return job;
+}
+
+Status RunGnuplot(const PlotJob& job) {
+  if (FindInPath("gnuplot").empty()) {
+    return FailedPreconditionError(
+        "gnuplot not found: install it with apt-get install "
+        "gnuplot-nox, then run: gnuplot " +
+        job.script);
+  }
+  const std::string err_path = job.script + ".err";
+  const pid_t pid = fork();
+  if (pid < 0) return ErrnoError(errno, "cannot start gnuplot");
+  if (pid == 0) {
+    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execlp("gnuplot", "gnuplot", job.script.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  Result<std::string> err = ReadTextFile(err_path, 1 << 20);
+  unlink(err_path.c_str());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || access(job.png.c_str(), R_OK) != 0) {
+    return InternalError("gnuplot " + job.script +
+                         " failed: " + (err.ok() ? *err : std::string("(no output)")));
+  }
+  return Status::Ok();
+}
+
+}  // namespace rtloop::bench

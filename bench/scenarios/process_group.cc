@@ -1,0 +1,326 @@
+#include "process_group.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "bench_util.h"
+
+extern char** environ;
+
+namespace rtloop::bench {
+namespace {
+
+constexpr const char* kCgroupRoots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+bool WriteSmall(const std::string& path, const std::string& value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+  return close(fd) == 0 && ok;
+}
+
+// A fresh cgroup v2 directory with cgroup.kill, or "" when this machine has none we may use.
+std::string MakeCgroup(const std::string& tag) {
+  for (const char* root : kCgroupRoots) {
+    const std::string base = root;
+    struct stat st {};
+    if (stat((base + "/cgroup.procs").c_str(), &st) != 0) continue;
+    if (stat((base + "/cgroup.controllers").c_str(), &st) != 0) continue;  // v2 only
+    const std::string dir = base + "/rtloop-bench-" + tag;
+    if (mkdir(dir.c_str(), 0755) != 0) continue;
+    if (stat((dir + "/cgroup.kill").c_str(), &st) != 0) {
+      rmdir(dir.c_str());
+      continue;
+    }
+    return dir;
+  }
+  return "";
+}
+
+// pid, pgid and state of /proc/PID/stat.
+bool ReadStat(pid_t pid, pid_t* pgid, char* state) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const std::size_t paren = line.rfind(')');
+  if (paren == std::string::npos) return false;
+  std::istringstream f(line.substr(paren + 2));
+  long ppid = 0, group = 0;
+  f >> *state >> ppid >> group;
+  *pgid = static_cast<pid_t>(group);
+  return static_cast<bool>(f);
+}
+
+// Live (non-zombie) members of process group `pgid` and of `cgroup`, except `self`.
+std::vector<pid_t> Members(pid_t pgid, const std::string& cgroup, pid_t self) {
+  std::vector<pid_t> out;
+  auto add = [&](pid_t pid) {
+    if (pid == self) return;
+    for (pid_t p : out) {
+      if (p == pid) return;
+    }
+    pid_t g = 0;
+    char state = 0;
+    if (ReadStat(pid, &g, &state) && state != 'Z' && state != 'X') out.push_back(pid);
+  };
+  if (DIR* dir = opendir("/proc")) {
+    while (const dirent* e = readdir(dir)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (end == e->d_name || *end != '\0') continue;
+      pid_t g = 0;
+      char state = 0;
+      if (ReadStat(static_cast<pid_t>(pid), &g, &state) && g == pgid) add(static_cast<pid_t>(pid));
+    }
+    closedir(dir);
+  }
+  if (!cgroup.empty()) {
+    std::ifstream procs(cgroup + "/cgroup.procs");
+    long pid = 0;
+    while (procs >> pid) add(static_cast<pid_t>(pid));
+  }
+  return out;
+}
+
+// SIGTERM to every member, SIGKILL (and cgroup.kill) after `grace_ms`, until none is left or
+// ~3 s more passed. `self` (the guardian) is spared. True when nothing is left.
+bool KillMembers(pid_t pgid, const std::string& cgroup, pid_t self, int grace_ms) {
+  for (pid_t p : Members(pgid, cgroup, self)) kill(p, SIGTERM);
+  for (int waited = 0; waited < grace_ms; waited += 20) {
+    if (Members(pgid, cgroup, self).empty()) return true;
+    SleepMs(20);
+  }
+  for (int round = 0; round < 150; ++round) {
+    if (!cgroup.empty()) WriteSmall(cgroup + "/cgroup.kill", "1");
+    const std::vector<pid_t> left = Members(pgid, cgroup, self);
+    if (left.empty()) return true;
+    for (pid_t p : left) kill(p, SIGKILL);
+    SleepMs(20);
+  }
+  return Members(pgid, cgroup, self).empty();
+}
+
+std::string StatusText(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("signal ") + strsignal(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& config) {
+  std::unique_ptr<LoadGroup> g(new LoadGroup());
+  g->config_ = config;
+  if (config.use_cgroup) g->cgroup_ = MakeCgroup(config.tag);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError(errno, "cannot create the guardian pipe");
+  std::vector<std::string> args = {"rtloop-bench", "__guardian", "3",
+                                   g->cgroup_.empty() ? "-" : g->cgroup_};
+  for (const RestoreEntry& r : config.restore) args.push_back(r.path + "=" + r.value);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    return ErrnoError(err, "cannot start the load guardian");
+  }
+  if (pid == 0) {
+    // The guardian leads its own process group (the loads join it) in the bench's session, so a
+    // terminal's Ctrl-C reaches the bench, not the loads or the guardian.
+    setpgid(0, 0);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    // The pipe's read end becomes fd 3 and the held file fd 4 (through fds >= 10, so that
+    // neither overwrites the other; the new descriptors have no O_CLOEXEC).
+    const int pipe_tmp = fcntl(fds[0], F_DUPFD, 10);
+    const int hold_tmp = config.hold_fd >= 0 ? fcntl(config.hold_fd, F_DUPFD, 10) : -1;
+    dup2(pipe_tmp, 3);
+    if (hold_tmp >= 0) dup2(hold_tmp, 4);
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0) dup2(null, 0);
+    close_range(hold_tmp >= 0 ? 5 : 4, ~0u, 0);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(fds[0]);
+  setpgid(pid, pid);  // also from here, so the group exists before the first Spawn
+  g->guardian_ = pid;
+  g->pgid_ = pid;
+  g->pipe_write_ = fds[1];
+  return g;
+}
+
+LoadGroup::~LoadGroup() {
+  (void)StopAll(500);
+  if (pipe_write_ >= 0) close(pipe_write_);
+  if (guardian_ > 0) {
+    // The guardian sees EOF, checks, restores and removes the cgroup: wait for it (bounded).
+    for (int i = 0; i < 500; ++i) {
+      int status = 0;
+      const pid_t r = waitpid(guardian_, &status, WNOHANG);
+      if (r == guardian_ || r < 0) break;
+      SleepMs(10);
+    }
+  }
+}
+
+Result<int> LoadGroup::Spawn(const std::vector<std::string>& argv, const std::vector<int>& cpus,
+                             const std::string& log_path) {
+  if (argv.empty()) return InvalidArgumentError("empty load command");
+  const std::string path = FindInPath(argv[0]);
+  if (path.empty()) return NotFoundError(MissingToolMessage(argv[0]));
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) return ErrnoError(errno, "cannot create " + log_path);
+  // Everything the child needs is prepared here: after fork only async-signal-safe calls.
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "RTLOOP_BENCH_RUN=", 17) != 0) env.emplace_back(*e);
+  }
+  env.push_back("RTLOOP_BENCH_RUN=" + config_.tag);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(static_cast<std::size_t>(c), &set);
+  const std::string procs = cgroup_.empty() ? std::string() : cgroup_ + "/cgroup.procs";
+  const pid_t parent = getpid();
+  const pid_t pgid = pgid_;
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(log);
+    return ErrnoError(err, "cannot start " + argv[0]);
+  }
+  if (pid == 0) {
+    setpgid(0, pgid);
+    if (!procs.empty()) {
+      const int fd = open(procs.c_str(), O_WRONLY);
+      if (fd >= 0) {
+        if (write(fd, "0", 1) < 0) {
+          // Not fatal: the process group still holds it.
+        }
+        close(fd);
+      }
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    if (!cpus.empty()) sched_setaffinity(0, sizeof set, &set);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, 0);
+    dup2(log, 1);
+    dup2(log, 2);
+    execve(path.c_str(), cargv.data(), envp.data());
+    _exit(127);
+  }
+  close(log);
+  setpgid(pid, pgid);  // may fail once the child exec'd: it did it itself
+  loads_.push_back({pid, false, 0});
+  return static_cast<int>(loads_.size() - 1);
+}
+
+bool LoadGroup::Alive(int index) {
+  Load& l = loads_[static_cast<std::size_t>(index)];
+  if (l.reaped) return false;
+  int status = 0;
+  const pid_t r = waitpid(l.pid, &status, WNOHANG);
+  if (r == 0) return true;
+  l.reaped = true;
+  l.status = status;
+  return false;
+}
+
+std::string LoadGroup::ExitText(int index) const {
+  const Load& l = loads_[static_cast<std::size_t>(index)];
+  return l.reaped ? StatusText(l.status) : "running";
+}
+
+std::vector<pid_t> LoadGroup::GroupPids() const { return Members(pgid_, cgroup_, guardian_); }
+
+int LoadGroup::ProcessCount() const { return static_cast<int>(GroupPids().size()); }
+
+std::string LoadGroup::Mechanism() const {
+  std::string m = "process group " + std::to_string(pgid_);
+  if (!cgroup_.empty()) m += " and cgroup " + cgroup_;
+  return m + ", guardian pid " + std::to_string(guardian_) +
+         ", tag RTLOOP_BENCH_RUN=" + config_.tag;
+}
+
+Status LoadGroup::StopAll(int grace_ms) {
+  const bool clean = KillMembers(pgid_, cgroup_, guardian_, grace_ms);
+  for (std::size_t i = 0; i < loads_.size(); ++i) {
+    Load& l = loads_[i];
+    if (l.reaped) continue;
+    int status = 0;
+    for (int k = 0; k < 100; ++k) {
+      const pid_t r = waitpid(l.pid, &status, WNOHANG);
+      if (r != 0) {
+        l.reaped = true;
+        l.status = status;
+        break;
+      }
+      SleepMs(10);
+    }
+  }
+  if (!clean) {
+    return InternalError("load processes are still running after SIGKILL (" + Mechanism() + ")");
+  }
+  return Status::Ok();
+}
+
+int LoadGroup::GuardianMain(int argc, const char* const* argv) {
+  // argv: rtloop-bench __guardian FD CGROUP [PATH=VALUE ...]
+  if (argc < 4) return kExitUsage;
+  const int fd = std::atoi(argv[2]);
+  const std::string cgroup = std::string(argv[3]) == "-" ? "" : argv[3];
+  char buf[64];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0 && errno != EINTR) break;
+  }
+  // The bench is gone or done: settings first (quick), then the loads.
+  for (int i = 4; i < argc; ++i) {
+    const std::string entry = argv[i];
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) WriteSmall(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  const bool clean = KillMembers(getpgrp(), cgroup, getpid(), 1000);
+  if (!cgroup.empty()) {
+    for (int i = 0; i < 100 && rmdir(cgroup.c_str()) != 0 && errno == EBUSY; ++i) SleepMs(20);
+  }
+  return clean ? kExitOk : kExitFail;
+}
+
+}  // namespace rtloop::bench

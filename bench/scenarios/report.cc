@@ -1,0 +1,177 @@
+#include "report.h"
+
+#include <cstdio>
+
+namespace rtloop::bench {
+namespace {
+
+using nlohmann::json;
+
+std::string Num(const json& v, int decimals = 0) {
+  if (!v.is_number()) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v.get<double>());
+  return buf;
+}
+
+std::string Str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "-";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+const json& At(const json& j, const char* key) {
+  static const json kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::string Percentile(const json& t, const char* p) {
+  const json& ps = At(t, "percentiles");
+  return ps.is_object() ? Num(At(ps, p), 0) : "-";
+}
+
+std::string ThreadTable(const json& threads) {
+  std::string out =
+      "| T | P | I (us) | C | Min | Act | Avg | Max | p99 | p99.99 | overruns | missed |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const json& t : threads) {
+    out += "| " + Str(t, "index") + " | " + Str(t, "priority") + " | " + Str(t, "interval_us") +
+           " | " + Str(t, "cycles") + " | " + Num(At(t, "min")) + " | " + Num(At(t, "act")) +
+           " | " + Num(At(t, "avg"), 2) + " | " + Num(At(t, "max")) + " | " + Percentile(t, "p99") +
+           " | " + Percentile(t, "p99.99") + " | " + Str(t, "overruns") + " | " +
+           Str(t, "missed_releases") + " |\n";
+  }
+  return out;
+}
+
+std::string ReferenceSection(const json& ref, const json& threads) {
+  std::string out = "\n## Published figures: " + Str(ref, "board") + ", " + Str(ref, "scenario") +
+                    ", " + Str(ref, "kernel") + "\n\n";
+  out += "Command `" + Str(ref, "command") + "`";
+  if (At(ref, "load").is_string()) out += ", load `" + Str(ref, "load") + "`";
+  out += ", run for " + Str(ref, "duration") + " (source: " + Str(ref, "source") +
+         ", the vendor's own figures on its board).\n\n";
+  const json& rthreads = At(ref, "threads");
+  if (!rthreads.is_array() || rthreads.empty()) {
+    return out + "Only a summary was published: " + Str(ref, "summary") + ".\n";
+  }
+  out += "| T | P | I (us) | C | Min | Act | Avg | Max |\n|---|---|---|---|---|---|---|---|\n";
+  for (const json& t : rthreads) {
+    out += "| " + Str(t, "thread") + " | " + Str(t, "prio") + " | " + Str(t, "interval_us") +
+           " | " + Str(t, "count") + " | " + Num(At(t, "min_us")) + " | " + Num(At(t, "act_us")) +
+           " | " + Num(At(t, "avg_us")) + " | " + Num(At(t, "max_us")) + " |\n";
+  }
+  out +=
+      "\nSide by side (this run / published, us):\n\n"
+      "| T | Min | Avg | Max | Max ratio |\n|---|---|---|---|---|\n";
+  for (std::size_t i = 0; i < rthreads.size(); ++i) {
+    const json& r = rthreads[i];
+    const json mine = i < threads.size() ? threads[i] : json();
+    std::string ratio = "-";
+    if (mine.is_object() && At(mine, "max").is_number() && At(r, "max_us").is_number() &&
+        At(r, "max_us").get<double>() > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f",
+                    At(mine, "max").get<double>() / At(r, "max_us").get<double>());
+      ratio = buf;
+    }
+    out += "| " + Str(r, "thread") + " | " + Num(At(mine, "min")) + " / " + Num(At(r, "min_us")) +
+           " | " + Num(At(mine, "avg"), 2) + " / " + Num(At(r, "avg_us")) + " | " +
+           Num(At(mine, "max")) + " / " + Num(At(r, "max_us")) + " | " + ratio + " |\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatReportMarkdown(const json& result) {
+  const json& scenario = At(result, "scenario");
+  const json& system = At(result, "system");
+  std::string out =
+      "# rtloop-bench: " + Str(scenario, "name") + " on " + Str(system, "host") + "\n\n";
+  if (At(result, "interrupted").is_boolean() && At(result, "interrupted").get<bool>()) {
+    out += "**Interrupted**: the run was stopped early; the figures cover what was measured.\n\n";
+  }
+  out += "Measured with `" + Str(scenario, "measure_command") + "` for " +
+         Str(scenario, "duration_s") + " s (values in us). Load: " + Str(scenario, "description") +
+         ".\n\n";
+  out += ThreadTable(At(result, "threads"));
+  out += "\nAct (the last sample) is not kept by a histogram run (-h), as in cyclictest.\n";
+  const json& loads = At(result, "loads");
+  if (loads.is_array() && !loads.empty()) {
+    out += "\n## Load\n\n";
+    for (const json& l : loads) {
+      out += "- `" + Str(l, "command") + "`: " + Str(l, "max_processes_seen") +
+             " processes seen while measuring" +
+             (At(l, "exited_early").is_boolean() && At(l, "exited_early").get<bool>()
+                  ? ", **ended before the measurement did** (" + Str(l, "exit") + ")"
+                  : std::string()) +
+             "\n";
+    }
+  }
+  for (const json& n : At(result, "notes").is_array() ? At(result, "notes") : json::array()) {
+    out += "\nNote: " + n.get<std::string>() + "\n";
+  }
+  out += "\n## System\n\n";
+  out += "- host " + Str(system, "host") + ", " + Str(system, "cpu_model") + ", " +
+         Str(system, "machine") + "\n";
+  out += "- kernel " + Str(system, "kernel_release") + " (" + Str(system, "kernel_version") +
+         "), preemption " + Str(system, "preempt_model") + "\n";
+  out += "- CPUs online " + Str(system, "online_cpus") + ", isolated " +
+         Str(system, "isolated_cpus") + "\n";
+  out += "- load average (1 min) " + Str(system, "loadavg_start") + " at start, " +
+         Str(system, "loadavg_end") + " at the end\n";
+  const json& tune = At(result, "tune");
+  if (tune.is_object() && At(tune, "applied").is_boolean() && At(tune, "applied").get<bool>()) {
+    out += "- --tune: ";
+    for (const json& s : At(tune, "settings")) {
+      out += Str(s, "path") + " = " + Str(s, "value") + " (was " + Str(s, "previous") + "); ";
+    }
+    out += "restored afterwards\n";
+  }
+  const json& doctor = At(result, "doctor");
+  if (doctor.is_object()) {
+    out += "- doctor: " + Str(doctor, "fail") + " FAIL, " + Str(doctor, "warn") + " WARN";
+    std::string listed;
+    for (const json& f : At(doctor, "findings")) {
+      if (Str(f, "level") != "OK") listed += (listed.empty() ? "" : ", ") + Str(f, "id");
+    }
+    out += listed.empty() ? "\n" : " (" + listed + ")\n";
+  }
+  const json& ref = At(result, "reference");
+  if (ref.is_object()) out += ReferenceSection(ref, At(result, "threads"));
+  out += "\nPlots: `plot.png` (latency histogram), `max-over-time.png` (max per window).\n";
+  return out;
+}
+
+std::string FormatFindings(const ReadinessReport& report) {
+  std::string out;
+  for (const ReadinessFinding& f : report.findings) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%-4s %-20s ", ReadinessLevelName(f.level), f.id.c_str());
+    out += buf + f.summary + "\n";
+    if (!f.fix.empty()) out += "     fix: " + f.fix + "\n";
+  }
+  out += std::to_string(report.Count(ReadinessLevel::kFail)) + " FAIL, " +
+         std::to_string(report.Count(ReadinessLevel::kWarn)) + " WARN, " +
+         std::to_string(report.Count(ReadinessLevel::kOk)) + " OK\n";
+  return out;
+}
+
+json FindingsJson(const ReadinessReport& report) {
+  json findings = json::array();
+  for (const ReadinessFinding& f : report.findings) {
+    findings.push_back({{"id", f.id},
+                        {"level", ReadinessLevelName(f.level)},
+                        {"summary", f.summary},
+                        {"fix", f.fix}});
+  }
+  return {{"schema_version", 1},
+          {"findings", findings},
+          {"ok", report.Count(ReadinessLevel::kOk)},
+          {"warn", report.Count(ReadinessLevel::kWarn)},
+          {"fail", report.Count(ReadinessLevel::kFail)}};
+}
+
+}  // namespace rtloop::bench

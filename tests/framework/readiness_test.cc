@@ -1,0 +1,263 @@
+#include "rtloop/framework/readiness.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "rtloop/framework/system_info.h"
+
+namespace rtloop {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fake /proc + /sys + /dev tree in a temporary directory, removed at the end of the test.
+class FakeTree {
+ public:
+  FakeTree() {
+    static int n = 0;
+    root_ = fs::path(::testing::TempDir()) /
+            ("readiness_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    // A plain 2-CPU non-RT machine with nothing special; tests change what they need.
+    Write("/proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.0\n");
+    Write("/sys/devices/system/cpu/online", "0-1\n");
+    Write("/sys/devices/system/cpu/isolated", "\n");
+    Write("/proc/cmdline", "root=/dev/sda1 quiet\n");
+    Write("/proc/sys/kernel/sched_rt_runtime_us", "950000\n");
+    Write("/proc/sys/kernel/sched_rt_period_us", "1000000\n");
+    Write("/proc/sys/kernel/printk", "1\t4\t1\t7\n");
+    Write("/proc/sys/vm/overcommit_memory", "1\n");
+    Write("/proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n");
+    Write("/proc/self/cgroup", "0::/\n");
+    Write("/proc/self/status", "Name:\tx\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n");
+    Write("/proc/self/limits",
+          "Limit                     Soft Limit           Hard Limit           Units\n"
+          "Max locked memory         unlimited            unlimited            bytes\n"
+          "Max realtime priority     0                    0\n");
+    Write("/dev/cpu_dma_latency", "");
+  }
+  ~FakeTree() { fs::remove_all(root_); }
+  void Write(const std::string& path, const std::string& content) {
+    const fs::path p = root_ / path.substr(1);
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << content;
+  }
+  void Remove(const std::string& path) { fs::remove(root_ / path.substr(1)); }
+  std::string root() const { return root_.string(); }
+  ReadinessReport Check() const {
+    ReadinessConfig c;
+    c.root = root();
+    return CheckReadiness(c);
+  }
+
+ private:
+  fs::path root_;
+};
+
+const ReadinessFinding& Get(const ReadinessReport& r, const std::string& id) {
+  const ReadinessFinding* f = r.Find(id);
+  if (f == nullptr) {
+    static const ReadinessFinding kMissing{"missing", ReadinessLevel::kFail, "no finding", ""};
+    ADD_FAILURE() << "no finding " << id;
+    return kMissing;
+  }
+  return *f;
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+void ExpectWellFormed(const ReadinessReport& r) {
+  std::set<std::string> ids;
+  for (const ReadinessFinding& f : r.findings) {
+    EXPECT_TRUE(ids.insert(f.id).second) << "repeated id " << f.id;
+    EXPECT_FALSE(f.summary.empty()) << f.id;
+    if (f.level == ReadinessLevel::kOk) {
+      EXPECT_TRUE(f.fix.empty()) << f.id;
+    } else {
+      EXPECT_FALSE(f.fix.empty()) << f.id << " is " << ReadinessLevelName(f.level)
+                                  << " without fix";
+    }
+  }
+  EXPECT_EQ(r.findings.size(), 18u);
+}
+
+TEST(Readiness, OnThisMachineEveryCheckReportsAndNonOkFindingsSayHowToFix) {
+  const ReadinessReport r = CheckReadiness();
+  ExpectWellFormed(r);
+  const SystemInfo info = ReadSystemInfo();
+  EXPECT_EQ(Get(r, "preempt_model").level == ReadinessLevel::kOk,
+            info.preempt_model == PreemptModel::kRt);
+  EXPECT_EQ(Get(r, "cpu_isolation").level == ReadinessLevel::kOk, !info.isolated_cpus.empty());
+  // We run as root (or skip): the live probe must agree with the privilege we have.
+  if (geteuid() == 0) {
+    EXPECT_EQ(Get(r, "sched_fifo").level, ReadinessLevel::kOk) << Get(r, "sched_fifo").summary;
+  }
+}
+
+TEST(Readiness, AnEmptyTreeGivesFindingsNotACrash) {
+  FakeTree t;
+  fs::remove_all(t.root());
+  fs::create_directories(t.root());
+  const ReadinessReport r = t.Check();
+  ExpectWellFormed(r);
+}
+
+TEST(Readiness, RtKernelTreeIsOk) {
+  FakeTree t;
+  t.Write("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT Debian 6.1.0-rt\n");
+  t.Write("/sys/kernel/realtime", "1\n");
+  const ReadinessReport r = t.Check();
+  ExpectWellFormed(r);
+  EXPECT_EQ(Get(r, "preempt_model").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "sys_kernel_realtime").level, ReadinessLevel::kOk);
+  EXPECT_EQ(r.Count(ReadinessLevel::kFail), 0);
+}
+
+TEST(Readiness, NonRtKernelWarnsAndNamesTheDynamicMode) {
+  FakeTree t;
+  t.Write("/sys/kernel/debug/sched/preempt", "none (voluntary) full lazy\n");
+  ReadinessReport r = t.Check();
+  EXPECT_EQ(Get(r, "preempt_model").level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(Get(r, "preempt_model").summary, "voluntary"));
+  EXPECT_TRUE(Has(Get(r, "preempt_model").fix, "preempt=full"));
+  EXPECT_TRUE(Has(Get(r, "sys_kernel_realtime").summary, "absent"));
+  t.Write("/sys/kernel/debug/sched/preempt", "none voluntary (full) lazy\n");
+  r = t.Check();
+  EXPECT_TRUE(Has(Get(r, "preempt_model").summary, "mode full"));
+  EXPECT_TRUE(Has(Get(r, "preempt_model").fix, "linux-image-rt"));
+}
+
+TEST(Readiness, IsolatedCpuTreeChecksTickRcuAndIrqs) {
+  FakeTree t;
+  t.Write("/proc/cmdline", "quiet isolcpus=managed_irq,domain,1 nohz_full=1 rcu_nocbs=1\n");
+  t.Write("/sys/devices/system/cpu/isolated", "1\n");
+  t.Write("/sys/devices/system/cpu/nohz_full", "1\n");
+  t.Write("/proc/irq/24/smp_affinity_list", "0-1\n");
+  t.Write("/proc/irq/25/smp_affinity_list", "0\n");
+  ReadinessReport r = t.Check();
+  EXPECT_EQ(Get(r, "cpu_isolation").level, ReadinessLevel::kOk) << Get(r, "cpu_isolation").summary;
+  const ReadinessFinding& irq = Get(r, "irq_affinity");
+  EXPECT_EQ(irq.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(irq.summary, "(24)")) << irq.summary;
+  EXPECT_TRUE(Has(irq.fix, "echo 0 > /proc/irq/N/smp_affinity_list")) << irq.fix;
+
+  t.Write("/proc/cmdline", "quiet isolcpus=1\n");
+  t.Remove("/sys/devices/system/cpu/nohz_full");
+  t.Write("/proc/irq/24/smp_affinity_list", "0\n");
+  r = t.Check();
+  EXPECT_EQ(Get(r, "cpu_isolation").level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(Get(r, "cpu_isolation").fix, "nohz_full=1 rcu_nocbs=1"));
+  EXPECT_EQ(Get(r, "irq_affinity").level, ReadinessLevel::kOk);
+}
+
+TEST(Readiness, NoIsolatedCpusWarnsWithTheBootParameters) {
+  FakeTree t;
+  const ReadinessReport r = t.Check();
+  const ReadinessFinding& f = Get(r, "cpu_isolation");
+  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(f.fix, "isolcpus="));
+}
+
+TEST(Readiness, RtGroupBudgetOfZeroFailsNamingTheCgroup) {
+  FakeTree t;
+  t.Write("/proc/self/cgroup", "5:memory:/x\n4:cpu,cpuacct:/docker/abc\n0::/\n");
+  t.Write("/sys/fs/cgroup/cpu,cpuacct/cpu.rt_runtime_us", "950000\n");
+  t.Write("/sys/fs/cgroup/cpu,cpuacct/docker/cpu.rt_runtime_us", "950000\n");
+  t.Write("/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.rt_runtime_us", "0\n");
+  ReadinessReport r = t.Check();
+  const ReadinessFinding& f = Get(r, "rt_group_budget");
+  EXPECT_EQ(f.level, ReadinessLevel::kFail);
+  EXPECT_TRUE(Has(f.summary, "/docker/abc")) << f.summary;
+  EXPECT_TRUE(Has(f.fix, "echo 950000 >")) << f.fix;
+  EXPECT_TRUE(Has(f.fix, "docker/abc/cpu.rt_runtime_us"));
+
+  t.Write("/sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.rt_runtime_us", "100000\n");
+  EXPECT_EQ(Get(t.Check(), "rt_group_budget").level, ReadinessLevel::kOk);
+  // A parent without budget starves its children too.
+  t.Write("/sys/fs/cgroup/cpu,cpuacct/docker/cpu.rt_runtime_us", "0\n");
+  EXPECT_TRUE(Has(Get(t.Check(), "rt_group_budget").summary, "cgroup /docker has"));
+}
+
+TEST(Readiness, RtRuntimeOfZeroFailsAndMinusOneIsOk) {
+  FakeTree t;
+  t.Write("/proc/sys/kernel/sched_rt_runtime_us", "0\n");
+  EXPECT_EQ(Get(t.Check(), "rt_throttling").level, ReadinessLevel::kFail);
+  t.Write("/proc/sys/kernel/sched_rt_runtime_us", "-1\n");
+  EXPECT_EQ(Get(t.Check(), "rt_throttling").level, ReadinessLevel::kOk);
+  t.Write("/proc/sys/kernel/sched_rt_runtime_us", "500000\n");
+  EXPECT_EQ(Get(t.Check(), "rt_throttling").level, ReadinessLevel::kWarn);
+}
+
+TEST(Readiness, MissingPrivilegeFailsSchedFifoRtprioAndMemlock) {
+  FakeTree t;
+  t.Write("/proc/self/status",
+          "Name:\tx\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n");
+  t.Write("/proc/self/limits",
+          "Limit                     Soft Limit           Hard Limit           Units\n"
+          "Max locked memory         65536                65536                bytes\n"
+          "Max realtime priority     0                    0\n");
+  chmod((t.root() + "/dev/cpu_dma_latency").c_str(), 0600);
+  const ReadinessReport r = t.Check();
+  ExpectWellFormed(r);
+  EXPECT_EQ(Get(r, "sched_fifo").level, ReadinessLevel::kFail);
+  EXPECT_EQ(Get(r, "rtprio_limit").level, ReadinessLevel::kFail);
+  EXPECT_TRUE(Has(Get(r, "rtprio_limit").fix, "CAP_SYS_NICE"));
+  EXPECT_EQ(Get(r, "memlock_limit").level, ReadinessLevel::kFail);
+  EXPECT_TRUE(Has(Get(r, "memlock_limit").summary, "64 KiB"));
+  EXPECT_EQ(Get(r, "cpu_dma_latency").level, ReadinessLevel::kWarn);
+}
+
+TEST(Readiness, CapabilitiesOrLimitsGrantTheRtPrivileges) {
+  FakeTree t;  // root with every capability
+  ReadinessReport r = t.Check();
+  EXPECT_EQ(Get(r, "sched_fifo").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "memlock_limit").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "cpu_dma_latency").level, ReadinessLevel::kOk);
+  t.Write("/proc/self/status", "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n");
+  t.Write("/proc/self/limits",
+          "Max locked memory         unlimited            unlimited            bytes\n"
+          "Max realtime priority     99                   99\n");
+  r = t.Check();
+  EXPECT_EQ(Get(r, "sched_fifo").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "rtprio_limit").level, ReadinessLevel::kOk);
+}
+
+TEST(Readiness, TunablesAndServicesWarnWithTheirFix) {
+  FakeTree t;
+  t.Write("/proc/sys/kernel/printk", "4\t4\t1\t7\n");
+  t.Write("/proc/sys/vm/overcommit_memory", "0\n");
+  t.Write("/proc/sys/kernel/timer_migration", "1\n");
+  t.Write("/proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n/dev/sda2 partition 4 0 -2\n");
+  t.Write("/sys/devices/system/cpu/smt/control", "on\n");
+  t.Write("/proc/4242/comm", "irqbalance\n");
+  t.Write("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "powersave\n");
+  t.Write("/sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "performance\n");
+  t.Write("/sys/devices/system/cpu/cpu0/cpuidle/state0/name", "POLL\n");
+  t.Write("/sys/devices/system/cpu/cpu0/cpuidle/state0/latency", "0\n");
+  t.Write("/sys/devices/system/cpu/cpu0/cpuidle/state1/name", "C6\n");
+  t.Write("/sys/devices/system/cpu/cpu0/cpuidle/state1/latency", "133\n");
+  t.Write("/sys/devices/system/cpu/cpu0/cpuidle/state1/disable", "0\n");
+  const ReadinessReport r = t.Check();
+  ExpectWellFormed(r);
+  for (const char* id : {"printk", "overcommit_memory", "timer_migration", "swap", "smt",
+                         "irqbalance", "cpufreq_governor", "cpuidle"}) {
+    EXPECT_EQ(Get(r, id).level, ReadinessLevel::kWarn) << id;
+  }
+  EXPECT_TRUE(Has(Get(r, "printk").fix, "kernel.printk=1"));
+  EXPECT_TRUE(Has(Get(r, "irqbalance").summary, "4242"));
+  EXPECT_TRUE(Has(Get(r, "cpufreq_governor").summary, "CPUs 0 use powersave"));
+  EXPECT_TRUE(Has(Get(r, "cpuidle").summary, "C6 (133 us)"));
+  EXPECT_EQ(r.Count(ReadinessLevel::kFail), 0);
+}
+
+}  // namespace
+}  // namespace rtloop

@@ -1,0 +1,422 @@
+// rtloop-bench end to end: doctor, each scenario for a few seconds (its load seen while measuring,
+// nothing left afterwards, outputs valid), Ctrl-C and SIGKILL to the bench, --tune restored,
+// compare's exit codes, plot.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "bench_test_util.h"
+#include "bench_util.h"
+#include "latency_data.h"
+
+namespace rtloop::bench {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::Child;
+using testing::ReadFile;
+using testing::RunResult;
+using testing::TempDir;
+
+const std::string kBench = RTLOOP_BENCH_BINARY;
+const std::string kCyclic = RTLOOP_CYCLIC_BINARY;
+
+std::string Golden(const std::string& name) {
+  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
+  return text.substr(text.find('\n') + 1);
+}
+
+bool Root() { return geteuid() == 0; }
+#define RTLOOP_REQUIRE_ROOT() \
+  if (!Root()) GTEST_SKIP() << "needs root (SCHED_FIFO, cgroups, /proc/sys)"
+
+// The printk/overcommit values before a test, put back after it whatever happened. Tests that
+// --tune run one at a time (ctest -j runs them in parallel processes): the guard holds an flock,
+// so no test saves another's tuned values as the originals.
+class SysctlGuard {
+ public:
+  SysctlGuard()
+      : lock_(open("/tmp/rtloop-bench-tune-test.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    for (int i = 0; i < 1200 && lock_ >= 0 && flock(lock_, LOCK_EX | LOCK_NB) != 0; ++i) {
+      std::this_thread::sleep_for(milliseconds(100));  // bounded: 2 minutes
+    }
+    printk_ = ReadFile(kPrintk);
+    overcommit_ = ReadFile(kOvercommit);
+  }
+  ~SysctlGuard() {
+    std::ofstream(kPrintk) << printk_;
+    std::ofstream(kOvercommit) << overcommit_;
+    if (lock_ >= 0) close(lock_);  // releases the flock
+  }
+  const std::string& printk() const { return printk_; }
+  const std::string& overcommit() const { return overcommit_; }
+  static constexpr const char* kPrintk = "/proc/sys/kernel/printk";
+  static constexpr const char* kOvercommit = "/proc/sys/vm/overcommit_memory";
+
+ private:
+  int lock_;
+  std::string printk_, overcommit_;
+};
+
+// Waits until the bench reported its load group and the group has `min` processes; returns them.
+std::vector<std::string> WaitForLoad(Child& bench, std::size_t min, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline && bench.Running()) {
+    const pid_t g = testing::LoadGroupOf(bench.Stderr());
+    if (g > 0) {
+      std::vector<std::string> m = testing::GroupMembers(g);
+      if (m.size() >= min) return m;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return {};
+}
+
+// Nothing of the run is left: no process in its group, its cgroup gone (bounded wait).
+void ExpectNothingLeft(const std::string& bench_stderr) {
+  const pid_t g = testing::LoadGroupOf(bench_stderr);
+  ASSERT_GT(g, 0) << bench_stderr;
+  const std::string cgroup = testing::LoadCgroupOf(bench_stderr);
+  std::vector<std::string> left;
+  struct stat st {};
+  for (int i = 0; i < 100; ++i) {
+    left = testing::GroupMembers(g);
+    if (left.empty() && (cgroup.empty() || stat(cgroup.c_str(), &st) != 0)) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  std::string names;
+  for (const std::string& n : left) names += n + " ";
+  EXPECT_TRUE(left.empty()) << "left behind: " << names;
+  if (!cgroup.empty()) {
+    EXPECT_NE(stat(cgroup.c_str(), &st), 0) << cgroup << " not removed";
+  }
+}
+
+void ExpectValidOutputs(const std::string& out) {
+  const json schema = json::parse(ReadFile(RTLOOP_BENCH_SCHEMA));
+  const json result = json::parse(ReadFile(out + "/result.json"));
+  EXPECT_EQ(testing::ValidateSchema(result, schema), "");
+  int w = 0, h = 0;
+  for (const char* png : {"/plot.png", "/max-over-time.png"}) {
+    ASSERT_TRUE(testing::PngSize(out + png, &w, &h)) << png;
+    EXPECT_EQ(w, 1280);
+    EXPECT_EQ(h, 720);
+  }
+  Result<LatencyData> hist = ParseHistogramText(ReadFile(out + "/histogram.txt"));
+  ASSERT_TRUE(hist.ok()) << hist.status().ToString();
+  ASSERT_EQ(hist->threads.size(), result["threads"].size());
+  for (std::size_t i = 0; i < hist->threads.size(); ++i) {
+    EXPECT_EQ(hist->threads[i].cycles, result["threads"][i]["cycles"].get<std::uint64_t>());
+    EXPECT_GT(hist->threads[i].cycles, 0u);
+  }
+  const std::string md = ReadFile(out + "/report.md");
+  EXPECT_NE(md.find("| T | P | I (us) | C | Min | Act | Avg | Max |"), std::string::npos);
+}
+
+// One scenario for ~2 s: the load's processes are seen while measuring, none after. Returns the
+// bench's stderr.
+std::string RunScenario(const std::vector<std::string>& extra, std::size_t min_processes) {
+  if (!Root()) {
+    ADD_FAILURE() << "run the scenario tests as root (SCHED_FIFO, cgroups)";
+    return "";
+  }
+  TempDir dir("scenario");
+  std::vector<std::string> argv = {kBench, "run", "--duration=2", "--out=" + dir.path(),
+                                   "--rtloop-cyclic=" + kCyclic};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Child bench(argv);
+  const std::vector<std::string> seen = WaitForLoad(bench, min_processes, seconds(10));
+  std::optional<int> status = bench.Wait(seconds(30));
+  EXPECT_TRUE(status.has_value()) << "bench did not end";
+  EXPECT_EQ(status.value_or(-1), 0) << bench.Stderr();
+  EXPECT_GE(seen.size(), min_processes) << bench.Stderr();
+  ExpectNothingLeft(bench.Stderr());
+  ExpectValidOutputs(dir.path());
+  return bench.Stderr();
+}
+
+TEST(BenchScenario, StressRunsStressNgWorkers) {
+  RTLOOP_REQUIRE_ROOT();
+  RunScenario({"--scenario=stress"}, 5);
+}
+TEST(BenchScenario, StressFftRunsStressNg) {
+  RTLOOP_REQUIRE_ROOT();
+  RunScenario({"--scenario=stress-fft"}, 2);
+}
+TEST(BenchScenario, HackbenchRunsItsProcessGroups) {
+  RTLOOP_REQUIRE_ROOT();
+  RunScenario({"--scenario=hackbench"}, 700);
+}
+TEST(BenchScenario, IrqRunsAnIperf3ServerAndClient) {
+  RTLOOP_REQUIRE_ROOT();
+  RunScenario({"--scenario=irq"}, 2);
+}
+TEST(BenchScenario, IsolatedPinsTheLoadAwayFromTheMeasuredCpu) {
+  RTLOOP_REQUIRE_ROOT();
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs";
+  RunScenario({"--scenario=isolated"}, 2);
+}
+TEST(BenchScenario, CustomRunsTheGivenCommandsEvenWhenTheyLeaveTheGroup) {
+  RTLOOP_REQUIRE_ROOT();
+  // `setsid` moves its child out of the process group: the cgroup still holds and stops it.
+  const std::string err =
+      RunScenario({"--scenario=custom", "--load=stress --cpu 1", "--load=setsid sleep 300"}, 2);
+  const std::string tag = testing::RunTagOf(err);
+  ASSERT_FALSE(tag.empty()) << err;
+  EXPECT_EQ(testing::TaggedProcesses(tag), 0);
+}
+
+TEST(BenchScenario, IdleMeasuresWithoutLoad) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("idle");
+  RunResult r = testing::Run({kBench, "run", "--scenario=idle", "--duration=1",
+                              "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic,
+                              "--reference=RK3568/No-load test/PREEMPT_RT", "--histogram=200"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectValidOutputs(dir.path());
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  // The vendor's "-c 0 -m -a -t 4 -p 99": four threads at 1000/1500/2000/2500 us.
+  ASSERT_EQ(result["threads"].size(), 4u);
+  EXPECT_EQ(result["threads"][3]["interval_us"], 2500);
+  EXPECT_EQ(result["reference"]["threads"][0]["max_us"], 21);
+  EXPECT_NE(ReadFile(dir.path() + "/report.md").find("Side by side"), std::string::npos);
+}
+
+TEST(BenchRun, SigintStopsTheRunKeepsTheReportsAndRestoresTune) {
+  RTLOOP_REQUIRE_ROOT();
+  SysctlGuard guard;
+  TempDir dir("sigint");
+  Child bench({kBench, "run", "--scenario=stress", "--duration=60", "--tune", "--out=" + dir.path(),
+               "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 5, seconds(10)).size(), 5u) << bench.Stderr();
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), "1\n");
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk).substr(0, 2), "1\t");
+  // A second --tune run would take the tuned values for the originals: refused.
+  RunResult second = testing::Run({kBench, "run", "--scenario=idle", "--duration=1", "--tune",
+                                   "--out=" + dir.path() + "/second", "--rtloop-cyclic=" + kCyclic},
+                                  seconds(10));
+  EXPECT_EQ(second.status, kExitFail);
+  EXPECT_NE(second.err.find("another rtloop-bench run --tune is active"), std::string::npos)
+      << second.err;
+  std::this_thread::sleep_for(milliseconds(1000));  // let it measure something
+  kill(bench.pid(), SIGINT);
+  std::optional<int> status = bench.Wait(seconds(15));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, kExitInterrupted) << bench.Stderr();
+  ExpectNothingLeft(bench.Stderr());
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  EXPECT_TRUE(result["interrupted"].get<bool>());
+  EXPECT_GT(result["threads"][0]["cycles"].get<int>(), 0);
+}
+
+TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
+  RTLOOP_REQUIRE_ROOT();
+  SysctlGuard guard;
+  TempDir dir("sigkill");
+  Child bench({kBench, "run", "--scenario=hackbench", "--duration=60", "--tune",
+               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 700, seconds(10)).size(), 700u) << bench.Stderr();
+  kill(bench.pid(), SIGKILL);
+  ASSERT_TRUE(bench.Wait(seconds(5)).has_value());
+  ExpectNothingLeft(bench.Stderr());
+  for (int i = 0; i < 50 && ReadFile(SysctlGuard::kPrintk) != guard.printk(); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+}
+
+TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("failed");
+  RunResult r = testing::Run({kBench, "run", "--scenario=stress", "--duration=5",
+                              "--out=" + dir.path(), "--rtloop-cyclic=/bin/false"},
+                             seconds(20));
+  EXPECT_EQ(r.status, kExitFail);
+  EXPECT_NE(r.err.find("rtloop-cyclic failed (exit 1)"), std::string::npos) << r.err;
+  ExpectNothingLeft(r.err);
+}
+
+TEST(BenchRun, AMissingToolNamesItsDebianPackage) {
+  TempDir dir("missing");
+  RunResult r = testing::Run({kBench, "run", "--scenario=stress", "--duration=1",
+                              "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic},
+                             seconds(10), {"PATH=/nonexistent"});
+  EXPECT_EQ(r.status, kExitFail);
+  EXPECT_NE(r.err.find("apt-get install stress-ng"), std::string::npos) << r.err;
+  r = testing::Run({kBench, "run", "--scenario=custom", "--load=no-such-tool -x", "--duration=1",
+                    "--out=" + dir.path()});
+  EXPECT_EQ(r.status, kExitFail);
+  EXPECT_NE(r.err.find("'no-such-tool' not found"), std::string::npos) << r.err;
+}
+
+TEST(BenchRun, BadCommandLinesExitTwoWithTheReason) {
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"run"}, "--scenario"},
+           {{"run", "--scenario=bogus"}, "bogus"},
+           {{"run", "--scenario=idle", "--duration=5x"}, "5x"},
+           {{"run", "--scenario=idle", "--reference=nope/x/y"}, "nope/x/y"},
+           {{"run", "--scenario=idle", "--frobnicate"}, "--frobnicate"},
+           {{"compare", "only-one.json"}, "BASELINE and CANDIDATE"},
+           {{"bogus"}, "unknown command"}}) {
+    std::vector<std::string> argv = {kBench};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult r = testing::Run(argv, seconds(10));
+    EXPECT_EQ(r.status, kExitUsage) << args.back();
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+}
+
+TEST(BenchDoctor, OnThisMachineTheExitStatusFollowsTheFindings) {
+  RunResult r = testing::Run({kBench, "doctor", "--json"}, seconds(10));
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["findings"].size(), 18u);
+  EXPECT_EQ(r.status, j["fail"].get<int>() == 0 ? 0 : 1);
+  RunResult text = testing::Run({kBench, "doctor"}, seconds(10));
+  EXPECT_NE(text.out.find("preempt_model"), std::string::npos);
+}
+
+TEST(BenchDoctor, AFakeTreeWithAnRtGroupBudgetOfZeroFails) {
+  TempDir dir("doctor");
+  auto write = [&](const std::string& path, const std::string& text) {
+    const std::string p = dir.path() + path;
+    ASSERT_EQ(system(("mkdir -p " + p.substr(0, p.rfind('/'))).c_str()), 0);
+    std::ofstream(p) << text;
+  };
+  write("/proc/self/cgroup", "4:cpu:/rt-less\n");
+  write("/sys/fs/cgroup/cpu/rt-less/cpu.rt_runtime_us", "0\n");
+  write("/proc/sys/kernel/version", "#1 SMP PREEMPT_RT\n");
+  write("/sys/kernel/realtime", "1\n");
+  RunResult r = testing::Run({kBench, "doctor", "--json", "--root=" + dir.path()}, seconds(10));
+  EXPECT_EQ(r.status, 1) << r.out;
+  const json j = json::parse(r.out);
+  bool found = false;
+  for (const json& f : j["findings"]) {
+    if (f["id"] == "rt_group_budget") {
+      found = true;
+      EXPECT_EQ(f["level"], "FAIL");
+      EXPECT_NE(f["fix"].get<std::string>().find("cpu.rt_runtime_us"), std::string::npos);
+    }
+    if (f["id"] == "preempt_model") {
+      EXPECT_EQ(f["level"], "OK");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+// --- compare ---
+
+class BenchCompare : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string p = dir_.path() + "/" + name;
+    EXPECT_TRUE(WriteTextFile(p, text).ok());
+    return p;
+  }
+  // A cyclictest-style --json with one thread and `n` samples at 10 us plus `tail` at `late` us.
+  std::string Json(const std::string& name, int n, int tail, int late) {
+    const json j = {{"thread",
+                     {{"0",
+                       {{"histogram", {{"10", n}, {std::to_string(late), tail}}},
+                        {"cycles", n + tail},
+                        {"min", 10},
+                        {"max", late},
+                        {"avg", (10.0 * n + late * tail) / (n + tail)}}}}}};
+    return Write(name, j.dump());
+  }
+  RunResult Compare(std::vector<std::string> args) {
+    args.insert(args.begin(), {kBench, "compare"});
+    return testing::Run(args, seconds(20));
+  }
+  TempDir dir_{"compare"};
+};
+
+TEST_F(BenchCompare, ARegressionExitsOneAndNamesTheMetric) {
+  const std::string base = Json("base.json", 20000, 300, 20);
+  const std::string cand = Json("cand.json", 20000, 300, 40);
+  RunResult r = Compare({base, cand});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("REGRESSION"), std::string::npos);
+  EXPECT_NE(r.out.find("p99"), std::string::npos);
+  r = Compare({base, cand, "--max-regression=150"});
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
+TEST_F(BenchCompare, NoRegressionExitsZero) {
+  const std::string base = Json("base.json", 20000, 300, 40);
+  const std::string cand = Json("cand.json", 20000, 300, 20);
+  RunResult r = Compare({base, cand, "--metrics=avg,p99,max"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no regression"), std::string::npos);
+}
+
+TEST_F(BenchCompare, UnreadableInputExitsTwo) {
+  const std::string good = Json("good.json", 2000, 20, 20);
+  RunResult r = Compare({good, Write("bad.txt", "not a histogram\n")});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("bad.txt"), std::string::npos) << r.err;
+  r = Compare({dir_.path() + "/missing.json", good});
+  EXPECT_EQ(r.status, 2);
+  r = Compare({good, good, "--metrics=median"});
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST_F(BenchCompare, ReadsCyclictestJsonAndBothHistogramTextForms) {
+  const std::string body = Golden("18-json-with-h.txt");
+  const std::string json_file = Write("ct.json", body.substr(body.find('{')));
+  RunResult r = Compare({json_file, json_file, "--metrics=avg,p50,max"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("cyclictest-json"), std::string::npos);
+  // The same run in the 2.4 and the 2.7+ layout compares equal.
+  const std::string old_form = Write("h24.txt", Golden("15-histofall-H100.txt"));
+  const std::string new_form = Write("h210.txt", Golden("v2.10/15-histofall-H100.txt"));
+  r = Compare({old_form, new_form, "--metrics=avg,p50,p90,max"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("histogram-2.4 vs histogram-2.7+"), std::string::npos) << r.out;
+}
+
+TEST_F(BenchCompare, RefusesAPercentileTheSampleCountCannotSupport) {
+  const std::string a = Json("a.json", 19990, 10, 30);  // 20,000 cycles
+  RunResult r = Compare({a, a, "--metrics=p99.999"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("p99.999 cannot be gated on 20000 cycles"), std::string::npos) << r.err;
+  EXPECT_EQ(Compare({a, a, "--metrics=p99.9"}).status, 0);
+}
+
+// --- plot ---
+
+TEST(BenchPlot, PlotsAHistogramTextAndASampleLog) {
+  TempDir dir("plot");
+  const std::string hist = dir.path() + "/h.txt";
+  ASSERT_TRUE(WriteTextFile(hist, Golden("v2.10/17-histfile.txt")).ok());
+  RunResult r = testing::Run({kBench, "plot", hist, "-o", dir.path() + "/h.png"}, seconds(20));
+  ASSERT_EQ(r.status, 0) << r.err;
+  int w = 0, h = 0;
+  EXPECT_TRUE(testing::PngSize(dir.path() + "/h.png", &w, &h));
+  EXPECT_TRUE(std::ifstream(dir.path() + "/h.gp").good());  // the script stays for re-plotting
+  if (Root()) {
+    const std::string rec = dir.path() + "/r.rtrec";
+    ASSERT_EQ(testing::Run({kCyclic, "-t1", "-i1000", "-l500", "-q", "--record=" + rec}).status, 0);
+    for (const char* kind : {"latency", "histogram", "max"}) {
+      const std::string png = dir.path() + "/r-" + kind + ".png";
+      r = testing::Run({kBench, "plot", rec, "-o", png, std::string("--kind=") + kind},
+                       seconds(20));
+      EXPECT_EQ(r.status, 0) << kind << ": " << r.err;
+      EXPECT_TRUE(testing::PngSize(png, &w, &h)) << kind;
+    }
+  }
+  r = testing::Run({kBench, "plot", dir.path() + "/missing", "-o", dir.path() + "/x.png"});
+  EXPECT_EQ(r.status, 2);
+}
+
+}  // namespace
+}  // namespace rtloop::bench

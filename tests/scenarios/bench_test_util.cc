@@ -1,0 +1,242 @@
+#include "bench_test_util.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace rtloop::bench::testing {
+
+namespace {
+int Counter() {
+  static int n = 0;
+  return n++;
+}
+}  // namespace
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Child::Child(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  const std::string base = ::testing::TempDir() + "bench_child_" + std::to_string(getpid()) + "_" +
+                           std::to_string(Counter());
+  out_ = base + ".out";
+  err_ = base + ".err";
+  std::vector<std::string> envs;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    bool replaced = false;
+    for (const std::string& mine : env) {
+      replaced =
+          replaced || entry.substr(0, entry.find('=') + 1) == mine.substr(0, mine.find('=') + 1);
+    }
+    if (!replaced) envs.push_back(entry);
+  }
+  for (const std::string& e : env) envs.push_back(e);
+  std::vector<char*> cenv, cargv;
+  for (std::string& e : envs) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int o = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(o, 1);
+    dup2(e, 2);
+    const int null = open("/dev/null", O_RDONLY);
+    dup2(null, 0);
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+}
+
+Child::~Child() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+  }
+  std::remove(out_.c_str());
+  std::remove(err_.c_str());
+}
+
+bool Child::Running() {
+  if (reaped_) return false;
+  const pid_t r = waitpid(pid_, &status_, WNOHANG);
+  if (r == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+std::optional<int> Child::Wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Running()) {
+    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  return 128 + WTERMSIG(status_);
+}
+
+std::string Child::Stdout() const { return ReadFile(out_); }
+std::string Child::Stderr() const { return ReadFile(err_); }
+
+RunResult Run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+              const std::vector<std::string>& env) {
+  Child c(argv, env);
+  RunResult r;
+  std::optional<int> s = c.Wait(timeout);
+  r.status = s ? *s : -1;
+  r.out = c.Stdout();
+  r.err = c.Stderr();
+  return r;
+}
+
+pid_t LoadGroupOf(const std::string& err) {
+  std::smatch m;
+  static const std::regex re("process group ([0-9]+)");
+  return std::regex_search(err, m, re) ? static_cast<pid_t>(std::stol(m[1].str())) : -1;
+}
+
+std::string LoadCgroupOf(const std::string& err) {
+  std::smatch m;
+  static const std::regex re("cgroup (/sys/fs/cgroup/[^ ,]+)");
+  return std::regex_search(err, m, re) ? m[1].str() : "";
+}
+
+namespace {
+template <typename Fn>
+void ForEachProcess(Fn&& fn) {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return;
+  while (const dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0') continue;
+    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t open_paren = stat.find('(');
+    const std::size_t close_paren = stat.rfind(')');
+    if (open_paren == std::string::npos || close_paren == std::string::npos) continue;
+    std::istringstream f(stat.substr(close_paren + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    f >> state >> ppid >> pgrp;
+    if (state == 'Z' || state == 'X') continue;
+    fn(static_cast<pid_t>(pid), static_cast<pid_t>(pgrp),
+       stat.substr(open_paren + 1, close_paren - open_paren - 1));
+  }
+  closedir(dir);
+}
+}  // namespace
+
+std::vector<std::string> GroupMembers(pid_t pgid) {
+  std::vector<std::string> out;
+  if (pgid <= 0) return out;
+  ForEachProcess([&](pid_t pid, pid_t pgrp, const std::string& comm) {
+    if (pgrp == pgid) out.push_back(comm + "(" + std::to_string(pid) + ")");
+  });
+  return out;
+}
+
+std::string RunTagOf(const std::string& err) {
+  std::smatch m;
+  static const std::regex re("tag RTLOOP_BENCH_RUN=([0-9-]+)");
+  return std::regex_search(err, m, re) ? m[1].str() : "";
+}
+
+int TaggedProcesses(const std::string& tag) {
+  int n = 0;
+  const std::string want = std::string("RTLOOP_BENCH_RUN=") + tag + '\0';
+  ForEachProcess([&](pid_t pid, pid_t, const std::string&) {
+    const std::string env = ReadFile("/proc/" + std::to_string(pid) + "/environ");
+    if (env.find(want) != std::string::npos) ++n;
+  });
+  return n;
+}
+
+std::string ValidateSchema(const nlohmann::json& v, const nlohmann::json& s,
+                           const std::string& path) {
+  if (s.contains("type")) {
+    std::vector<std::string> types;
+    if (s["type"].is_string()) {
+      types.push_back(s["type"].get<std::string>());
+    } else {
+      for (const auto& t : s["type"]) types.push_back(t.get<std::string>());
+    }
+    bool ok = false;
+    for (const std::string& t : types) {
+      ok = ok || (t == "object" && v.is_object()) || (t == "array" && v.is_array()) ||
+           (t == "string" && v.is_string()) || (t == "boolean" && v.is_boolean()) ||
+           (t == "null" && v.is_null()) || (t == "number" && v.is_number()) ||
+           (t == "integer" && v.is_number_integer());
+    }
+    if (!ok) return path + ": " + v.dump().substr(0, 80) + " is not " + s["type"].dump();
+  }
+  if (s.contains("enum")) {
+    bool found = false;
+    for (const auto& e : s["enum"]) found = found || e == v;
+    if (!found) return path + ": " + v.dump() + " not in " + s["enum"].dump();
+  }
+  if (v.is_object()) {
+    if (s.contains("required")) {
+      for (const auto& k : s["required"]) {
+        if (!v.contains(k.get<std::string>())) return path + ": missing " + k.get<std::string>();
+      }
+    }
+    if (s.contains("properties")) {
+      for (const auto& [k, sub] : s["properties"].items()) {
+        if (v.contains(k)) {
+          std::string e = ValidateSchema(v[k], sub, path + "." + k);
+          if (!e.empty()) return e;
+        }
+      }
+    }
+  }
+  if (v.is_array() && s.contains("items")) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string e = ValidateSchema(v[i], s["items"], path + "[" + std::to_string(i) + "]");
+      if (!e.empty()) return e;
+    }
+  }
+  return "";
+}
+
+bool PngSize(const std::string& path, int* width, int* height) {
+  const std::string d = ReadFile(path);
+  static const char kSig[] = "\x89PNG\r\n\x1a\n";
+  if (d.size() < 24 || d.compare(0, 8, std::string(kSig, 8)) != 0 || d.compare(12, 4, "IHDR") != 0)
+    return false;
+  auto be32 = [&](std::size_t at) {
+    return (static_cast<unsigned char>(d[at]) << 24) |
+           (static_cast<unsigned char>(d[at + 1]) << 16) |
+           (static_cast<unsigned char>(d[at + 2]) << 8) | static_cast<unsigned char>(d[at + 3]);
+  };
+  *width = be32(16);
+  *height = be32(20);
+  return true;
+}
+
+TempDir::TempDir(const std::string& name) {
+  path_ = ::testing::TempDir() + "rtloop_bench_" + name + "_" + std::to_string(getpid()) + "_" +
+          std::to_string(Counter());
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path_); }
+
+}  // namespace rtloop::bench::testing
