@@ -1,10 +1,15 @@
-# cmake --install gives a relocatable `rtloop` package: find_package(rtloop) then link
-# rtloop::framework (and rtloop::telemetry, which brings rtloop::proto, protobuf and gRPC).
+# cmake --install gives a relocatable `rtloop` package and the tools (rtloop-top, rtloop-cyclic).
+# find_package(rtloop) then link:
+#   rtloop::framework        the executor alone
+#   rtloop::telemetry_core   + hub, rings, histograms, collector, sample log, task reports (no
+#                            protobuf/gRPC in its headers; protobuf is linked privately)
+#   rtloop::telemetry        + gRPC server/client, proto conversions, the Runtime: what an
+#                            application with telemetry links (brings rtloop::proto and gRPC)
 include(CMakePackageConfigHelpers)
 
 set(RTLOOP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rtloop)
 set(_rtloop_installed_targets rtloop_framework)
-foreach(t rtloop_proto rtloop_telemetry)
+foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_telemetry)
   if(TARGET ${t})
     list(APPEND _rtloop_installed_targets ${t})
   endif()

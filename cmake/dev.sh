@@ -20,6 +20,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps
   openssl  # tests: generates the TLS test certificate
+  python3-grpcio python3-grpc-tools  # tests: the README's Python telemetry client (tests/examples)
   nlohmann-json3-dev  # rtloop-bench: result.json, cyclictest --json input
   stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
   gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png

@@ -242,12 +242,12 @@ LatencyPercentiles CyclicRecorder::Percentiles() const noexcept {
   const telemetry::HistogramSummary s = latency_histogram_->Summary();
   if (s.count == 0) return p;
   p.valid = true;
-  p.p50_ns = s.percentiles_ns[0];
-  p.p90_ns = s.percentiles_ns[1];
-  p.p99_ns = s.percentiles_ns[2];
-  p.p99_9_ns = s.percentiles_ns[3];
-  p.p99_99_ns = s.percentiles_ns[4];
-  p.p99_999_ns = s.percentiles_ns[5];
+  p.p50_ns = s.percentiles.p50_ns;
+  p.p90_ns = s.percentiles.p90_ns;
+  p.p99_ns = s.percentiles.p99_ns;
+  p.p99_9_ns = s.percentiles.p99_9_ns;
+  p.p99_99_ns = s.percentiles.p99_99_ns;
+  p.p99_999_ns = s.percentiles.p99_999_ns;
   p.max_ns = s.max_ns;
   return p;
 }

@@ -33,7 +33,7 @@
 #include "rtloop/framework/time.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/latency_histogram.h"
-#include "rtloop/telemetry/recorder.h"
+#include "rtloop/telemetry/sample_log.h"
 #include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_telemetry.h"
 
@@ -344,7 +344,7 @@ class Run {
   // --telemetry / --record: hub (an observer of every task), collector, sinks, server. Declared
   // in dependency order: each is destroyed before what it uses.
   std::unique_ptr<telemetry::TelemetryHub> hub_;
-  std::unique_ptr<telemetry::Recorder> sample_log_;
+  std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
   std::unique_ptr<telemetry::Collector> collector_;
   std::unique_ptr<telemetry::Server> server_;
   std::unique_ptr<MaxOverTime> max_over_time_;  // --max-over-time
@@ -465,7 +465,7 @@ Status Run::Setup() {
       max_cycles = max_cycles == 0 ? by_time : std::min(max_cycles, by_time);
     }
     tc.max_cycles = max_cycles;
-    tc.observer = observers_.back().get();
+    tc.observers = {observers_.back().get()};
     Result<TaskId> id = executor_->AddTask(tasks_[i], tc);
     if (!id.ok()) {
       sched_denied_ = id.status().code() == StatusCode::kPermissionDenied;
@@ -505,13 +505,13 @@ Status Run::Setup() {
     cc.drain_period = kTelemetryDrainPeriod;
     collector_ = std::make_unique<telemetry::Collector>(*hub_, cc);
     if (!o_.record_path.empty()) {
-      telemetry::RecorderConfig rc;
-      rc.path = o_.record_path;
-      rc.tool_name = "rtloop-cyclic";
-      rc.tool_version = kToolVersion;
-      rc.command_line = JoinCommandLine(argc_, argv_);
-      Result<std::unique_ptr<telemetry::Recorder>> rec =
-          telemetry::Recorder::Open(rc, *hub_, ReadSystemInfo());
+      telemetry::SampleLogConfig lc;
+      lc.path = o_.record_path;
+      lc.tool_name = "rtloop-cyclic";
+      lc.tool_version = kToolVersion;
+      lc.command_line = JoinCommandLine(argc_, argv_);
+      Result<std::unique_ptr<telemetry::SampleLogWriter>> rec =
+          telemetry::SampleLogWriter::Open(lc, *hub_, ReadSystemInfo());
       if (!rec.ok()) return rec.status();
       sample_log_ = std::move(*rec);
       RTLOOP_RETURN_IF_ERROR(collector_->AddSink(sample_log_.get()));

@@ -8,7 +8,7 @@
 //   c.origin = Now(Clock::kMonotonic);           // window 0 starts here, for every thread
 //   c.threads = 2;
 //   Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c);   // opens FILE
-//   task_config.observer = (*mot)->Observer(i, next_observer);           // one per thread
+//   task_config.observers = {(*mot)->Observer(i, next_observer)};        // one per thread
 //   (*mot)->Start();   // after the executor started: the writer thread appends windows to FILE
 //   ... executor->Stop();
 //   Status s = (*mot)->Close();   // the last windows, "# end"; any write error

@@ -44,7 +44,7 @@ CycleEngineConfig MakeConfig(TaskStats* stats, CycleObserver* observer, OverrunP
   c.overrun_policy = policy;
   c.watchdog.max_consecutive_overruns = 10;
   c.watchdog.keep_running_after_fault = true;
-  c.observer = observer;
+  c.observers = {observer};
   c.stats = stats;
   return c;
 }

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "bench_util.h"
-#include "rtloop/telemetry/recorder.h"
+#include "rtloop/telemetry/sample_log_file.h"
 
 namespace rtloop::bench {
 namespace {
@@ -187,7 +187,7 @@ Result<PlotJob> MaxOverTimePlot(const MaxOverTime& m, const std::string& title,
 Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string& title,
                               const std::string& png, LatencyData* histogram,
                               MaxOverTime* windows) {
-  Result<telemetry::RecordContents> rec = telemetry::ReadRecordFile(record_path);
+  Result<telemetry::SampleLogContents> rec = telemetry::ReadSampleLog(record_path);
   if (!rec.ok()) return rec.status();
   PlotJob job{png, Stem(png) + ".gp"};
   std::map<std::uint32_t, std::string> rows;

@@ -201,7 +201,7 @@ rtloop::TaskConfig Plc::TaskConfigFor(Program program) {
   tc.policy = rtloop::SchedPolicy::kFifo;
   tc.priority = spec.priority;
   tc.overrun_policy = rtloop::OverrunPolicy::kSkip;
-  tc.observer = observers_[Index(program)].get();
+  tc.observers = {observers_[Index(program)].get()};
   return tc;
 }
 

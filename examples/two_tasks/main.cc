@@ -1,23 +1,23 @@
-// rtloop-two-tasks: two periodic tasks on the rtloop executor for ~10 s, then their statistics.
+// rtloop-two-tasks: two periodic tasks on rtloop::Runtime for ~10 s, with telemetry, then the
+// standard task report.
 //
-//   rtloop-two-tasks [--duration=SECONDS]
+//   rtloop-two-tasks [--duration=SECONDS] [--telemetry=ADDR|off]
 //
 // "control" runs at 1 kHz and does a small fixed-size Eigen computation (a 6-state discrete
 // state-space model with state feedback), "logger" runs at 250 Hz and samples what control
-// publishes. Both ask for SCHED_FIFO; without the privilege the executor runs them as SCHED_OTHER
-// and says so loudly. Ctrl-C (SIGINT) or SIGTERM stops both in order; the statistics follow.
+// publishes. Both ask for SCHED_FIFO; without the privilege the runtime runs them as SCHED_OTHER
+// and says so loudly. Ctrl-C (SIGINT) or SIGTERM stops both in order; the report follows.
 #include <Eigen/Core>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
-#include "rtloop/framework/executor.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/runtime.h"
 
 namespace {
 
@@ -82,44 +82,25 @@ class LoggerTask final : public rtloop::PeriodicTask {
 };
 
 void PrintUsage(std::FILE* out) {
-  std::fprintf(out,
-               "usage: rtloop-two-tasks [--duration=SECONDS]\n"
-               "  Runs a 1 kHz \"control\" task and a 250 Hz \"logger\" task on the rtloop\n"
-               "  executor (SCHED_FIFO 80/70, SCHED_OTHER with a warning when not permitted),\n"
-               "  then prints per-task statistics. Ctrl-C stops early.\n"
-               "  --duration=SECONDS  run time, 0.1..86400 (default 10)\n");
+  std::fprintf(
+      out,
+      "usage: rtloop-two-tasks [--duration=SECONDS] [--telemetry=ADDR|off]\n"
+      "  Runs a 1 kHz \"control\" task and a 250 Hz \"logger\" task on rtloop::Runtime\n"
+      "  (SCHED_FIFO 80/70, SCHED_OTHER with a warning when not permitted), then prints\n"
+      "  the task report. Ctrl-C stops early.\n"
+      "  --duration=SECONDS  run time, 0.1..86400 (default 10)\n"
+      "  --telemetry=ADDR    gRPC telemetry address (default 127.0.0.1:50051; port 0: any\n"
+      "                      free port), or off\n");
 }
 
-double Us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
-
-void PrintStats(const rtloop::Executor& ex, rtloop::TaskId id) {
-  const rtloop::TaskInfo info = ex.Info(id);
-  const rtloop::TaskStatsSnapshot s = ex.Stats(id);
-  std::printf("%-8s %-9s %4d%s  period %6.0f us  state %s\n", info.config.name.c_str(),
-              rtloop::SchedPolicyName(info.effective_policy), info.effective_priority,
-              info.fell_back_to_non_rt ? " (FELL BACK: not real-time)" : "",
-              Us(info.config.period.count()), rtloop::TaskStateName(s.state));
-  std::printf("  cycles %llu  overruns %llu  missed releases %llu\n",
-              static_cast<unsigned long long>(s.cycles),
-              static_cast<unsigned long long>(s.overruns),
-              static_cast<unsigned long long>(s.missed_releases));
-  std::printf("  wake-up latency us  min %9.1f  avg %9.1f  max %9.1f\n", Us(s.latency_min_ns),
-              s.latency_avg_ns() / 1000.0, Us(s.latency_max_ns));
-  std::printf("  execution time  us  min %9.1f  avg %9.1f  max %9.1f\n", Us(s.execution_min_ns),
-              s.execution_avg_ns() / 1000.0, Us(s.execution_max_ns));
-  std::printf("  period jitter   us  min %9.1f               max %9.1f\n", Us(s.jitter_min_ns),
-              Us(s.jitter_max_ns));
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
+// Parses the arguments into `config`; returns 0 to run, or the exit status.
+int ParseArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
   double duration_s = 10.0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       PrintUsage(stdout);
-      return 0;
+      return -1;
     }
     if (arg.rfind("--duration=", 0) == 0) {
       const std::string value = arg.substr(11);
@@ -135,20 +116,36 @@ int main(int argc, char** argv) {
       }
       continue;
     }
+    if (arg.rfind("--telemetry=", 0) == 0) {
+      const std::string value = arg.substr(12);
+      if (value == "off") {
+        config->telemetry.enabled = false;
+      } else {
+        config->telemetry.grpc.address = value;
+      }
+      continue;
+    }
     std::fprintf(stderr, "rtloop-two-tasks: unknown argument \"%s\"\n", arg.c_str());
     PrintUsage(stderr);
     return 2;
   }
+  config->duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(duration_s));
+  return 0;
+}
 
-  rtloop::ExecutorConfig ec;
-  ec.lock_memory = true;
-  ec.allow_non_rt_fallback = true;  // an example should run anywhere, loudly when not RT
-  rtloop::Result<std::unique_ptr<rtloop::Executor>> ex = rtloop::Executor::Create(ec);
-  if (!ex.ok()) {
-    std::fprintf(stderr, "rtloop-two-tasks: %s\n", ex.status().ToString().c_str());
-    return 1;
-  }
+}  // namespace
 
+int main(int argc, char** argv) {
+  rtloop::RuntimeConfig config;
+  config.app_name = "rtloop-two-tasks";
+  config.executor.lock_memory = true;
+  config.executor.allow_non_rt_fallback = true;  // an example should run anywhere, loudly
+  config.report_at_exit = true;                  // the standard task report at the end
+  if (const int rc = ParseArgs(argc, argv, &config); rc != 0) return rc < 0 ? 0 : rc;
+
+  auto rt = rtloop::Runtime::Create(config);
+  if (!rt.ok()) return rtloop::ExitCode(rt.status());
   ControlTask control;
   LoggerTask logger(control);
   rtloop::TaskConfig control_cfg;
@@ -156,44 +153,27 @@ int main(int argc, char** argv) {
   control_cfg.period = std::chrono::milliseconds(1);
   control_cfg.policy = rtloop::SchedPolicy::kFifo;
   control_cfg.priority = 80;
-  control_cfg.max_cycles = static_cast<std::uint64_t>(std::llround(duration_s * 1000.0));
   rtloop::TaskConfig logger_cfg;
   logger_cfg.name = "logger";
   logger_cfg.period = std::chrono::milliseconds(4);
   logger_cfg.policy = rtloop::SchedPolicy::kFifo;
   logger_cfg.priority = 70;
-  logger_cfg.max_cycles = static_cast<std::uint64_t>(std::llround(duration_s * 250.0));
-  if (logger_cfg.max_cycles == 0) logger_cfg.max_cycles = 1;
-
-  rtloop::Result<rtloop::TaskId> control_id = (*ex)->AddTask(control, control_cfg);
-  if (!control_id.ok()) {
-    std::fprintf(stderr, "rtloop-two-tasks: %s\n", control_id.status().ToString().c_str());
-    return 1;
-  }
-  rtloop::Result<rtloop::TaskId> logger_id = (*ex)->AddTask(logger, logger_cfg);
-  if (!logger_id.ok()) {
-    std::fprintf(stderr, "rtloop-two-tasks: %s\n", logger_id.status().ToString().c_str());
-    return 1;
-  }
+  if (auto id = (*rt)->AddTask(control, control_cfg); !id.ok())
+    return rtloop::ExitCode(id.status());
+  if (auto id = (*rt)->AddTask(logger, logger_cfg); !id.ok()) return rtloop::ExitCode(id.status());
 
   const rtloop::SystemInfo sys = rtloop::ReadSystemInfo();
   std::printf(
       "rtloop-two-tasks: kernel %s (preempt %s), CPUs %s, isolated %s; running %.1f s "
-      "(Ctrl-C stops early)\n",
+      "(Ctrl-C stops early), telemetry %s\n",
       sys.kernel_release.c_str(), rtloop::PreemptModelName(sys.preempt_model),
       rtloop::FormatCpuList(sys.online_cpus).c_str(),
       sys.isolated_cpus.empty() ? "none" : rtloop::FormatCpuList(sys.isolated_cpus).c_str(),
-      duration_s);
+      std::chrono::duration<double>(config.duration).count(),
+      (*rt)->grpc_address().empty() ? "off" : (*rt)->grpc_address().c_str());
   std::fflush(stdout);
 
-  if (rtloop::Status s = (*ex)->RunUntilSignal(); !s.ok()) {
-    std::fprintf(stderr, "rtloop-two-tasks: %s\n", s.ToString().c_str());
-    return 1;
-  }
-
-  std::printf("\n");
-  PrintStats(**ex, *control_id);
-  PrintStats(**ex, *logger_id);
+  if (rtloop::Status s = (*rt)->RunUntilSignal(); !s.ok()) return rtloop::ExitCode(s);
   std::printf("logger saw control output in [%.4f, %.4f] over %llu samples\n", logger.min(),
               logger.max(), static_cast<unsigned long long>(logger.samples()));
   return 0;

@@ -46,6 +46,14 @@ Status ValidateCpus(const std::vector<int>& cpus, const std::vector<int>& online
 // /sys/devices/system/cpu/present; empty when unreadable.
 std::vector<int> PresentCpus();
 
+// The machine's CPUs as configuration checks need them (read by ReadCpuFacts(), process_setup.h).
+struct CpuFacts {
+  std::vector<int> online;
+  std::vector<int> present;   // exist, maybe offline
+  std::vector<int> allowed;   // the process's affinity before any housekeeping move
+  std::vector<int> isolated;  // /sys/devices/system/cpu/isolated
+};
+
 // A FIFO/RR task pinned to a CPU that is not isolated while some CPUs are isolated: the warning
 // text; empty when there is nothing to warn about.
 std::string NonIsolatedCpuWarning(const TaskConfig& config, const std::vector<int>& isolated);

@@ -1,5 +1,14 @@
 #include "rtloop/framework/task_config.h"
 
+#include <pthread.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/cycle_observer.h"
+#include "task_config_check.h"
+
 namespace rtloop {
 
 const char* SchedPolicyName(SchedPolicy policy) noexcept {
@@ -47,3 +56,81 @@ const char* WaitModeName(WaitMode mode) noexcept {
 }
 
 }  // namespace rtloop
+
+namespace rtloop::internal {
+namespace {
+
+const char* ClockName(Clock clock) { return clock == Clock::kRealtime ? "realtime" : "monotonic"; }
+
+Status ValidateTiming(const TaskConfig& config, const std::string& who) {
+  if (config.period.count() <= 0) {
+    return InvalidArgumentError(who + ": period must be > 0 (got " +
+                                std::to_string(config.period.count()) +
+                                " ns) — set TaskConfig::period, e.g. std::chrono::milliseconds(1)");
+  }
+  if (config.phase.count() < 0) {
+    return InvalidArgumentError(who + ": phase must be >= 0 (got " +
+                                std::to_string(config.phase.count()) +
+                                " ns) — set TaskConfig::phase to 0 or a positive offset");
+  }
+  if (config.run_for.count() < 0) {
+    return InvalidArgumentError(who + ": run_for must be >= 0 (got " +
+                                std::to_string(config.run_for.count()) +
+                                " ns) — set TaskConfig::run_for to 0 (no limit) or a duration");
+  }
+  return Status::Ok();
+}
+
+Status ValidateObservers(const TaskConfig& config, const std::string& who) {
+  const std::vector<CycleObserver*>& obs = config.observers;
+  if (obs.size() > kMaxCycleObservers) {
+    return InvalidArgumentError(who + ": " + std::to_string(obs.size()) +
+                                " observers in TaskConfig::observers, at most " +
+                                std::to_string(kMaxCycleObservers) +
+                                " (rtloop::Runtime adds its telemetry hub as one) — combine some "
+                                "into one observer");
+  }
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    if (obs[i] == nullptr) {
+      return InvalidArgumentError(who + ": TaskConfig::observers[" + std::to_string(i) +
+                                  "] is null — remove it or point it at an observer");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (obs[j] == obs[i]) {
+        return InvalidArgumentError(who + ": TaskConfig::observers[" + std::to_string(j) +
+                                    "] and [" + std::to_string(i) +
+                                    "] are the same observer (it would see every cycle twice) — "
+                                    "list it once");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateTaskConfig(const TaskConfig& config, Clock start_clock, const CpuFacts& cpus) {
+  if (config.name.empty()) {
+    return InvalidArgumentError("a task has an empty name — set TaskConfig::name");
+  }
+  const std::string who = "task \"" + config.name + "\"";
+  RTLOOP_RETURN_IF_ERROR(ValidateTiming(config, who));
+  if (config.clock != start_clock) {
+    return InvalidArgumentError(who + ": uses clock " + ClockName(config.clock) +
+                                " but the executor's start_clock is " + ClockName(start_clock) +
+                                " — every task must share ExecutorConfig::start_clock");
+  }
+  if (config.stack_size < static_cast<std::size_t>(PTHREAD_STACK_MIN) ||
+      config.stack_size > (std::size_t{1} << 30)) {
+    return InvalidArgumentError(who + ": stack_size " + std::to_string(config.stack_size) +
+                                " bytes is outside " + std::to_string(PTHREAD_STACK_MIN) +
+                                " bytes..1 GiB — set TaskConfig::stack_size in that range "
+                                "(default 256 KiB)");
+  }
+  RTLOOP_RETURN_IF_ERROR(ValidateSchedParams(config));
+  RTLOOP_RETURN_IF_ERROR(
+      ValidateCpus(config.cpus, cpus.online, cpus.present, cpus.allowed, who, "TaskConfig::cpus"));
+  return ValidateObservers(config, who);
+}
+
+}  // namespace rtloop::internal

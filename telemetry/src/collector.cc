@@ -1,5 +1,11 @@
 #include "rtloop/telemetry/collector.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <system_error>
@@ -7,6 +13,33 @@
 
 namespace rtloop::telemetry {
 namespace {
+
+// The longest wait between drain passes when nobody consumes samples.
+constexpr std::chrono::nanoseconds kMaxIdleWait = std::chrono::seconds(1);
+
+// The collector thread is housekeeping: SCHED_OTHER whatever it inherited, SIGINT/SIGTERM left to
+// the controlling thread, and on `cpus` when given.
+void SetUpCollectorThread(const std::vector<int>& cpus) {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  int policy = 0;
+  sched_param param{};
+  if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 && policy != SCHED_OTHER &&
+      policy != SCHED_BATCH && policy != SCHED_IDLE) {
+    param.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
+  }
+  if (!cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(static_cast<std::size_t>(c), &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+  pthread_setname_np(pthread_self(), "rtloop-collect");
+}
 
 // Empty: all tasks. Ids beyond kMaxSampleTaskId can never carry samples and are ignored (a
 // client asking for id 4e9 must not make us allocate 512 MB); a filter of only such ids still
@@ -38,16 +71,19 @@ bool Subscription::Wants(TaskId task) const noexcept {
   return task < filter_.size() && filter_[task];
 }
 
-void Subscription::Offer(TaskId task, std::span<const Sample> samples) {
+void Subscription::Offer(TaskId task, std::span<const Sample> samples, TelemetryHub* hub) {
   if (samples.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_.load(std::memory_order_relaxed)) return;
     offered_ += samples.size();
-    auto lose = [this](TaskId t, std::uint64_t n) {
+    auto lose = [this, hub](TaskId t, std::uint64_t n) {
       if (t >= pending_lost_.size()) pending_lost_.resize(std::size_t{t} + 1, 0);
       pending_lost_[t] += n;
       lost_ += n;
+      if (hub != nullptr) {
+        if (TaskTelemetry* tt = hub->task(t)) tt->AddSubscriberLoss(n);
+      }
     };
     if (samples.size() >= capacity_) {
       // Everything queued and the head of `samples` are lost; the newest capacity_ samples stay.
@@ -144,7 +180,11 @@ SubscriptionStats Subscription::stats() const {
 // Collector
 
 Collector::Collector(TelemetryHub& hub, const CollectorConfig& config)
-    : hub_(hub), config_(config), buffer_(std::max<std::size_t>(config.chunk_size, 1)) {}
+    : hub_(hub),
+      config_(config),
+      drain_period_(config.drain_period.count() == 0 ? hub.config().drain_period
+                                                     : config.drain_period),
+      buffer_(std::max<std::size_t>(config.chunk_size, 1)) {}
 
 Collector::~Collector() {
   // Only a running collector drains here: sinks may already be gone after an explicit Stop().
@@ -163,8 +203,10 @@ Status Collector::AddSink(SampleSink* sink) {
 }
 
 Status Collector::Start() {
-  if (config_.drain_period.count() <= 0) {
-    return InvalidArgumentError("collector drain period must be > 0");
+  if (drain_period_.count() <= 0) {
+    return InvalidArgumentError(
+        "collector drain period must be > 0 (CollectorConfig::drain_period, or 0 for the hub's "
+        "TelemetryHubConfig::drain_period)");
   }
   if (running_.exchange(true, std::memory_order_acq_rel)) {
     return FailedPreconditionError("the collector is already running");
@@ -202,17 +244,39 @@ void Collector::Stop() {
 std::size_t Collector::DrainOnce() { return DrainPass(); }
 
 void Collector::Run() {
+  SetUpCollectorThread(config_.cpus);
+  tid_.store(static_cast<int>(syscall(SYS_gettid)), std::memory_order_release);
   auto next = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(stop_mu_);
   while (!stop_requested_) {
     lock.unlock();
     DrainPass();
+    const std::chrono::nanoseconds wait = NextWait();
     lock.lock();
-    next += config_.drain_period;
+    next += wait;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now;  // fell behind: do not burst to catch up
-    stop_cv_.wait_until(lock, next, [this] { return stop_requested_; });
+    wake_requested_ = false;
+    stop_cv_.wait_until(lock, next, [this] { return stop_requested_ || wake_requested_; });
+    if (wake_requested_) next = std::chrono::steady_clock::now();
   }
+  tid_.store(0, std::memory_order_release);
+}
+
+std::chrono::nanoseconds Collector::NextWait() {
+  {
+    std::lock_guard<std::mutex> lock(subs_mu_);
+    if (!subs_.empty() || !sinks_.empty()) return drain_period_;
+  }
+  // Nobody waits for samples: drain only so often that no ring gets past half full.
+  std::chrono::nanoseconds wait = kMaxIdleWait;
+  for (TaskId id : hub_.TaskIds()) {
+    const TaskTelemetry* t = hub_.task(id);
+    const std::chrono::nanoseconds half =
+        t->config().period * static_cast<std::int64_t>(t->ring().capacity() / 2);
+    wait = std::min(wait, half);
+  }
+  return std::max(wait, drain_period_);
 }
 
 std::size_t Collector::DrainPass() {
@@ -235,7 +299,7 @@ std::size_t Collector::DrainPass() {
       {
         std::lock_guard<std::mutex> lock(subs_mu_);
         for (const std::shared_ptr<Subscription>& sub : subs_) {
-          if (!sub->closed() && sub->Wants(id)) sub->Offer(id, chunk);
+          if (!sub->closed() && sub->Wants(id)) sub->Offer(id, chunk, &hub_);
         }
       }
       for (SampleSink* sink : sinks_) sink->OnSamples(id, chunk);
@@ -254,8 +318,21 @@ std::size_t Collector::DrainPass() {
 
 std::shared_ptr<Subscription> Collector::Subscribe(const SubscriptionConfig& config) {
   auto sub = std::make_shared<Subscription>(config);
-  std::lock_guard<std::mutex> lock(subs_mu_);
-  subs_.push_back(sub);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(subs_mu_);
+    first = subs_.empty() && sinks_.empty();
+    subs_.push_back(sub);
+  }
+  if (first) {
+    // The collector may be in a long idle wait: the first consumer gets samples at the drain
+    // period from now on, not after it.
+    {
+      std::lock_guard<std::mutex> lock(stop_mu_);
+      wake_requested_ = true;
+    }
+    stop_cv_.notify_all();
+  }
   return sub;
 }
 

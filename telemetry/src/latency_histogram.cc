@@ -214,7 +214,12 @@ HistogramSummary LatencyHistogram::Summary() const noexcept {
   s.mean_ns = s.count ? static_cast<double>(s.sum_ns) / static_cast<double>(s.count) : 0.0;
   // Clamped to this summary's own min and max: a value recorded since cannot push a percentile
   // beyond the max reported beside it.
-  if (s.count > 0) ValuesAtPercentiles(kSummaryPercentiles, s.min_ns, s.max_ns, s.percentiles_ns);
+  if (s.count > 0) {
+    std::array<std::int64_t, Percentiles::kLevels.size()> values{};
+    ValuesAtPercentiles(Percentiles::kLevels, s.min_ns, s.max_ns, values);
+    for (std::size_t i = 0; i < values.size(); ++i) s.percentiles.set(i, values[i]);
+    s.percentiles.valid = true;
+  }
   return s;
 }
 

@@ -91,6 +91,16 @@ void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescr
   out->set_max_cycles(config.max_cycles);
 }
 
+void ToProto(const Percentiles& percentiles, v1::LatencyStats* out) {
+  out->clear_percentiles();
+  if (!percentiles.valid) return;  // no data: no entries (never zeros)
+  for (std::size_t i = 0; i < Percentiles::kLevels.size(); ++i) {
+    v1::Percentile* p = out->add_percentiles();
+    p->set_percentile(Percentiles::kLevels[i]);
+    p->set_value_ns(percentiles.at(i));
+  }
+}
+
 void ToProto(const HistogramSummary& summary, v1::LatencyStats* out) {
   out->Clear();
   out->set_count(summary.count);
@@ -98,14 +108,31 @@ void ToProto(const HistogramSummary& summary, v1::LatencyStats* out) {
   out->set_max_ns(summary.max_ns);
   out->set_avg_ns(summary.mean_ns);
   out->set_sum_ns(summary.sum_ns);
-  for (std::size_t i = 0; i < kSummaryPercentiles.size(); ++i) {
-    v1::Percentile* p = out->add_percentiles();
-    p->set_percentile(kSummaryPercentiles[i]);
-    p->set_value_ns(summary.percentiles_ns[i]);
-  }
+  ToProto(summary.percentiles, out);
   out->set_negative_count(summary.negative_count);
   out->set_overflow_count(summary.overflow_count);
 }
+
+namespace {
+
+// One quantity of a task: count/min/max/sum/avg from the executor's statistics (their one owner),
+// percentiles and the negative/overflow counts from telemetry's histogram.
+void FillQuantity(const TaskStatsSnapshot& stats, std::int64_t min_ns, std::int64_t max_ns,
+                  std::int64_t sum_ns, const HistogramSummary& histogram, v1::LatencyStats* out) {
+  out->Clear();
+  out->set_count(stats.cycles);
+  if (stats.has_data()) {
+    out->set_min_ns(min_ns);
+    out->set_max_ns(max_ns);
+    out->set_sum_ns(sum_ns);
+    out->set_avg_ns(static_cast<double>(sum_ns) / static_cast<double>(stats.cycles));
+  }
+  ToProto(histogram.percentiles, out);
+  out->set_negative_count(histogram.negative_count);
+  out->set_overflow_count(histogram.overflow_count);
+}
+
+}  // namespace
 
 void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
   out->Clear();
@@ -114,10 +141,13 @@ void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
   out->set_state(ToProto(snapshot.stats.state));
   out->set_tid(snapshot.stats.tid);
   out->set_cycles(snapshot.stats.cycles);
-  ToProto(snapshot.latency, out->mutable_latency());
-  ToProto(snapshot.execution, out->mutable_execution());
-  out->set_jitter_min_ns(snapshot.stats.jitter_min_ns);
-  out->set_jitter_max_ns(snapshot.stats.jitter_max_ns);
+  const TaskStatsSnapshot& st = snapshot.stats;
+  FillQuantity(st, st.latency_min_ns, st.latency_max_ns, st.latency_sum_ns, snapshot.latency,
+               out->mutable_latency());
+  FillQuantity(st, st.execution_min_ns, st.execution_max_ns, st.execution_sum_ns,
+               snapshot.execution, out->mutable_execution());
+  out->set_jitter_min_ns(st.jitter_min_ns);
+  out->set_jitter_max_ns(st.jitter_max_ns);
   out->set_overruns(snapshot.stats.overruns);
   out->set_missed_releases(snapshot.stats.missed_releases);
   out->set_faults(snapshot.stats.faults);

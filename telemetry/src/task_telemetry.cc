@@ -6,13 +6,6 @@
 #include <utility>
 
 namespace rtloop::telemetry {
-namespace {
-
-inline void BumpU64(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-
-}  // namespace
 
 TaskTelemetry::TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring)
     : id_(id), config_(config), ring_(std::move(ring)) {}
@@ -22,46 +15,9 @@ void TaskTelemetry::OnRtThreadStart() { ring_->writer().AttachToCurrentThread();
 void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
   latency_.Record(s.wakeup_latency_ns);
   execution_.Record(s.execution_ns);
-  if ((s.flags & kCycleOverrun) != 0) BumpU64(overruns_);
-  if ((s.flags & kCycleFault) != 0) BumpU64(faults_);
-  if (s.missed_releases != 0) BumpU64(missed_, s.missed_releases);
-  if ((s.flags & kCycleFirst) == 0 && s.seq != 0) {
-    const std::uint64_t n = jitter_count_.load(std::memory_order_relaxed);
-    if (n == 0 || s.period_jitter_ns < jitter_min_.load(std::memory_order_relaxed)) {
-      jitter_min_.store(s.period_jitter_ns, std::memory_order_relaxed);
-    }
-    if (n == 0 || s.period_jitter_ns > jitter_max_.load(std::memory_order_relaxed)) {
-      jitter_max_.store(s.period_jitter_ns, std::memory_order_relaxed);
-    }
-    jitter_count_.store(n + 1, std::memory_order_relaxed);
-    jitter_last_.store(s.period_jitter_ns, std::memory_order_relaxed);
-  }
-  latency_last_.store(s.wakeup_latency_ns, std::memory_order_relaxed);
-  execution_last_.store(s.execution_ns, std::memory_order_relaxed);
-  BumpU64(samples_);
-  // A full ring drops the sample and counts it; the statistics above already include it.
+  // A full ring drops the sample and counts it; the executor's statistics and the histograms
+  // already include it.
   (void)ring_->writer().TryPush(MakeSample(s));
-}
-
-TaskStatsSnapshot TaskTelemetry::OwnStats() const noexcept {
-  TaskStatsSnapshot st;
-  st.cycles = samples();
-  st.state = st.cycles > 0 ? TaskState::kRunning : TaskState::kCreated;
-  st.latency_min_ns = latency_.min_ns();
-  st.latency_max_ns = latency_.max_ns();
-  st.latency_sum_ns = latency_.sum_ns();
-  st.latency_last_ns = latency_last_.load(std::memory_order_relaxed);
-  st.execution_min_ns = execution_.min_ns();
-  st.execution_max_ns = execution_.max_ns();
-  st.execution_sum_ns = execution_.sum_ns();
-  st.execution_last_ns = execution_last_.load(std::memory_order_relaxed);
-  st.jitter_min_ns = jitter_min_.load(std::memory_order_relaxed);
-  st.jitter_max_ns = jitter_max_.load(std::memory_order_relaxed);
-  st.jitter_last_ns = jitter_last_.load(std::memory_order_relaxed);
-  st.overruns = overruns_.load(std::memory_order_relaxed);
-  st.missed_releases = missed_.load(std::memory_order_relaxed);
-  st.faults = faults_.load(std::memory_order_relaxed);
-  return st;
 }
 
 TelemetryHub::TelemetryHub(const TelemetryHubConfig& config) : config_(config), slots_(nullptr) {
@@ -112,6 +68,11 @@ void TelemetryHub::SetStatsSource(StatsSource source) {
   stats_source_ = std::move(source);
 }
 
+bool TelemetryHub::has_stats_source() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<bool>(stats_source_);
+}
+
 void TelemetryHub::OnRtThreadStart(TaskId id) {
   if (TaskTelemetry* t = task(id)) t->OnRtThreadStart();
 }
@@ -152,7 +113,12 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_bucket
   s.name = t->config().name;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    s.stats = stats_source_ ? stats_source_(id) : t->OwnStats();
+    if (!stats_source_) {
+      return FailedPreconditionError(
+          "the telemetry hub has no stats source for task \"" + s.name +
+          "\": call TelemetryHub::AttachExecutor(executor) (rtloop::Runtime does this)");
+    }
+    s.stats = stats_source_(id);
   }
   s.latency = t->latency().Summary();
   s.execution = t->execution().Summary();
@@ -160,7 +126,8 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_bucket
   s.delivered = t->delivered();
   s.ring_dropped = t->ring().writer().dropped();
   s.ring_pushed = t->ring().writer().pushed();
-  s.samples = t->samples();
+  s.subscriber_lost = t->subscriber_lost();
+  s.samples = s.ring_pushed + s.ring_dropped;
   s.ring_capacity = t->ring().capacity();
   if (with_buckets) {
     t->latency().ExportBuckets(&s.latency_buckets);

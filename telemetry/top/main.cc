@@ -6,8 +6,10 @@
 // unreachable, bad token, TLS mismatch (one line on stderr says which). Without --once an
 // unreachable server is retried with backoff (0.5 s doubling to 8 s); a rejected token or request
 // exits 2 at once. Without a TTY (or with --json) frames are printed one after another, without
-// screen control codes.
+// screen control codes. On a TTY each frame fits the terminal (RenderOptions: columns dropped by
+// importance, tasks cut to the rows there are), redrawn at once when the terminal is resized.
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "rtloop/telemetry/client.h"
 #include "top_render.h"
@@ -30,8 +34,17 @@ using rtloop::StatusCode;
 namespace tt = rtloop::telemetry;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_resized{false};
 
 void OnSignal(int /*sig*/) { g_stop.store(true); }
+void OnResize(int /*sig*/) { g_resized.store(true); }
+
+// The terminal's size; {0, 0} when stdout is not a terminal.
+std::pair<int, int> TerminalSize() {
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0) return {0, 0};
+  return {ws.ws_col, ws.ws_row};
+}
 
 constexpr char kUsage[] =
     "usage: rtloop-top [ADDR] [options]\n"
@@ -141,10 +154,10 @@ Status ReadSnapshot(tt::Client& client, bool need_system, bool histogram, tt::to
   return Status::Ok();
 }
 
-// Sleeps up to `seconds`, waking early on SIGINT/SIGTERM.
+// Sleeps up to `seconds`, waking early on SIGINT/SIGTERM or a terminal resize.
 void SleepInterruptible(double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (!g_stop.load() && std::chrono::steady_clock::now() < end) {
+  while (!g_stop.load() && !g_resized.exchange(false) && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -157,6 +170,10 @@ int main(int argc, char** argv) {
   sa.sa_handler = OnSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction resize {};
+  resize.sa_handler = OnResize;
+  resize.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &resize, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   tt::ClientConfig cc;
@@ -192,7 +209,10 @@ int main(int argc, char** argv) {
     }
     need_system = false;
     backoff_s = 0.5;
-    std::string frame = o.json ? tt::top::RenderJson(snap) : tt::top::RenderText(snap, o.histogram);
+    tt::top::RenderOptions ro;
+    ro.show_histograms = o.histogram;
+    if (tty) std::tie(ro.width, ro.height) = TerminalSize();
+    std::string frame = o.json ? tt::top::RenderJson(snap) : tt::top::RenderText(snap, ro);
     if (tty)
       frame = "\x1b[H\x1b[2J" + frame;
     else if (!o.json && !o.once)

@@ -10,19 +10,16 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rtloop/telemetry/task_report.h"
 
 namespace rtloop::telemetry::top {
 namespace {
 
-std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string Format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  return buf;
-}
+using ::rtloop::StrFormat;
 
 std::string CpuList(const google::protobuf::RepeatedField<std::int32_t>& cpus) {
   if (cpus.empty()) return "none";
@@ -75,31 +72,23 @@ const char* StateName(v1::TaskState s) {
   }
 }
 
-// ns -> µs with one decimal, right-aligned in `width`.
-std::string Us(double ns, int width = 8) { return Format("%*.1f", width, ns / 1000.0); }
-
-std::int64_t PercentileNs(const v1::LatencyStats& stats, double p) {
+// The value at percentile `p`; nullopt when the stats carry none (no data).
+std::optional<double> PercentileNs(const v1::LatencyStats& stats, double p) {
   for (const v1::Percentile& q : stats.percentiles()) {
-    if (std::fabs(q.percentile() - p) < 1e-9) return q.value_ns();
+    if (std::fabs(q.percentile() - p) < 1e-9) return static_cast<double>(q.value_ns());
   }
-  return 0;
-}
-
-std::string Period(std::int64_t ns) {
-  if (ns % 1'000'000 == 0) return Format("%" PRId64 "ms", ns / 1'000'000);
-  if (ns % 1'000 == 0) return Format("%" PRId64 "us", ns / 1'000);
-  return Format("%" PRId64 "ns", ns);
+  return std::nullopt;
 }
 
 std::string Duration(std::int64_t ns) {
   const std::int64_t s = ns / 1'000'000'000;
-  return Format("%" PRId64 ":%02" PRId64 ":%02" PRId64, s / 3600, (s / 60) % 60, s % 60);
+  return StrFormat("%" PRId64 ":%02" PRId64 ":%02" PRId64, s / 3600, (s / 60) % 60, s % 60);
 }
 
 std::string BinLabel(std::size_t i) {
   constexpr std::size_t kBins = std::size(kBinEdgesUs);
-  if (i < kBins) return Format("<%" PRId64 "us", kBinEdgesUs[i]);
-  return Format(">=%" PRId64 "us", kBinEdgesUs[kBins - 1]);
+  if (i < kBins) return StrFormat("<%" PRId64 "us", kBinEdgesUs[i]);
+  return StrFormat(">=%" PRId64 "us", kBinEdgesUs[kBins - 1]);
 }
 
 const v1::Histogram* FindHistogram(const v1::GetStatsResponse& stats, std::uint32_t task,
@@ -108,6 +97,201 @@ const v1::Histogram* FindHistogram(const v1::GetStatsResponse& stats, std::uint3
     if (h.task_id() == task && h.quantity() == quantity) return &h;
   }
   return nullptr;
+}
+
+// One task's row as the table reads it.
+struct Row {
+  const v1::TaskStats& stats;
+  const v1::TaskInfo* info;  // nullptr: not in ListTasks
+  std::uint64_t loss;
+};
+
+// What a cell shows: text, or "no data" for a latency figure of a task without cycles.
+struct Cell {
+  std::string text;
+  bool needs_data = false;  // a figure that exists only once the task has run a cycle
+};
+
+std::string Number(std::uint64_t v) { return std::to_string(v); }
+Cell Micros(std::optional<double> ns) { return {FormatMicros(ns, 0), true}; }
+Cell Micros(std::int64_t ns) { return Micros(std::optional<double>(static_cast<double>(ns))); }
+Cell Micros(double ns) { return Micros(std::optional<double>(ns)); }
+Cell Jitter(const Row& r, std::int64_t ns) {
+  if (r.stats.cycles() < 2) return {"-", true};  // jitter needs two wake-ups
+  return Micros(ns);
+}
+
+std::string PolicyOf(const Row& r) {
+  if (r.info == nullptr) return "?";
+  std::string p = PolicyName(r.info->effective_policy());
+  if (r.info->effective_priority() > 0) p += "/" + std::to_string(r.info->effective_priority());
+  if (r.info->non_rt_fallback()) p += "!";
+  return p;
+}
+
+// The task table's columns, in display order. `priority` 0 is always shown; when the terminal is
+// too narrow the column with the highest priority (the rightmost among equals) goes first.
+struct Column {
+  const char* header;
+  int width;
+  int priority;
+  bool left;  // left-aligned
+  Cell (*cell)(const Row&);
+};
+
+constexpr Column kColumns[] = {
+    {"ID", 3, 4, false, [](const Row& r) { return Cell{std::to_string(r.stats.task_id())}; }},
+    {"NAME", 14, 0, true, [](const Row& r) { return Cell{r.stats.task_name().substr(0, 14)}; }},
+    {"POLICY", 10, 5, true, [](const Row& r) { return Cell{PolicyOf(r)}; }},
+    {"PERIOD", 7, 5, false,
+     [](const Row& r) {
+       return Cell{r.info == nullptr
+                       ? std::string("?")
+                       : FormatPeriod(std::chrono::nanoseconds(r.info->task().period_ns()))};
+     }},
+    {"STATE", 8, 0, true, [](const Row& r) { return Cell{StateName(r.stats.state())}; }},
+    {"CYCLES", 12, 2, false, [](const Row& r) { return Cell{Number(r.stats.cycles())}; }},
+    {"LAT_MIN", 8, 4, false, [](const Row& r) { return Micros(r.stats.latency().min_ns()); }},
+    {"LAT_AVG", 8, 1, false, [](const Row& r) { return Micros(r.stats.latency().avg_ns()); }},
+    {"LAT_P99", 8, 1, false,
+     [](const Row& r) { return Micros(PercentileNs(r.stats.latency(), 99.0)); }},
+    {"P99.99", 8, 3, false,
+     [](const Row& r) { return Micros(PercentileNs(r.stats.latency(), 99.99)); }},
+    {"LAT_MAX", 8, 0, false, [](const Row& r) { return Micros(r.stats.latency().max_ns()); }},
+    {"EXEC_AVG", 8, 6, false, [](const Row& r) { return Micros(r.stats.execution().avg_ns()); }},
+    {"EXEC_MAX", 8, 3, false, [](const Row& r) { return Micros(r.stats.execution().max_ns()); }},
+    {"JIT_MIN", 8, 6, false, [](const Row& r) { return Jitter(r, r.stats.jitter_min_ns()); }},
+    {"JIT_MAX", 8, 6, false, [](const Row& r) { return Jitter(r, r.stats.jitter_max_ns()); }},
+    {"OVERRUNS", 9, 2, false, [](const Row& r) { return Cell{Number(r.stats.overruns())}; }},
+    {"MISSED", 9, 3, false, [](const Row& r) { return Cell{Number(r.stats.missed_releases())}; }},
+    {"DROPS", 9, 5, false, [](const Row& r) { return Cell{Number(r.stats.ring_dropped())}; }},
+    {"LOSS", 9, 7, false, [](const Row& r) { return Cell{Number(r.loss)}; }},
+};
+constexpr std::size_t kColumnCount = std::size(kColumns);
+
+// The columns that fit in `width` (0: all).
+std::vector<std::size_t> VisibleColumns(int width) {
+  std::vector<std::size_t> visible(kColumnCount);
+  for (std::size_t i = 0; i < kColumnCount; ++i) visible[i] = i;
+  auto total = [&] {
+    int w = -1;
+    for (std::size_t i : visible) w += kColumns[i].width + 1;
+    return w;
+  };
+  while (width > 0 && total() > width) {
+    std::size_t drop = kColumnCount;
+    for (std::size_t v = 0; v < visible.size(); ++v) {
+      const int p = kColumns[visible[v]].priority;
+      if (p > 0 && (drop == kColumnCount || p >= kColumns[visible[drop]].priority)) drop = v;
+    }
+    if (drop == kColumnCount) break;  // only the essential columns are left
+    visible.erase(visible.begin() + static_cast<std::ptrdiff_t>(drop));
+  }
+  return visible;
+}
+
+std::string Pad(const std::string& text, int width, bool left) {
+  return left ? StrFormat("%-*s", width, text.c_str()) : StrFormat("%*s", width, text.c_str());
+}
+
+std::string TableHeader(const std::vector<std::size_t>& visible) {
+  std::string line;
+  for (std::size_t i : visible) {
+    if (!line.empty()) line += ' ';
+    line += Pad(kColumns[i].header, kColumns[i].width, kColumns[i].left);
+  }
+  return line;
+}
+
+// A task without cycles shows "no data" once, in its first figure column, and leaves the other
+// figures blank: never a 0.0 that looks like a perfect task.
+std::string TableRow(const Row& row, const std::vector<std::size_t>& visible) {
+  const bool no_data = row.stats.cycles() == 0;
+  bool said = false;
+  std::string line;
+  for (std::size_t i : visible) {
+    Cell c = kColumns[i].cell(row);
+    if (no_data && c.needs_data) {
+      c.text = said ? "" : "no data";
+      said = true;
+    }
+    if (!line.empty()) line += ' ';
+    line += Pad(c.text, kColumns[i].width, kColumns[i].left);
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+std::vector<std::string> HeaderLines(const Snapshot& snap, std::int64_t now_ns) {
+  const v1::SystemInfo& sys = snap.system.system();
+  const std::time_t now_s = static_cast<std::time_t>(now_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&now_s, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  const std::int64_t dma = snap.system.cpu_dma_latency_us();
+  return {
+      StrFormat("rtloop-top  %s  %s  rtloop %s  up %s  streams %u", snap.address.c_str(), when,
+                snap.system.rtloop_version().c_str(),
+                snap.system.process_start_unix_ns() > 0
+                    ? Duration(now_ns - snap.system.process_start_unix_ns()).c_str()
+                    : "?",
+                snap.stats.open_streams()),
+      StrFormat("host %s  kernel %s %s  %s", sys.host_name().c_str(), sys.kernel_release().c_str(),
+                sys.kernel_version().c_str(), sys.machine().c_str()),
+      StrFormat("preempt %s  PREEMPT_RT %s  CPUs online %s  isolated %s  affinity %s  "
+                "cpu_dma_latency %s",
+                sys.preempt_model().c_str(), sys.realtime() ? "yes" : "no",
+                CpuList(sys.online_cpus()).c_str(), CpuList(sys.isolated_cpus()).c_str(),
+                CpuList(sys.affinity_cpus()).c_str(),
+                dma < 0             ? "unknown"
+                : dma >= 2000000000 ? "none"
+                                    : (std::to_string(dma) + "us").c_str()),
+      ""};
+}
+
+std::vector<std::string> HistogramLines(const v1::TaskStats& t, const v1::Histogram& h) {
+  const std::vector<LatencyBin> bins = BinLatency(h);
+  std::uint64_t total = 0;
+  for (const LatencyBin& b : bins) total += b.count;
+  std::vector<std::string> out = {
+      "", StrFormat("wake-up latency, task %u \"%s\" (bar: log10 of the count)", t.task_id(),
+                    t.task_name().c_str())};
+  for (std::size_t i = 0; i < bins.size(); ++i) {
+    const std::uint64_t c = bins[i].count;
+    const int bar = c == 0 ? 0 : 1 + static_cast<int>(std::log10(static_cast<double>(c)) * 4);
+    std::string line =
+        StrFormat("  %8s %12" PRIu64 " %6.2f%% %s", BinLabel(i).c_str(), c,
+                  total ? 100.0 * static_cast<double>(c) / static_cast<double>(total) : 0.0,
+                  std::string(static_cast<std::size_t>(std::min(bar, 40)), '#').c_str());
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
+
+// The task rows that fit in `room` lines (all when room < 0): with a "... more" line when some
+// do not.
+std::vector<std::string> TaskLines(const Snapshot& snap, const std::vector<std::size_t>& visible,
+                                   int room) {
+  std::map<std::uint32_t, const v1::TaskInfo*> infos;
+  for (const v1::TaskInfo& t : snap.tasks.tasks()) infos[t.task().id()] = &t;
+  std::map<std::uint32_t, std::uint64_t> loss;
+  for (const v1::StreamLoss& l : snap.stats.stream_loss()) loss[l.task_id()] = l.lost();
+  const int tasks = snap.stats.tasks_size();
+  const int shown = room < 0 || tasks <= room ? tasks : std::max(room - 1, 0);
+  std::vector<std::string> out;
+  for (int i = 0; i < shown; ++i) {
+    const v1::TaskStats& t = snap.stats.tasks(i);
+    const auto info = infos.find(t.task_id());
+    out.push_back(
+        TableRow({t, info == infos.end() ? nullptr : info->second, loss[t.task_id()]}, visible));
+  }
+  if (shown < tasks) {
+    out.push_back(StrFormat("... %d more task%s (enlarge the terminal to see them)", tasks - shown,
+                            tasks - shown == 1 ? "" : "s"));
+  }
+  return out;
 }
 
 }  // namespace
@@ -125,92 +309,36 @@ std::vector<LatencyBin> BinLatency(const v1::Histogram& histogram) {
   return bins;
 }
 
-std::string RenderText(const Snapshot& snap, bool show_histograms, std::int64_t now_unix_ns) {
-  std::string out;
-  const v1::SystemInfo& sys = snap.system.system();
-  const std::int64_t now_ns = now_unix_ns >= 0
-                                  ? now_unix_ns
+std::string RenderText(const Snapshot& snap, const RenderOptions& options) {
+  const std::int64_t now_ns = options.now_unix_ns >= 0
+                                  ? options.now_unix_ns
                                   : std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
                                         .count();
-  const std::time_t now_s = static_cast<std::time_t>(now_ns / 1'000'000'000);
-  std::tm tm{};
-  gmtime_r(&now_s, &tm);
-  char when[32];
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  out += Format("rtloop-top  %s  %s  rtloop %s  up %s  streams %u\n", snap.address.c_str(), when,
-                snap.system.rtloop_version().c_str(),
-                snap.system.process_start_unix_ns() > 0
-                    ? Duration(now_ns - snap.system.process_start_unix_ns()).c_str()
-                    : "?",
-                snap.stats.open_streams());
-  out += Format("host %s  kernel %s %s  %s\n", sys.host_name().c_str(),
-                sys.kernel_release().c_str(), sys.kernel_version().c_str(), sys.machine().c_str());
-  const std::int64_t dma = snap.system.cpu_dma_latency_us();
-  out += Format(
-      "preempt %s  PREEMPT_RT %s  CPUs online %s  isolated %s  affinity %s  "
-      "cpu_dma_latency %s\n",
-      sys.preempt_model().c_str(), sys.realtime() ? "yes" : "no",
-      CpuList(sys.online_cpus()).c_str(), CpuList(sys.isolated_cpus()).c_str(),
-      CpuList(sys.affinity_cpus()).c_str(),
-      dma < 0             ? "unknown"
-      : dma >= 2000000000 ? "none"
-                          : (std::to_string(dma) + "us").c_str());
-  out += "\n";
-  out +=
-      Format("%3s %-14s %-10s %7s %-8s %12s %8s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %9s %9s\n",
-             "ID", "NAME", "POLICY", "PERIOD", "STATE", "CYCLES", "LAT_MIN", "LAT_AVG", "LAT_P99",
-             "P99.99", "LAT_MAX", "EXEC_AVG", "EXEC_MAX", "JIT_MIN", "JIT_MAX", "OVERRUNS",
-             "MISSED", "DROPS", "LOSS");
-  std::map<std::uint32_t, const v1::TaskInfo*> infos;
-  for (const v1::TaskInfo& t : snap.tasks.tasks()) infos[t.task().id()] = &t;
-  std::map<std::uint32_t, std::uint64_t> loss;
-  for (const v1::StreamLoss& l : snap.stats.stream_loss()) loss[l.task_id()] = l.lost();
-  for (const v1::TaskStats& t : snap.stats.tasks()) {
-    const v1::TaskInfo* info = infos.count(t.task_id()) ? infos[t.task_id()] : nullptr;
-    std::string policy = "?";
-    std::string period = "?";
-    if (info != nullptr) {
-      policy = PolicyName(info->effective_policy());
-      if (info->effective_priority() > 0)
-        policy += "/" + std::to_string(info->effective_priority());
-      if (info->non_rt_fallback()) policy += "!";
-      period = Period(info->task().period_ns());
-    }
-    out += Format(
-        "%3u %-14.14s %-10s %7s %-8s %12" PRIu64 " %s %s %s %s %s %s %s %s %s %9" PRIu64
-        " %9" PRIu64 " %9" PRIu64 " %9" PRIu64 "\n",
-        t.task_id(), t.task_name().c_str(), policy.c_str(), period.c_str(), StateName(t.state()),
-        t.cycles(), Us(static_cast<double>(t.latency().min_ns())).c_str(),
-        Us(t.latency().avg_ns()).c_str(),
-        Us(static_cast<double>(PercentileNs(t.latency(), 99.0))).c_str(),
-        Us(static_cast<double>(PercentileNs(t.latency(), 99.99))).c_str(),
-        Us(static_cast<double>(t.latency().max_ns())).c_str(), Us(t.execution().avg_ns()).c_str(),
-        Us(static_cast<double>(t.execution().max_ns())).c_str(),
-        Us(static_cast<double>(t.jitter_min_ns())).c_str(),
-        Us(static_cast<double>(t.jitter_max_ns())).c_str(), t.overruns(), t.missed_releases(),
-        t.ring_dropped(), loss[t.task_id()]);
-  }
-  if (show_histograms) {
+  // With a height: height - 1 lines, so the cursor's line below the frame never scrolls it.
+  const int max_lines = options.height > 0 ? std::max(options.height - 1, 1) : -1;
+  const std::vector<std::size_t> visible = VisibleColumns(options.width);
+  std::vector<std::string> lines = HeaderLines(snap, now_ns);
+  lines.push_back(TableHeader(visible));
+  const int room = max_lines < 0 ? -1 : std::max(max_lines - static_cast<int>(lines.size()), 1);
+  for (std::string& l : TaskLines(snap, visible, room)) lines.push_back(std::move(l));
+  if (options.show_histograms) {
     for (const v1::TaskStats& t : snap.stats.tasks()) {
       const v1::Histogram* h = FindHistogram(snap.stats, t.task_id(), v1::QUANTITY_WAKEUP_LATENCY);
       if (h == nullptr) continue;
-      const std::vector<LatencyBin> bins = BinLatency(*h);
-      std::uint64_t total = 0;
-      for (const LatencyBin& b : bins) total += b.count;
-      out += Format("\nwake-up latency, task %u \"%s\" (bar: log10 of the count)\n", t.task_id(),
-                    t.task_name().c_str());
-      for (std::size_t i = 0; i < bins.size(); ++i) {
-        const std::uint64_t c = bins[i].count;
-        const int bar = c == 0 ? 0 : 1 + static_cast<int>(std::log10(static_cast<double>(c)) * 4);
-        std::string line =
-            Format("  %8s %12" PRIu64 " %6.2f%% %s", BinLabel(i).c_str(), c,
-                   total ? 100.0 * static_cast<double>(c) / static_cast<double>(total) : 0.0,
-                   std::string(static_cast<std::size_t>(std::min(bar, 40)), '#').c_str());
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        out += line + "\n";
-      }
+      std::vector<std::string> block = HistogramLines(t, *h);
+      if (max_lines >= 0 && static_cast<int>(lines.size() + block.size()) > max_lines) break;
+      lines.insert(lines.end(), block.begin(), block.end());
     }
+  }
+  std::string out;
+  for (int i = 0; i < static_cast<int>(lines.size()); ++i) {
+    if (max_lines >= 0 && i >= max_lines) break;
+    std::string& l = lines[static_cast<std::size_t>(i)];
+    if (options.width > 0 && static_cast<int>(l.size()) > options.width) {
+      l.resize(static_cast<std::size_t>(options.width));
+    }
+    out += l + "\n";
   }
   return out;
 }
@@ -233,15 +361,15 @@ std::string RenderJson(const Snapshot& snap) {
   for (const v1::TaskStats& t : snap.stats.tasks()) {
     const v1::Histogram* h = FindHistogram(snap.stats, t.task_id(), v1::QUANTITY_WAKEUP_LATENCY);
     if (h == nullptr) continue;
-    bins += Format("%s{\"task_id\":%u,\"bins\":[", first_task ? "" : ",", t.task_id());
+    bins += StrFormat("%s{\"task_id\":%u,\"bins\":[", first_task ? "" : ",", t.task_id());
     first_task = false;
     const std::vector<LatencyBin> b = BinLatency(*h);
     for (std::size_t i = 0; i < b.size(); ++i) {
       if (b[i].upper_us > 0) {
-        bins += Format("%s{\"upper_us\":%" PRId64 ",\"count\":%" PRIu64 "}", i ? "," : "",
-                       b[i].upper_us, b[i].count);
+        bins += StrFormat("%s{\"upper_us\":%" PRId64 ",\"count\":%" PRIu64 "}", i ? "," : "",
+                          b[i].upper_us, b[i].count);
       } else {
-        bins += Format("%s{\"upper_us\":null,\"count\":%" PRIu64 "}", i ? "," : "", b[i].count);
+        bins += StrFormat("%s{\"upper_us\":null,\"count\":%" PRIu64 "}", i ? "," : "", b[i].count);
       }
     }
     bins += "]}";

@@ -2,6 +2,12 @@
 // server (system facts, tasks, statistics). Pure functions of the v1 messages, so the format is
 // testable without a server.
 //
+// The dashboard fits a terminal as top and htop do: given its width, the task table drops its
+// least important columns first (LOSS, jitter, EXEC_AVG, DROPS, PERIOD, POLICY, ...; NAME, STATE
+// and LAT_MAX always stay) and cuts what is still too long; given its height, it shows the
+// header and as many tasks (then histograms) as fit, and says how many tasks it left out. A task
+// without cycles shows "no data" (never 0.0); a missing percentile or jitter shows "-".
+//
 // Not RT-safe: allocates. Thread-safe (no shared state).
 #pragma once
 
@@ -32,10 +38,18 @@ inline constexpr std::int64_t kBinEdgesUs[] = {5, 10, 20, 50, 100, 200, 500, 100
 
 std::vector<LatencyBin> BinLatency(const v1::Histogram& histogram);
 
-// The dashboard as plain text lines (no terminal control codes). `now_unix_ns` is the time shown
-// (and the uptime's end); < 0: the current time.
-std::string RenderText(const Snapshot& snapshot, bool show_histograms,
-                       std::int64_t now_unix_ns = -1);
+struct RenderOptions {
+  bool show_histograms = true;
+  // The time shown (and the uptime's end), ns since the Unix epoch; < 0: the current time.
+  std::int64_t now_unix_ns = -1;
+  // The terminal's columns and rows; 0: no limit (every column; every task and histogram).
+  int width = 0;
+  int height = 0;
+};
+
+// The dashboard as plain text lines (no terminal control codes). With a height, at most
+// height - 1 lines, so that a redraw from the top-left corner never scrolls the header away.
+std::string RenderText(const Snapshot& snapshot, const RenderOptions& options = {});
 
 // One JSON object: {"schema_version":1,"address":...,"system":{...},"tasks":[...],"stats":{...},
 // "latency_bins":[...]} with proto field names; 64-bit integers are JSON strings as in the proto3

@@ -1,10 +1,10 @@
-// Runs one SCHED_OTHER task for 20 cycles through an installed rtloop, with the telemetry hub
-// attached, and checks that the executor and telemetry agree on the cycle count.
+// An application built against an *installed* rtloop: one SCHED_OTHER task for 20 cycles under
+// rtloop::Runtime with telemetry on (gRPC on a free loopback port), then the standard report.
+// Checks that the executor's and telemetry's figures agree.
 #include <cstdio>
 #include <memory>
 
-#include "rtloop/framework/executor.h"
-#include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/runtime.h"
 
 namespace {
 
@@ -18,45 +18,25 @@ class Counter final : public rtloop::PeriodicTask {
 }  // namespace
 
 int main() {
-  rtloop::ExecutorConfig config;
-  config.lock_memory = false;
-  rtloop::Result<std::unique_ptr<rtloop::Executor>> executor = rtloop::Executor::Create(config);
-  if (!executor.ok()) {
-    std::fprintf(stderr, "%s\n", executor.status().ToString().c_str());
-    return 1;
-  }
+  rtloop::RuntimeConfig config;
+  config.app_name = "rtloop_consumer";
+  config.executor.lock_memory = false;
+  config.telemetry.grpc.address = "127.0.0.1:0";
+  config.report_at_exit = true;
+  auto rt = rtloop::Runtime::Create(config);
+  if (!rt.ok()) return rtloop::ExitCode(rt.status());
   Counter task;
   rtloop::TaskConfig task_config;
   task_config.name = "consumer";
   task_config.policy = rtloop::SchedPolicy::kOther;
   task_config.priority = 0;
   task_config.max_cycles = 20;
-  rtloop::telemetry::TelemetryHub hub;
-  task_config.observer = &hub;
-  rtloop::Result<rtloop::TaskId> id = (*executor)->AddTask(task, task_config);
-  if (!id.ok()) {
-    std::fprintf(stderr, "%s\n", id.status().ToString().c_str());
-    return 1;
-  }
-  if (rtloop::Status s = hub.AddTask(*id, task_config); !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
-  if (rtloop::Status s = (*executor)->Start(); !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
-  (*executor)->Wait();
-  const rtloop::TaskStatsSnapshot stats = (*executor)->Stats(*id);
-  rtloop::Result<rtloop::telemetry::TaskTelemetrySnapshot> snapshot = hub.Snapshot(*id);
-  if (!snapshot.ok()) {
-    std::fprintf(stderr, "%s\n", snapshot.status().ToString().c_str());
-    return 1;
-  }
-  const rtloop::telemetry::TaskTelemetrySnapshot& telemetry = *snapshot;
-  std::printf("consumer: %llu cycles, %llu latency samples, p99 %lld ns\n",
-              static_cast<unsigned long long>(stats.cycles),
-              static_cast<unsigned long long>(telemetry.latency.count),
-              static_cast<long long>(telemetry.latency.percentiles_ns[2]));
-  return stats.cycles == 20 && telemetry.latency.count == 20 ? 0 : 1;
+  auto id = (*rt)->AddTask(task, task_config);
+  if (!id.ok()) return rtloop::ExitCode(id.status());
+  if (rtloop::Status s = (*rt)->RunUntilSignal(); !s.ok()) return rtloop::ExitCode(s);
+  const rtloop::TaskReport report = (*rt)->Report(*id);
+  std::printf("consumer: %llu cycles, p99 %lld ns, served on %s\n",
+              static_cast<unsigned long long>(report.stats.cycles),
+              static_cast<long long>(report.latency.p99_ns), (*rt)->grpc_address().c_str());
+  return report.stats.cycles == 20 && report.latency.valid ? 0 : 1;
 }

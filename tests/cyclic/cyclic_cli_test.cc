@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "rtloop/telemetry/recorder.h"
+#include "rtloop/telemetry/sample_log_file.h"
 
 #ifndef RTLOOP_CYCLIC_BINARY
 #error "RTLOOP_CYCLIC_BINARY must name the rtloop-cyclic executable"
@@ -371,7 +371,7 @@ TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 1u) << "stdout unchanged: " << r.out;
   EXPECT_NE(r.err.find("127.0.0.1:"), std::string::npos) << r.err;
-  rtloop::Result<rtloop::telemetry::RecordContents> file = rtloop::telemetry::ReadRecordFile(rec);
+  rtloop::Result<rtloop::telemetry::SampleLogContents> file = rtloop::telemetry::ReadSampleLog(rec);
   ASSERT_TRUE(file.ok()) << file.status().message();
   EXPECT_TRUE(file->error.ok()) << file->error.message();
   std::size_t samples = 0;

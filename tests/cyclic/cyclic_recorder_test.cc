@@ -276,7 +276,7 @@ TEST(CyclicRecorder, FedByTheExecutorAgreesWithItsTaskStats) {
   tc.policy = SchedPolicy::kOther;  // no privilege needed
   tc.priority = 0;
   tc.max_cycles = 30;
-  tc.observer = rec.get();
+  tc.observers = {rec.get()};
   Result<TaskId> id = (*ex)->AddTask(task, tc);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_TRUE((*ex)->Start().ok());

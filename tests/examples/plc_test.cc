@@ -214,7 +214,7 @@ TEST(PlcTest, TaskConfigForMapsTheSpecToAPinnedFifoTaskWithItsWatchdog) {
   EXPECT_EQ(tc.policy, rtloop::SchedPolicy::kFifo);
   EXPECT_EQ(tc.priority, 90);
   EXPECT_EQ(tc.overrun_policy, rtloop::OverrunPolicy::kSkip);
-  EXPECT_EQ(tc.observer, &plc.watchdog_observer(Program::kIoScan));
+  EXPECT_EQ(tc.observers, std::vector<rtloop::CycleObserver*>{&plc.watchdog_observer(Program::kIoScan)});
 }
 
 TEST(PlcTest, StepsAndWatchdogsDoNotAllocateInSteadyState) {

@@ -1,10 +1,12 @@
-// Fake-clock tests of the per-cycle bookkeeping: context, statistics, watchdog, observer.
+// Fake-clock tests of the per-cycle bookkeeping: context, statistics, watchdog, run_for,
+// observers.
 #include "rtloop/framework/cycle_engine.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "alloc_counter.h"
@@ -44,7 +46,7 @@ struct Fixture {
     c.watchdog.max_consecutive_overruns = watchdog;
     c.watchdog.keep_running_after_fault = keep;
     c.max_cycles = max_cycles;
-    c.observer = &observer;
+    c.observers = {&observer};
     c.stats = &stats;
     engine.emplace(c, kStart);
   }
@@ -95,7 +97,8 @@ TEST(CycleEngineTest, StatisticsFollowTheDefinitions) {
   EXPECT_EQ(s.jitter_max_ns, 20'000);
   EXPECT_EQ(s.jitter_last_ns, -35'000);
   EXPECT_EQ(s.overruns, 0u);
-  EXPECT_DOUBLE_EQ(s.latency_avg_ns(), 35'000.0 / 3);
+  ASSERT_TRUE(s.latency_avg_ns().has_value());
+  EXPECT_DOUBLE_EQ(*s.latency_avg_ns(), 35'000.0 / 3);
   ASSERT_EQ(f.observer.samples.size(), 3u);
   EXPECT_EQ(f.observer.samples[0].flags, kCycleFirst);
   EXPECT_EQ(f.observer.samples[0].period_jitter_ns, 0);
@@ -105,14 +108,19 @@ TEST(CycleEngineTest, StatisticsFollowTheDefinitions) {
   EXPECT_EQ(f.observer.samples[2].release, At(2000));
 }
 
-TEST(CycleEngineTest, EmptyStatsReadAsZero) {
+TEST(CycleEngineTest, EmptyStatsSayNoDataInsteadOfZeroLatency) {
   TaskStats stats;
   const TaskStatsSnapshot s = stats.Snapshot();
   EXPECT_EQ(s.cycles, 0u);
+  EXPECT_FALSE(s.has_data());
+  EXPECT_FALSE(s.has_jitter());
+  EXPECT_FALSE(s.latency_avg_ns().has_value());
+  EXPECT_FALSE(s.execution_avg_ns().has_value());
+  EXPECT_FALSE(s.jitter_range_ns().has_value());
+  // The fields themselves stay 0 (not INT64_MAX/MIN sentinels), for code that ignores has_data().
   EXPECT_EQ(s.latency_min_ns, 0);
   EXPECT_EQ(s.latency_max_ns, 0);
   EXPECT_EQ(s.jitter_min_ns, 0);
-  EXPECT_EQ(s.latency_avg_ns(), 0.0);
   EXPECT_STREQ(TaskStateName(TaskState::kFault), "fault");
 }
 
@@ -189,6 +197,84 @@ TEST(CycleEngineTest, StopsAtMaxCyclesOrWhenStepSaysStop) {
   Fixture g(OverrunPolicy::kSkip);
   EXPECT_TRUE(g.Cycle(0, 1, StepResult::kStop).stop);
   EXPECT_FALSE(g.Cycle(0, 1, StepResult::kStop).fault_state);
+}
+
+// Appends its tag to a shared log on every cycle: shows the order observers are called in.
+class TaggingObserver final : public CycleObserver {
+ public:
+  TaggingObserver(char tag, std::vector<char>* log) : tag_(tag), log_(log) {}
+  void OnCycle(const CycleSample& /*s*/) noexcept override {
+    if (log_->size() < log_->capacity()) log_->push_back(tag_);
+  }
+
+ private:
+  char tag_;
+  std::vector<char>* log_;
+};
+
+TEST(CycleEngineTest, EveryObserverSeesEveryCycleInListOrder) {
+  std::vector<char> log;
+  log.reserve(16);
+  TaggingObserver a('a', &log), b('b', &log), c('c', &log);
+  TaskStats stats;
+  CycleEngineConfig config;
+  config.period = kPeriod;
+  config.observers = {&a, &b, &c};
+  config.stats = &stats;
+  CycleEngine e(config, kStart);
+  for (int i = 0; i < 2; ++i) {
+    e.BeginCycle(e.release());
+    e.EndCycle(e.release() + microseconds(1), StepResult::kContinue);
+  }
+  EXPECT_EQ(std::string(log.begin(), log.end()), "abcabc");
+}
+
+TEST(CycleEngineTest, ObserverListRefusesNullAndMoreThanItsCapacity) {
+  CycleObserverList list;
+  RecordingObserver o;
+  EXPECT_FALSE(list.Add(nullptr));
+  for (std::size_t i = 0; i < kMaxCycleObservers; ++i) EXPECT_TRUE(list.Add(&o));
+  EXPECT_FALSE(list.Add(&o));
+  EXPECT_EQ(list.size(), kMaxCycleObservers);
+}
+
+TEST(CycleEngineTest, RunForStopsAtTheFirstReleaseBeyondTheDuration) {
+  TaskStats stats;
+  CycleEngineConfig config;
+  config.period = kPeriod;
+  config.run_for = microseconds(2500);  // releases at 0, 1000, 2000 ms-grid points: 3 cycles
+  config.stats = &stats;
+  CycleEngine e(config, kStart);
+  int cycles = 0;
+  for (bool stop = false; !stop && cycles < 100; ++cycles) {
+    e.BeginCycle(e.release() + microseconds(5));
+    stop = e.EndCycle(e.release() + microseconds(50), StepResult::kContinue).stop;
+  }
+  EXPECT_EQ(cycles, 3);
+  // An exact multiple: run_for = 3 periods is 3 cycles too (E_3 is not before the end).
+  config.run_for = microseconds(3000);
+  CycleEngine f(config, kStart);
+  cycles = 0;
+  for (bool stop = false; !stop && cycles < 100; ++cycles) {
+    f.BeginCycle(f.release());
+    stop = f.EndCycle(f.release() + microseconds(50), StepResult::kContinue).stop;
+  }
+  EXPECT_EQ(cycles, 3);
+}
+
+TEST(CycleEngineTest, JitterExistsFromTheSecondCycle) {
+  Fixture f(OverrunPolicy::kSkip);
+  f.Cycle(10, 100);
+  TaskStatsSnapshot s = f.stats.Snapshot();
+  EXPECT_TRUE(s.has_data());
+  EXPECT_FALSE(s.has_jitter());
+  EXPECT_FALSE(s.jitter_range_ns().has_value());
+  f.Cycle(30, 100);
+  f.Cycle(0, 100);
+  s = f.stats.Snapshot();
+  EXPECT_TRUE(s.has_jitter());
+  ASSERT_TRUE(s.jitter_range_ns().has_value());
+  EXPECT_EQ(*s.jitter_range_ns(), 20'000 - (-30'000));
 }
 
 TEST(CycleEngineTest, PhaseOffsetSetsTheFirstRelease) {

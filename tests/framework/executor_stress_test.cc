@@ -67,7 +67,7 @@ TEST(ExecutorStressTest, ConcurrentReadersAndRepeatedStartStop) {
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       TaskConfig tc = OtherTask("stress" + std::to_string(i),
                                 microseconds(200 + 100 * static_cast<std::int64_t>(i)));
-      tc.observer = &obs;
+      tc.observers = {&obs};
       tc.overrun_policy = static_cast<OverrunPolicy>(i % 3);
       tc.wait_mode = i == 3 ? WaitMode::kPosixTimer : WaitMode::kAbsolute;
       ASSERT_TRUE((*ex)->AddTask(tasks[i], tc).ok());

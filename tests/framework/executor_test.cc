@@ -1,4 +1,5 @@
-// Real-thread tests of the Executor: scheduling really applied, lifecycle, signals, bad input.
+// Real-thread tests of the Executor: lifecycle, scheduling really applied, overruns, observers,
+// run_for and steady-state allocation.
 #include "rtloop/framework/executor.h"
 
 #include <fcntl.h>
@@ -22,127 +23,17 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "executor_test_util.h"
 #include "rtloop/framework/cyclic_task.h"
+#include "rtloop/framework/stop_signals.h"
 #include "rtloop/framework/system_info.h"
 
 namespace rtloop {
 namespace {
 
+using namespace executor_testing;  // NOLINT(google-build-using-namespace): test helpers
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-ExecutorConfig TestExecutorConfig() {
-  ExecutorConfig ec;
-  ec.lock_memory = false;
-  ec.start_delay = milliseconds(5);
-  return ec;
-}
-
-TaskConfig OtherTask(const std::string& name, std::chrono::nanoseconds period) {
-  TaskConfig tc;
-  tc.name = name;
-  tc.period = period;
-  tc.policy = SchedPolicy::kOther;
-  tc.priority = 0;
-  return tc;
-}
-
-std::unique_ptr<Executor> MakeExecutor(const ExecutorConfig& ec = TestExecutorConfig()) {
-  auto ex = Executor::Create(ec);
-  RTLOOP_CHECK(ex.ok(), "Executor::Create failed in a test");
-  return std::move(*ex);
-}
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-bool HaveCapSysNice() {
-  struct __user_cap_header_struct hdr {};
-  struct __user_cap_data_struct data[2]{};
-  hdr.version = _LINUX_CAPABILITY_VERSION_3;
-  hdr.pid = 0;
-  if (syscall(SYS_capget, &hdr, data) != 0) return false;
-  return (data[0].effective & (1u << CAP_SYS_NICE)) != 0;
-}
-
-// Removes `cap` from this process's effective/permitted sets (used in forked children).
-bool DropCapability(int cap) {
-  struct __user_cap_header_struct hdr {};
-  struct __user_cap_data_struct data[2]{};
-  hdr.version = _LINUX_CAPABILITY_VERSION_3;
-  hdr.pid = 0;
-  if (syscall(SYS_capget, &hdr, data) != 0) return false;
-  const unsigned idx = static_cast<unsigned>(cap) / 32;
-  const std::uint32_t bit = 1u << (static_cast<unsigned>(cap) % 32);
-  data[idx].effective &= ~bit;
-  data[idx].permitted &= ~bit;
-  data[idx].inheritable &= ~bit;
-  return syscall(SYS_capset, &hdr, data) == 0;
-}
-
-// Runs `body` in a forked child; returns its exit code (or 128+signal). A child that hangs is
-// killed by SIGALRM after 20 s, so the test fails instead of hanging.
-template <typename F>
-int RunInChild(F body) {
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    alarm(20);
-    _exit(body());
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-class CountingTask : public PeriodicTask {
- public:
-  StepResult Step(const CycleContext& ctx) noexcept override {
-    steps.fetch_add(1, std::memory_order_relaxed);
-    last_cycle.store(ctx.cycle, std::memory_order_relaxed);
-    return StepResult::kContinue;
-  }
-  void OnStop() noexcept override { stopped.store(true); }
-  std::atomic<int> steps{0};
-  std::atomic<std::uint64_t> last_cycle{0};
-  std::atomic<bool> stopped{false};
-};
-
-// Records, from inside the RT thread, the scheduling it runs under.
-class ProbeTask final : public PeriodicTask {
- public:
-  Status OnStart() override {
-    policy = sched_getscheduler(0);
-    sched_param p{};
-    sched_getparam(0, &p);
-    priority = p.sched_priority;
-    nice = getpriority(PRIO_PROCESS, 0);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    pthread_getaffinity_np(pthread_self(), sizeof(set), &set);
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(static_cast<std::size_t>(c), &set)) affinity.push_back(c);
-    }
-    sigset_t mask;
-    pthread_sigmask(SIG_BLOCK, nullptr, &mask);
-    sigterm_blocked = sigismember(&mask, SIGTERM) == 1 && sigismember(&mask, SIGINT) == 1;
-    return Status::Ok();
-  }
-  StepResult Step(const CycleContext& /*ctx*/) noexcept override {
-    const int cpu = sched_getcpu();
-    if (cpu_seen.load() < 0) cpu_seen.store(cpu);
-    if (cpu != cpu_seen.load()) cpu_changed.store(true);
-    return StepResult::kContinue;
-  }
-  int policy = -1;
-  int priority = -1;
-  int nice = 0;
-  bool sigterm_blocked = false;
-  std::vector<int> affinity;
-  std::atomic<int> cpu_seen{-1};
-  std::atomic<bool> cpu_changed{false};
-};
 
 // ---- Lifecycle ----
 
@@ -350,7 +241,7 @@ TEST(ExecutorTest, TasksShareOneStartTimePlusPhase) {
   CountingTask a, b;
   TaskConfig ta = OtherTask("a", milliseconds(1));
   ta.max_cycles = 3;
-  ta.observer = &obs;
+  ta.observers = {&obs};
   TaskConfig tb = ta;
   tb.name = "b";
   tb.phase = microseconds(300);
@@ -588,66 +479,40 @@ TEST(ExecutorTest, WatchdogMovesAnOverrunningTaskToFault) {
   EXPECT_TRUE(ex->Stop().ok());
 }
 
-// ---- Signals ----
+// ---- Observers and run_for ----
 
-TEST(ExecutorTest, RunUntilSignalStopsInOrderOnSigterm) {
+TEST(ExecutorTest, EveryObserverOfATaskSeesEveryCycle) {
   auto ex = MakeExecutor();
-  CountingTask a, b;
-  ProbeTask probe;
-  ASSERT_TRUE(ex->AddTask(a, OtherTask("a", milliseconds(1))).ok());
-  ASSERT_TRUE(ex->AddTask(b, OtherTask("b", milliseconds(2))).ok());
-  ASSERT_TRUE(ex->AddTask(probe, OtherTask("probe", milliseconds(1))).ok());
-  std::thread killer([] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::this_thread::sleep_for(milliseconds(100));
-    kill(getpid(), SIGTERM);  // process-directed: only RunUntilSignal's sigtimedwait takes it
-  });
-  const TimePoint t0 = Now(Clock::kMonotonic);
-  const Status s = ex->RunUntilSignal();
-  killer.join();
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  EXPECT_LT(Now(Clock::kMonotonic) - t0, std::chrono::seconds(5));
-  EXPECT_TRUE(a.stopped.load());
-  EXPECT_TRUE(b.stopped.load());
-  EXPECT_GT(a.steps.load(), 10);
-  EXPECT_TRUE(probe.sigterm_blocked);
-  EXPECT_EQ(ex->State(0), TaskState::kStopped);
-  EXPECT_EQ(ex->Stop().code(), StatusCode::kFailedPrecondition);
-  // SIGTERM is unblocked again on this thread.
-  sigset_t mask;
-  pthread_sigmask(SIG_BLOCK, nullptr, &mask);
-  EXPECT_EQ(sigismember(&mask, SIGTERM), 0);
-}
-
-TEST(ExecutorTest, RunUntilSignalAfterStartWaitsForSigint) {
-  auto ex = MakeExecutor();
+  CountingObserver first, second;
   CountingTask a;
-  ASSERT_TRUE(ex->AddTask(a, OtherTask("a", milliseconds(1))).ok());
+  TaskConfig tc = OtherTask("observed", microseconds(500));
+  tc.max_cycles = 40;
+  tc.observers = {&first, &second};
+  Result<TaskId> id = ex->AddTask(a, tc);
+  ASSERT_TRUE(id.ok());
   ASSERT_TRUE(ex->Start().ok());
-  std::thread killer([] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::this_thread::sleep_for(milliseconds(50));
-    kill(getpid(), SIGINT);
-  });
-  EXPECT_TRUE(ex->RunUntilSignal().ok());
-  killer.join();
-  EXPECT_TRUE(a.stopped.load());
+  ex->Wait();
+  EXPECT_EQ(first.cycles.load(), 40u);
+  EXPECT_EQ(second.cycles.load(), 40u);
+  EXPECT_EQ(first.thread_starts.load(), 1);
+  EXPECT_EQ(second.thread_starts.load(), 1);
+  EXPECT_EQ(ex->Info(*id).config.observers.size(), 2u);
 }
 
-TEST(ExecutorTest, RunUntilSignalReturnsWhenEveryTaskEnds) {
+TEST(ExecutorTest, RunForEndsTheTaskAfterItsDuration) {
   auto ex = MakeExecutor();
   CountingTask a;
-  TaskConfig tc = OtherTask("short", milliseconds(1));
-  tc.max_cycles = 5;
-  ASSERT_TRUE(ex->AddTask(a, tc).ok());
-  EXPECT_TRUE(ex->RunUntilSignal().ok());
-  EXPECT_EQ(a.steps.load(), 5);
+  TaskConfig tc = OtherTask("timed", milliseconds(1));
+  tc.run_for = milliseconds(30);
+  Result<TaskId> id = ex->AddTask(a, tc);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(ex->Start().ok());
+  ex->Wait();
+  EXPECT_EQ(ex->State(*id), TaskState::kStopped);
+  // 30 releases on the grid unless the VM stalled long enough to skip some.
+  EXPECT_GE(a.steps.load(), 1);
+  EXPECT_LE(a.steps.load(), 30);
+  EXPECT_TRUE(ex->AllTasksEnded());
 }
 
 // ---- Steady state allocates nothing ----
@@ -670,7 +535,7 @@ TEST(ExecutorTest, SteadyStateMakesNoHeapAllocations) {
   NoopObserver obs;
   CountingTask a, b;
   TaskConfig ta = OtherTask("alloc-a", microseconds(100));
-  ta.observer = &obs;
+  ta.observers = {&obs};
   TaskConfig tb = ta;
   tb.name = "alloc-b";
   tb.overrun_policy = OverrunPolicy::kCatchUp;
@@ -712,283 +577,6 @@ TEST(ExecutorTest, LockedMemoryRunWorks) {
   });
   EXPECT_EQ(rc, 0);
 }
-
-// ---- Bad input and faults ----
-
-TEST(ExecutorBadInputTest, NonPositivePeriodNamesTheTask) {
-  auto ex = MakeExecutor();
-  CountingTask t;
-  for (std::int64_t ns : {0LL, -5LL}) {
-    TaskConfig tc = OtherTask("pos", std::chrono::nanoseconds(ns));
-    Result<TaskId> id = ex->AddTask(t, tc);
-    ASSERT_FALSE(id.ok());
-    EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_TRUE(Contains(id.status().message(), "task \"pos\": period must be > 0"))
-        << id.status().message();
-  }
-}
-
-TEST(ExecutorBadInputTest, PriorityOutsideThePolicyRange) {
-  auto ex = MakeExecutor();
-  CountingTask t;
-  TaskConfig tc = OtherTask("pos", milliseconds(1));
-  tc.policy = SchedPolicy::kFifo;
-  tc.priority = 100;
-  Result<TaskId> id = ex->AddTask(t, tc);
-  ASSERT_FALSE(id.ok());
-  EXPECT_TRUE(Contains(id.status().message(), "priority 100 is outside SCHED_FIFO's range 1..99"))
-      << id.status().message();
-  tc.policy = SchedPolicy::kOther;
-  tc.priority = 10;
-  id = ex->AddTask(t, tc);
-  ASSERT_FALSE(id.ok());
-  EXPECT_TRUE(Contains(id.status().message(), "SCHED_OTHER")) << id.status().message();
-}
-
-TEST(ExecutorBadInputTest, CpuThatDoesNotExistOrIsOffline) {
-  auto ex = MakeExecutor();
-  CountingTask t;
-  for (int cpu : {4095, -1, 100000}) {
-    TaskConfig tc = OtherTask("pinned", milliseconds(1));
-    tc.cpus = {cpu};
-    Result<TaskId> id = ex->AddTask(t, tc);
-    ASSERT_FALSE(id.ok());
-    EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_TRUE(Contains(id.status().message(), "task \"pinned\": CPU " + std::to_string(cpu) +
-                                                    " does not exist (online CPUs: "))
-        << id.status().message();
-  }
-}
-
-TEST(ExecutorBadInputTest, BadDeadlineParameters) {
-  auto ex = MakeExecutor();
-  CountingTask t;
-  TaskConfig tc = OtherTask("dl", milliseconds(1));
-  tc.policy = SchedPolicy::kDeadline;
-  tc.deadline.runtime = microseconds(900);
-  tc.deadline.deadline = microseconds(500);
-  Result<TaskId> id = ex->AddTask(t, tc);
-  ASSERT_FALSE(id.ok());
-  EXPECT_TRUE(Contains(id.status().message(), "task \"dl\": SCHED_DEADLINE parameters"))
-      << id.status().message();
-}
-
-TEST(ExecutorBadInputTest, OtherInvalidTaskConfigs) {
-  ExecutorConfig ec = TestExecutorConfig();
-  auto ex = MakeExecutor(ec);
-  CountingTask t;
-  TaskConfig tc = OtherTask("", milliseconds(1));
-  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "empty name"));
-  tc = OtherTask("ph", milliseconds(1));
-  tc.phase = microseconds(-1);
-  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "phase must be >= 0"));
-  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "set TaskConfig::phase"));
-  tc = OtherTask("clk", milliseconds(1));
-  tc.clock = Clock::kRealtime;
-  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "start_clock"));
-  tc = OtherTask("stk", milliseconds(1));
-  tc.stack_size = 100;
-  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "stack_size 100"));
-  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "set TaskConfig::stack_size"));
-  ASSERT_TRUE(ex->AddTask(t, OtherTask("once", milliseconds(1))).ok());
-  EXPECT_TRUE(Contains(ex->AddTask(t, OtherTask("twice", milliseconds(1))).status().message(),
-                       "already added as task \"once\""));
-}
-
-TEST(ExecutorBadInputTest, InvalidExecutorConfig) {
-  ExecutorConfig ec = TestExecutorConfig();
-  ec.housekeeping_cpus = {4000};
-  auto ex = Executor::Create(ec);
-  ASSERT_FALSE(ex.ok());
-  EXPECT_TRUE(Contains(ex.status().message(), "housekeeping_cpus")) << ex.status().message();
-  ec = TestExecutorConfig();
-  ec.start_delay = milliseconds(-1);
-  EXPECT_EQ(Executor::Create(ec).status().code(), StatusCode::kInvalidArgument);
-  ec = TestExecutorConfig();
-  ec.align_start_to = milliseconds(-1);
-  EXPECT_EQ(Executor::Create(ec).status().code(), StatusCode::kInvalidArgument);
-  ec = TestExecutorConfig();
-  ec.cpu_dma_latency_us = -3;
-  EXPECT_EQ(Executor::Create(ec).status().code(), StatusCode::kInvalidArgument);
-}
-
-TEST(ExecutorBadInputTest, CpuDmaLatencyIsHeldWhenPermitted) {
-  if (geteuid() != 0) GTEST_SKIP() << "writing /dev/cpu_dma_latency needs root";
-  if (access("/dev/cpu_dma_latency", F_OK) != 0) GTEST_SKIP() << "no /dev/cpu_dma_latency";
-  // Reading the device gives the aggregated request in force.
-  const auto current = [] {
-    std::int32_t value = -1;
-    const int fd = open("/dev/cpu_dma_latency", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      if (read(fd, &value, sizeof(value)) != static_cast<ssize_t>(sizeof(value))) value = -1;
-      close(fd);
-    }
-    return value;
-  };
-  const std::int32_t before = current();
-  ExecutorConfig ec = TestExecutorConfig();
-  ec.cpu_dma_latency_us = 7;
-  {
-    auto ex = Executor::Create(ec);
-    ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-    if (before > 7) {
-      EXPECT_EQ(current(), 7);
-    }
-  }
-  EXPECT_EQ(current(), before);  // released with the executor
-}
-
-class ThrowingTask final : public PeriodicTask {
- public:
-  Status OnStart() override { throw std::runtime_error("sensor not found"); }
-  StepResult Step(const CycleContext& /*ctx*/) noexcept override { return StepResult::kContinue; }
-};
-
-class FailingTask final : public PeriodicTask {
- public:
-  Status OnStart() override { return NotFoundError("no /dev/gpiochip9"); }
-  StepResult Step(const CycleContext& /*ctx*/) noexcept override { return StepResult::kContinue; }
-};
-
-TEST(ExecutorBadInputTest, TaskThrowingFromOnStartIsReportedAndOthersStop) {
-  auto ex = MakeExecutor();
-  CountingTask good;
-  ThrowingTask bad;
-  ASSERT_TRUE(ex->AddTask(good, OtherTask("good", milliseconds(1))).ok());
-  ASSERT_TRUE(ex->AddTask(bad, OtherTask("thrower", milliseconds(1))).ok());
-  const Status s = ex->Start();
-  ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.message(), "task \"thrower\": OnStart() threw")) << s.message();
-  EXPECT_TRUE(Contains(s.message(), "sensor not found")) << s.message();
-  EXPECT_EQ(good.steps.load(), 0);
-  EXPECT_TRUE(good.stopped.load());  // its OnStart() ran, so its OnStop() does too
-  EXPECT_EQ(ex->State(1), TaskState::kFault);
-  EXPECT_EQ(ex->State(0), TaskState::kStopped);
-}
-
-TEST(ExecutorBadInputTest, TaskFailingOnStartIsReported) {
-  auto ex = MakeExecutor();
-  FailingTask bad;
-  ASSERT_TRUE(ex->AddTask(bad, OtherTask("gpio", milliseconds(1))).ok());
-  const Status s = ex->Start();
-  EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_TRUE(Contains(s.message(), "task \"gpio\": OnStart() failed: no /dev/gpiochip9"))
-      << s.message();
-}
-
-TEST(ExecutorBadInputTest, StopBeforeStartAndTwiceAreFailedPrecondition) {
-  auto ex = MakeExecutor();
-  CountingTask t;
-  ASSERT_TRUE(ex->AddTask(t, OtherTask("t", milliseconds(1))).ok());
-  Status s = ex->Stop();
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(Contains(s.message(), "before Start()"));
-  ASSERT_TRUE(ex->Start().ok());
-  EXPECT_EQ(ex->Start().code(), StatusCode::kFailedPrecondition);
-  CountingTask late;
-  EXPECT_EQ(ex->AddTask(late, OtherTask("late", milliseconds(1))).status().code(),
-            StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(ex->Stop().ok());
-  s = ex->Stop();
-  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(Contains(s.message(), "twice"));
-}
-
-TEST(ExecutorBadInputTest, StartWithoutTasksIsFailedPrecondition) {
-  auto ex = MakeExecutor();
-  EXPECT_EQ(ex->Start().code(), StatusCode::kFailedPrecondition);
-  ex->Wait();  // returns at once
-  EXPECT_FALSE(ex->WaitAny(milliseconds(1)));
-}
-
-TEST(ExecutorBadInputTest, NoPrivilegeForFifoNamesCapSysNiceAndRtprio) {
-  const int rc = RunInChild([] {
-    rlimit rl{0, 0};
-    setrlimit(RLIMIT_RTPRIO, &rl);
-    if (!DropCapability(CAP_SYS_NICE)) return 10;
-    auto ex = Executor::Create(TestExecutorConfig());
-    if (!ex.ok()) return 11;
-    CountingTask t;
-    TaskConfig tc;
-    tc.name = "pos";
-    tc.policy = SchedPolicy::kFifo;
-    tc.priority = 99;
-    Result<TaskId> id = (*ex)->AddTask(t, tc);
-    if (id.ok()) return 12;
-    const std::string m = id.status().message();
-    if (id.status().code() != StatusCode::kPermissionDenied) return 13;
-    if (!Contains(m, "cannot set SCHED_FIFO 99 on task \"pos\": Operation not permitted"))
-      return 14;
-    if (!Contains(m, "CAP_SYS_NICE") || !Contains(m, "rtprio limit") || !Contains(m, "root")) {
-      return 15;
-    }
-    return 0;
-  });
-  if (rc == 10) GTEST_SKIP() << "cannot drop CAP_SYS_NICE here (capset refused)";
-  EXPECT_EQ(rc, 0);
-}
-
-TEST(ExecutorBadInputTest, NonRtFallbackRunsTheTaskAsOtherAndSaysSo) {
-  const int rc = RunInChild([] {
-    rlimit rl{0, 0};
-    setrlimit(RLIMIT_RTPRIO, &rl);
-    if (!DropCapability(CAP_SYS_NICE)) return 10;
-    ExecutorConfig ec = TestExecutorConfig();
-    ec.allow_non_rt_fallback = true;
-    auto ex = Executor::Create(ec);
-    if (!ex.ok()) return 11;
-    ProbeTask t;
-    TaskConfig tc;
-    tc.name = "ctl";
-    tc.policy = SchedPolicy::kFifo;
-    tc.priority = 80;
-    tc.max_cycles = 5;
-    Result<TaskId> id = (*ex)->AddTask(t, tc);
-    if (!id.ok()) return 12;
-    const TaskInfo info = (*ex)->Info(*id);
-    if (!info.fell_back_to_non_rt || info.effective_policy != SchedPolicy::kOther) return 13;
-    if (!(*ex)->Start().ok()) return 14;
-    (*ex)->Wait();
-    return t.policy == SCHED_OTHER ? 0 : 15;
-  });
-  if (rc == 10) GTEST_SKIP() << "cannot drop CAP_SYS_NICE here (capset refused)";
-  EXPECT_EQ(rc, 0);
-}
-
-TEST(ExecutorBadInputTest, MlockallFailureNamesTheMemlockLimit) {
-  if (!testing::AllocationCountingEnabled()) {
-    GTEST_SKIP() << "lock_memory is ignored in sanitizer builds";
-  }
-  const int rc = RunInChild([] {
-    if (!DropCapability(CAP_IPC_LOCK)) return 10;
-    rlimit rl{rlim_t{64} * 1024, rlim_t{64} * 1024};
-    setrlimit(RLIMIT_MEMLOCK, &rl);
-    ExecutorConfig ec = TestExecutorConfig();
-    ec.lock_memory = true;
-    auto ex = Executor::Create(ec);
-    if (ex.ok()) return 11;
-    const std::string m = ex.status().message();
-    if (!Contains(m, "mlockall") || !Contains(m, "memlock limit is 64 KiB") ||
-        !Contains(m, "ulimit -l")) {
-      std::fprintf(stderr, "%s\n", m.c_str());
-      return 12;
-    }
-    return 0;
-  });
-  if (rc == 10) GTEST_SKIP() << "cannot drop CAP_IPC_LOCK here (capset refused)";
-  EXPECT_EQ(rc, 0);
-}
-
-TEST(ExecutorBadInputTest, UnknownTaskIdReadsAsEmpty) {
-  auto ex = MakeExecutor();
-  EXPECT_EQ(ex->Stats(42).cycles, 0u);
-  EXPECT_EQ(ex->State(42), TaskState::kCreated);
-  EXPECT_EQ(ex->Info(42).config.name, "task");
-}
-
-static_assert(noexcept(std::declval<const Executor&>().Stats(0)));
-static_assert(noexcept(std::declval<const Executor&>().State(0)));
-static_assert(noexcept(std::declval<TaskStats&>().Record(0, 0, 0, false, false, 0)));
 
 }  // namespace
 }  // namespace rtloop

@@ -1,4 +1,5 @@
-// Fake-clock tests of the release arithmetic and the overrun policies (DESIGN.md §3).
+// Fake-clock tests of the release arithmetic and the overrun policies (framework/README.md,
+// "Measurement").
 #include "rtloop/framework/release_schedule.h"
 
 #include <gtest/gtest.h>

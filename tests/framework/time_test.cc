@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -115,6 +116,25 @@ TEST(TimeTest, SleepsResumeAfterSignalsUntilTheDeadline) {
   EXPECT_EQ(SleepFor(Clock::kMonotonic, milliseconds(100)), 0);
   EXPECT_GE(Now(Clock::kMonotonic) - before, milliseconds(100));
   EXPECT_GT(g_signal_hits.load(), 0);  // the sleeps really were interrupted
+}
+
+TEST(TimeTest, CancellableSleepsResumeUntilCancelledThenEndAtTheNextSignal) {
+  g_signal_hits.store(0);
+  std::atomic<bool> cancel{false};
+  Interrupter interrupter(pthread_self());
+  // Not cancelled: the interruptions are resumed, as without a flag.
+  const TimePoint before = Now(Clock::kMonotonic);
+  EXPECT_EQ(NanosleepFor(milliseconds(30), cancel), 0);
+  EXPECT_EQ(SleepFor(Clock::kMonotonic, milliseconds(30), cancel), 0);
+  EXPECT_GE(Now(Clock::kMonotonic) - before, milliseconds(60));
+  EXPECT_GT(g_signal_hits.load(), 0);
+  // Cancelled: the next signal (every 2 ms) ends each sleep with EINTR, long before 10 s.
+  cancel.store(true);
+  const TimePoint t0 = Now(Clock::kMonotonic);
+  EXPECT_EQ(SleepUntil(Clock::kMonotonic, t0 + std::chrono::seconds(10), cancel), EINTR);
+  EXPECT_EQ(SleepFor(Clock::kMonotonic, std::chrono::seconds(10), cancel), EINTR);
+  EXPECT_EQ(NanosleepFor(std::chrono::seconds(10), cancel), EINTR);
+  EXPECT_LT(Now(Clock::kMonotonic) - t0, std::chrono::seconds(9));
 }
 
 TEST(TimeTest, SleepUntilPastDeadlineReturnsImmediately) {

@@ -858,6 +858,7 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
 // SCHED_OTHER even when called from an RT thread.
 TEST(GrpcEndToEnd, ServerThreadsRunSchedOtherWhenStartedFromAnRtThread) {
   TelemetryHub hub;
+  hub.SetStatsSource([](TaskId) { return TaskStatsSnapshot{}; });
   Collector collector(hub);
   std::unique_ptr<Server> server;
   Status status;

@@ -1,6 +1,7 @@
-// A whole telemetry pipeline in one process for the gRPC end-to-end tests: an Executor running
-// SCHED_OTHER tasks (no privilege needed), a TelemetryHub observing them, a Collector and a
-// telemetry Server on 127.0.0.1 with a free port.
+// A whole telemetry pipeline in one process for the gRPC end-to-end tests: an rtloop::Runtime
+// running SCHED_OTHER tasks (no privilege needed) with its hub, collector and telemetry server on
+// 127.0.0.1 with a free port. The wiring is the Runtime's own; the rig only adds the test's
+// controls (start the tasks later, wait for them while the server keeps serving).
 //
 //   Rig rig;
 //   ASSERT_TRUE(rig.Build({.tasks = 1, .period = 100us, .cycles = 20000}).ok());
@@ -14,11 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "rtloop/framework/executor.h"
 #include "rtloop/framework/periodic_task.h"
-#include "rtloop/telemetry/collector.h"
-#include "rtloop/telemetry/server.h"
-#include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/runtime.h"
 
 namespace rtloop::telemetry::testing {
 
@@ -40,12 +38,18 @@ class Rig {
   ~Rig() { Shutdown(); }
 
   Status Build(RigConfig config) {
-    ExecutorConfig ec;
-    ec.lock_memory = false;
-    ec.start_delay = std::chrono::milliseconds(5);
-    Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
-    if (!ex.ok()) return ex.status();
-    executor_ = std::move(*ex);
+    RuntimeConfig rc;
+    rc.app_name = "telemetry_rig";
+    rc.executor.lock_memory = false;
+    rc.executor.start_delay = std::chrono::milliseconds(5);
+    rc.telemetry.grpc = config.server;
+    if (rc.telemetry.grpc.address == ServerConfig().address) {
+      rc.telemetry.grpc.address = "127.0.0.1:0";
+    }
+    rc.telemetry.grpc.log_to_stderr = false;
+    Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+    if (!rt.ok()) return rt.status();
+    runtime_ = std::move(*rt);
     tasks_.resize(static_cast<std::size_t>(config.tasks));
     for (int i = 0; i < config.tasks; ++i) {
       TaskConfig tc;
@@ -54,50 +58,40 @@ class Rig {
       tc.policy = SchedPolicy::kOther;
       tc.priority = 0;
       tc.max_cycles = config.cycles;
-      tc.observer = &hub_;
-      Result<TaskId> id = executor_->AddTask(tasks_[static_cast<std::size_t>(i)], tc);
+      Result<TaskId> id = runtime_->AddTask(tasks_[static_cast<std::size_t>(i)], tc);
       if (!id.ok()) return id.status();
-      RTLOOP_RETURN_IF_ERROR(hub_.AddTask(*id, tc));
       ids_.push_back(*id);
     }
-    hub_.AttachExecutor(*executor_);
-    collector_ = std::make_unique<Collector>(hub_);
-    RTLOOP_RETURN_IF_ERROR(collector_->Start());
-    ServerConfig sc = config.server;
-    if (sc.address == ServerConfig().address) sc.address = "127.0.0.1:0";
-    sc.log_to_stderr = false;
-    Result<std::unique_ptr<Server>> server = Server::Start(sc, hub_, *collector_, executor_.get());
-    if (!server.ok()) return server.status();
-    server_ = std::move(*server);
+    address_ = runtime_->grpc_address();
     return Status::Ok();
   }
 
-  Status StartTasks() { return executor_->Start(); }
-  // Waits for every task to finish its cycles, then drains every ring into the subscriptions.
+  // The collector and the tasks (Runtime::Start).
+  Status StartTasks() { return runtime_->Start(); }
+  // Waits for every task to finish its cycles, then drains every ring into the subscriptions; the
+  // server keeps serving what they hold.
   void WaitTasks() {
-    executor_->Wait();
-    collector_->Stop();
+    runtime_->executor().Wait();
+    runtime_->collector()->Stop();
   }
+  // The Runtime's orderly stop (idempotent).
   void Shutdown() {
-    if (server_ != nullptr) server_->Stop();
-    if (executor_ != nullptr) (void)executor_->Stop();
-    if (collector_ != nullptr) collector_->Stop();
+    if (runtime_ != nullptr) (void)runtime_->Stop();
   }
-
-  const std::string& address() const { return server_->address(); }
-  Server& server() { return *server_; }
-  Executor& executor() { return *executor_; }
-  TelemetryHub& hub() { return hub_; }
-  Collector& collector() { return *collector_; }
+  const std::string& address() const { return address_; }
+  Server& server() { return *runtime_->server(); }
+  Executor& executor() { return runtime_->executor(); }
+  TelemetryHub& hub() { return *runtime_->hub(); }
+  Collector& collector() { return *runtime_->collector(); }
+  Runtime& runtime() { return *runtime_; }
   const std::vector<TaskId>& ids() const { return ids_; }
 
  private:
-  TelemetryHub hub_;
+  // Declared before the runtime: the tasks outlive it.
   std::vector<IdleTask> tasks_;
-  std::unique_ptr<Executor> executor_;
-  std::unique_ptr<Collector> collector_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<Runtime> runtime_;
   std::vector<TaskId> ids_;
+  std::string address_;
 };
 
 }  // namespace rtloop::telemetry::testing

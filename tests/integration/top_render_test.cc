@@ -98,8 +98,85 @@ void ExpectGolden(const std::string& actual, const std::string& name) {
   EXPECT_EQ(actual, expected.str()) << "differs from " << path;
 }
 
+constexpr std::int64_t kNow = 1'700'000'060'000'000'000;
+
+// FixedSnapshot() plus a task that has not run a cycle yet, and `extra` more running tasks.
+Snapshot WithMoreTasks(int extra) {
+  Snapshot s = FixedSnapshot();
+  auto add = [&s](std::uint32_t id, const std::string& name, std::uint64_t cycles) {
+    v1::TaskInfo* info = s.tasks.add_tasks();
+    info->mutable_task()->set_id(id);
+    info->mutable_task()->set_name(name);
+    info->mutable_task()->set_period_ns(10'000'000);
+    info->set_effective_policy(v1::SCHED_POLICY_OTHER);
+    v1::TaskStats* t = s.stats.add_tasks();
+    t->set_task_id(id);
+    t->set_task_name(name);
+    t->set_state(cycles == 0 ? v1::TASK_STATE_STARTING : v1::TASK_STATE_RUNNING);
+    t->set_cycles(cycles);
+    if (cycles > 0) {
+      t->mutable_latency()->set_count(cycles);
+      t->mutable_latency()->set_min_ns(20'000);
+      t->mutable_latency()->set_max_ns(90'000);
+      t->mutable_latency()->set_avg_ns(30'000);
+    }
+  };
+  add(1, "supervisor", 0);
+  for (int i = 0; i < extra; ++i)
+    add(static_cast<std::uint32_t>(2 + i), "worker" + std::to_string(i), 7);
+  return s;
+}
+
 TEST(TopRender, TextDashboardMatchesGolden) {
-  ExpectGolden(RenderText(FixedSnapshot(), true, 1'700'000'060'000'000'000), "top_text.golden");
+  ExpectGolden(RenderText(FixedSnapshot(), {.show_histograms = true, .now_unix_ns = kNow}),
+               "top_text.golden");
+}
+
+TEST(TopRender, TaskWithoutCyclesShowsNoDataNeverZero) {
+  const std::string text =
+      RenderText(WithMoreTasks(0), {.show_histograms = false, .now_unix_ns = kNow});
+  std::string row;
+  for (std::size_t at = 0; (at = text.find('\n', at)) != std::string::npos; ++at) {
+    const std::size_t start = text.rfind('\n', at - 1) + 1;
+    if (text.compare(start, 5, "  1 s") == 0) row = text.substr(start, at - start);
+  }
+  ASSERT_FALSE(row.empty()) << text;
+  EXPECT_NE(row.find("no data"), std::string::npos) << row;
+  EXPECT_EQ(row.find("0.0"), std::string::npos) << row;
+}
+
+TEST(TopRender, FitsA100By30Terminal) {
+  const std::string text =
+      RenderText(WithMoreTasks(40), {.now_unix_ns = kNow, .width = 100, .height = 30});
+  ExpectGolden(text, "top_text_100x30.golden");
+}
+
+TEST(TopRender, FitsA160By30Terminal) {
+  const std::string text =
+      RenderText(WithMoreTasks(3), {.now_unix_ns = kNow, .width = 160, .height = 30});
+  ExpectGolden(text, "top_text_160x30.golden");
+}
+
+TEST(TopRender, EveryLineFitsAndTheHeaderStaysAtAnySize) {
+  for (int width : {40, 60, 80, 100, 120, 160, 200}) {
+    for (int height : {5, 10, 30, 60}) {
+      const std::string text =
+          RenderText(WithMoreTasks(60), {.now_unix_ns = kNow, .width = width, .height = height});
+      int lines = 0;
+      std::size_t start = 0;
+      for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+        EXPECT_LE(static_cast<int>(end - start), width) << width << "x" << height;
+        ++lines;
+      }
+      EXPECT_LT(lines, height) << width << "x" << height;
+      EXPECT_EQ(text.rfind("rtloop-top  ", 0), 0u) << width << "x" << height;
+      if (height >= 10) {
+        EXPECT_NE(text.find("NAME"), std::string::npos) << width << "x" << height;
+        EXPECT_NE(text.find("LAT_MAX"), std::string::npos) << width << "x" << height;
+        EXPECT_NE(text.find("more tasks"), std::string::npos) << width << "x" << height;
+      }
+    }
+  }
 }
 
 TEST(TopRender, JsonSnapshotMatchesGolden) {

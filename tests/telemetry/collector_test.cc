@@ -23,6 +23,7 @@ class CollectorTest : public ::testing::Test {
       ASSERT_TRUE(hub_.AddTask(id, MakeTaskConfig(id == 0 ? "a" : "b")).ok());
       hub_.OnRtThreadStart(id);
     }
+    stats_.AttachTo(hub_);
   }
   void Produce(TaskId task, std::uint64_t from, std::uint64_t to) {
     for (std::uint64_t i = from; i < to; ++i) {
@@ -30,6 +31,7 @@ class CollectorTest : public ::testing::Test {
     }
   }
   TelemetryHub hub_{{.min_ring_capacity = 1024}};
+  testing::ExecutorStatsStub stats_;
 };
 
 class CountingSink final : public SampleSink {
@@ -251,6 +253,49 @@ TEST_F(CollectorTest, StopDrainsWhatRemainsIntoSinks) {
   EXPECT_GE(sink.drain_ends, 1);
   EXPECT_EQ(hub_.task(0)->delivered(), 300u);
   EXPECT_EQ(collector.stats().delivered, 500u);
+}
+
+TEST_F(CollectorTest, SubscriberLossIsCountedPerTaskInTheHub) {
+  Collector collector(hub_);
+  auto slow = collector.Subscribe({.capacity = 10});
+  auto fast = collector.Subscribe({});
+  Produce(0, 0, 25);
+  Produce(1, 0, 4);
+  collector.DrainOnce();
+  // slow holds 10: the 15 oldest of task 0 went first, then the 4 of task 1 pushed out 4 more.
+  EXPECT_EQ(slow->stats().lost, 19u);
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 19u);
+  EXPECT_EQ(hub_.task(1)->subscriber_lost(), 0u);
+  EXPECT_EQ(fast->stats().lost, 0u);
+  Result<TaskTelemetrySnapshot> snap = hub_.Snapshot(0);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->subscriber_lost, 19u);
+}
+
+TEST_F(CollectorTest, DrainPeriodDefaultsToTheHubs) {
+  Collector collector(hub_);
+  EXPECT_EQ(collector.drain_period(), hub_.config().drain_period);
+  Collector own(hub_, {.drain_period = milliseconds(3)});
+  EXPECT_EQ(own.drain_period(), milliseconds(3));
+  Collector bad(hub_, {.drain_period = milliseconds(-1)});
+  EXPECT_EQ(bad.Start().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(CollectorTest, WithoutConsumersTheCollectorWakesOnlyAsTheRingsNeed) {
+  // 1 ms tasks with 1024-sample rings: half full after 512 ms, so an idle collector drains about
+  // twice a second instead of every 10 ms; a subscription brings the drain period back.
+  Collector collector(hub_, {.drain_period = milliseconds(10)});
+  ASSERT_TRUE(collector.Start().ok());
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_LE(collector.stats().passes, 2u) << "an idle collector drained every drain period";
+  auto sub = collector.Subscribe({});
+  for (int i = 0; i < 1000 && collector.stats().passes < 6; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_GE(collector.stats().passes, 6u) << "a subscription did not bring back the drain period";
+  EXPECT_GT(collector.tid(), 0);
+  collector.Stop();
+  EXPECT_EQ(collector.tid(), 0);
 }
 
 }  // namespace

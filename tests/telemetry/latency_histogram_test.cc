@@ -44,7 +44,7 @@ void ExpectPercentilesWithinError(const std::vector<std::int64_t>& values) {
   for (std::size_t i = 0; i < kSummaryPercentiles.size(); ++i) {
     const double p = kSummaryPercentiles[i];
     const std::int64_t exact = ExactPercentile(sorted, p);
-    const std::int64_t got = s.percentiles_ns[i];
+    const std::int64_t got = s.percentiles.at(i);
     EXPECT_EQ(got, h.ValueAtPercentile(p)) << "p" << p;
     if (exact < LatencyHistogram::kExactLimit) {
       EXPECT_EQ(got, exact) << "p" << p;
@@ -83,14 +83,15 @@ TEST(LatencyHistogramTest, BucketLayoutIsContiguousExactBelow2048AndWithinRelati
             LatencyHistogram::kMaxTrackable);
 }
 
-TEST(LatencyHistogramTest, EmptyHistogramReportsZeros) {
+TEST(LatencyHistogramTest, EmptyHistogramHasNoValidPercentiles) {
   LatencyHistogram h;
   const HistogramSummary s = h.Summary();
   EXPECT_EQ(s.count, 0u);
   EXPECT_EQ(s.min_ns, 0);
   EXPECT_EQ(s.max_ns, 0);
   EXPECT_EQ(h.ValueAtPercentile(99.0), 0);
-  for (std::int64_t v : s.percentiles_ns) EXPECT_EQ(v, 0);
+  EXPECT_FALSE(s.percentiles.valid);
+  for (std::size_t i = 0; i < Percentiles::kLevels.size(); ++i) EXPECT_EQ(s.percentiles.at(i), 0);
 }
 
 TEST(LatencyHistogramTest, PercentilesMatchSortedValuesOnUniformData) {
@@ -162,14 +163,14 @@ TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
   EXPECT_EQ(sa.min_ns, se.min_ns);
   EXPECT_EQ(sa.max_ns, se.max_ns);
   EXPECT_EQ(sa.sum_ns, se.sum_ns);
-  EXPECT_EQ(sa.percentiles_ns, se.percentiles_ns);
+  EXPECT_EQ(sa.percentiles, se.percentiles);
 }
 
 TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
   LatencyHistogram a, b;
   for (int i = 0; i < 5000; ++i) a.Record(i * 37);
   b.CopyFrom(a);
-  EXPECT_EQ(b.Summary().percentiles_ns, a.Summary().percentiles_ns);
+  EXPECT_EQ(b.Summary().percentiles, a.Summary().percentiles);
   EXPECT_EQ(b.count(), a.count());
   b.Reset();
   EXPECT_EQ(b.count(), 0u);
@@ -188,7 +189,7 @@ TEST(LatencyHistogramTest, PercentileRanksFollowTheNearestRankDefinitionExactly)
     }
     const HistogramSummary s = h.Summary();
     for (std::size_t i = 0; i < kSummaryPercentiles.size(); ++i) {
-      EXPECT_EQ(s.percentiles_ns[i], ExactPercentile(sorted, kSummaryPercentiles[i]))
+      EXPECT_EQ(s.percentiles.at(i), ExactPercentile(sorted, kSummaryPercentiles[i]))
           << "n " << n << " p" << kSummaryPercentiles[i];
     }
   }
@@ -253,7 +254,9 @@ TEST(LatencyHistogramTest, ExtremeValuesAreReportedExactly) {
   EXPECT_EQ(s.min_ns, kMin);
   EXPECT_EQ(s.max_ns, kMin);  // not mistaken for "empty"
   EXPECT_EQ(s.sum_ns, kMin);
-  for (std::int64_t v : s.percentiles_ns) EXPECT_EQ(v, kMin);
+  for (std::size_t i = 0; i < Percentiles::kLevels.size(); ++i) {
+    EXPECT_EQ(s.percentiles.at(i), kMin);
+  }
 }
 
 TEST(LatencyHistogramTest, ZeroIsExact) {
@@ -262,7 +265,8 @@ TEST(LatencyHistogramTest, ZeroIsExact) {
   const HistogramSummary s = h.Summary();
   EXPECT_EQ(s.min_ns, 0);
   EXPECT_EQ(s.max_ns, 0);
-  for (std::int64_t v : s.percentiles_ns) EXPECT_EQ(v, 0);
+  EXPECT_TRUE(s.percentiles.valid);  // ten measured zeros are data, unlike an empty histogram
+  for (std::size_t i = 0; i < Percentiles::kLevels.size(); ++i) EXPECT_EQ(s.percentiles.at(i), 0);
 }
 
 TEST(LatencyHistogramTest, NegativeValuesAreCountedSeparatelyAndReflectedInMin) {

@@ -12,6 +12,7 @@
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/periodic_task.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/runtime.h"
 #include "test_util.h"
 
 namespace rtloop::telemetry {
@@ -23,8 +24,9 @@ using testing::MakeTaskConfig;
 static_assert(noexcept(std::declval<TelemetryHub&>().OnCycle(CycleSample{})));
 static_assert(noexcept(std::declval<TaskTelemetry&>().OnCycle(CycleSample{})));
 
-TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
-  TelemetryHub hub;
+TEST(TelemetryHubTest, RecordsHistogramsAndSamplesAndReadsTheExecutorStatistics) {
+  testing::HubWithStats fed;
+  TelemetryHub& hub = fed.hub;
   ASSERT_TRUE(hub.AddTask(3, MakeTaskConfig("pos")).ok());
   hub.OnRtThreadStart(3);
   for (std::uint64_t i = 0; i < 1000; ++i) {
@@ -33,13 +35,12 @@ TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
       c.flags |= kCycleOverrun;
       c.missed_releases = 2;
     }
-    hub.OnCycle(c);
+    fed.OnCycle(c);
   }
   Result<TaskTelemetrySnapshot> snap = hub.Snapshot(3);
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   EXPECT_EQ(snap->name, "pos");
   EXPECT_EQ(snap->stats.cycles, 1000u);
-  EXPECT_EQ(snap->stats.state, TaskState::kRunning);
   EXPECT_EQ(snap->stats.latency_min_ns, 10'000);
   EXPECT_EQ(snap->stats.latency_max_ns, 10'999);
   EXPECT_EQ(snap->stats.latency_sum_ns, 1000 * 10'000 + 999 * 1000 / 2);
@@ -47,7 +48,9 @@ TEST(TelemetryHubTest, RecordsStatisticsHistogramsAndSamplesOfEachCycle) {
   EXPECT_EQ(snap->stats.overruns, 1u);
   EXPECT_EQ(snap->stats.missed_releases, 2u);
   EXPECT_EQ(snap->latency.count, 1000u);
-  EXPECT_NEAR(static_cast<double>(snap->latency.percentiles_ns[0]), 10'500.0, 11.0);
+  ASSERT_TRUE(snap->latency.percentiles.valid);
+  EXPECT_NEAR(static_cast<double>(snap->latency.percentiles.p50_ns), 10'500.0, 11.0);
+  EXPECT_EQ(snap->latency.min_ns, snap->stats.latency_min_ns);  // histogram and executor agree
   EXPECT_EQ(snap->samples, 1000u);
   EXPECT_EQ(snap->ring_pushed, 1000u);
   EXPECT_EQ(snap->ring_dropped, 0u);
@@ -96,7 +99,7 @@ TEST(TelemetryHubTest, RingIsSizedFromTheTaskRateAndDrainPeriod) {
   EXPECT_EQ(hub.task(1)->ring().capacity(), 1024u);
 }
 
-TEST(TelemetryHubTest, StatsSourceProvidesTheExecutorStatistics) {
+TEST(TelemetryHubTest, StatsComeOnlyFromTheStatsSource) {
   TelemetryHub hub;
   ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
   hub.SetStatsSource([](TaskId id) {
@@ -112,7 +115,13 @@ TEST(TelemetryHubTest, StatsSourceProvidesTheExecutorStatistics) {
   EXPECT_EQ(snap->stats.tid, 1234);
   EXPECT_EQ(snap->stats.cycles, 77u);
   hub.SetStatsSource(nullptr);
-  EXPECT_EQ(hub.Snapshot(0)->stats.state, TaskState::kCreated);
+  EXPECT_FALSE(hub.has_stats_source());
+  Result<TaskTelemetrySnapshot> without = hub.Snapshot(0);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(without.status().message().find("AttachExecutor"), std::string::npos)
+      << without.status().message();
+  EXPECT_TRUE(hub.SnapshotAll().empty());
 }
 
 TEST(TelemetryHubTest, CyclesMakeNoHeapAllocationsInSteadyState) {
@@ -182,31 +191,27 @@ TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadySt
   if (!rtloop::testing::AllocationCountingEnabled()) {
     GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
   }
-  ExecutorConfig ec;
-  ec.lock_memory = false;
-  ec.start_delay = std::chrono::milliseconds(5);
-  Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
-  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-  TelemetryHub hub;
+  // The Runtime's wiring (hub as the task's observer, stats source, collector), without gRPC.
+  RuntimeConfig rc;
+  rc.executor.lock_memory = false;
+  rc.executor.start_delay = std::chrono::milliseconds(5);
+  rc.telemetry.serve_grpc = false;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
   AllocationProbe probe;
   TaskConfig cfg = MakeTaskConfig("probe", std::chrono::microseconds(200));
   cfg.policy = SchedPolicy::kOther;
   cfg.priority = 0;
   cfg.max_cycles = 3000;
-  cfg.observer = &hub;
-  Result<TaskId> id = (*ex)->AddTask(probe, cfg);
+  Result<TaskId> id = (*rt)->AddTask(probe, cfg);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  ASSERT_TRUE(hub.AddTask(*id, cfg).ok());
-  hub.AttachExecutor(**ex);
-  Collector collector(hub);
-  ASSERT_TRUE(collector.Start().ok());
-  ASSERT_TRUE((*ex)->Start().ok());
-  (*ex)->Wait();
-  collector.Stop();
+  ASSERT_TRUE((*rt)->Start().ok());
+  (*rt)->executor().Wait();
+  ASSERT_TRUE((*rt)->Stop().ok());
   EXPECT_EQ(probe.to_.load() - probe.from_.load(), 0u)
       << "heap allocations between cycle " << AllocationProbe::kFrom << " and "
       << AllocationProbe::kTo << " with telemetry and the collector running";
-  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(*id);
+  Result<TaskTelemetrySnapshot> snap = (*rt)->hub()->Snapshot(*id);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->samples, 3000u);
   EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);

@@ -61,7 +61,8 @@ struct StreamCheck {
 };
 
 TEST(TelemetryStressTest, NoSampleIsDuplicatedOrReorderedAndAccountingIsExact) {
-  TelemetryHub hub({.ring_capacity = 2048});
+  testing::HubWithStats fed({.ring_capacity = 2048});
+  TelemetryHub& hub = fed.hub;
   for (TaskId t = 0; t < kTasks; ++t) {
     ASSERT_TRUE(hub.AddTask(t, testing::MakeTaskConfig("t", std::chrono::microseconds(10))).ok());
   }
@@ -104,10 +105,10 @@ TEST(TelemetryStressTest, NoSampleIsDuplicatedOrReorderedAndAccountingIsExact) {
   });
   std::vector<std::thread> producers;
   for (TaskId t = 0; t < kTasks; ++t) {
-    producers.emplace_back([&hub, t] {
-      hub.OnRtThreadStart(t);
+    producers.emplace_back([&fed, t] {
+      fed.hub.OnRtThreadStart(t);
       for (std::uint64_t i = 0; i < kPerTask; ++i) {
-        hub.OnCycle(testing::MakeCycle(t, i, static_cast<std::int64_t>(i % 5000), 100));
+        fed.OnCycle(testing::MakeCycle(t, i, static_cast<std::int64_t>(i % 5000), 100));
         // Bursts with pauses: some stretches overflow the ring, others do not.
         if (i % 4096 == 4095) std::this_thread::sleep_for(std::chrono::microseconds(500 * t));
       }
@@ -127,6 +128,7 @@ TEST(TelemetryStressTest, NoSampleIsDuplicatedOrReorderedAndAccountingIsExact) {
     Result<TaskTelemetrySnapshot> snap = hub.Snapshot(t);
     ASSERT_TRUE(snap.ok());
     EXPECT_EQ(snap->samples, kPerTask);
+    EXPECT_EQ(snap->stats.cycles, kPerTask);
     EXPECT_EQ(snap->latency.count, kPerTask);
     // produced = delivered + dropped in the ring
     EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped) << "task " << t;
@@ -147,6 +149,8 @@ TEST(TelemetryStressTest, NoSampleIsDuplicatedOrReorderedAndAccountingIsExact) {
   EXPECT_LE(slow_check.lost_reported[0] + slow_check.lost_reported[2], ss.lost);
   EXPECT_EQ(slow_check.received[0] + slow_check.received[2], ss.received);
   EXPECT_GT(ss.lost, 0u) << "the slow subscriber was expected to fall behind";
+  // Only the slow subscriber lost samples of tasks 0 and 2: the hub counted each of them.
+  EXPECT_EQ(hub.task(0)->subscriber_lost() + hub.task(2)->subscriber_lost(), ss.lost);
 }
 
 TEST(TelemetryStressTest, HistogramSummaryIsConsistentWhileTheWriterRuns) {
@@ -164,16 +168,17 @@ TEST(TelemetryStressTest, HistogramSummaryIsConsistentWhileTheWriterRuns) {
     EXPECT_GE(s.count, last_count);
     last_count = s.count;
     if (s.count > 0) {
-      for (std::size_t i = 1; i < s.percentiles_ns.size(); ++i) {
-        EXPECT_LE(s.percentiles_ns[i - 1], s.percentiles_ns[i]);
+      EXPECT_TRUE(s.percentiles.valid);
+      for (std::size_t i = 1; i < Percentiles::kLevels.size(); ++i) {
+        EXPECT_LE(s.percentiles.at(i - 1), s.percentiles.at(i));
       }
       // Every value lies in [1000, 100'999]: so do min, max and every percentile, however the
       // reader interleaves with the writer (no half-initialised min/max, no value outside).
       EXPECT_GE(s.min_ns, 1000);
       EXPECT_LE(s.max_ns, 100'999);
       EXPECT_LE(s.min_ns, s.max_ns);
-      EXPECT_GE(s.percentiles_ns.front(), s.min_ns);
-      EXPECT_LE(s.percentiles_ns.back(), s.max_ns);
+      EXPECT_GE(s.percentiles.p50_ns, s.min_ns);
+      EXPECT_LE(s.percentiles.p99_999_ns, s.max_ns);
     }
     // The count is published after the value's bucket: the buckets read later hold at least it.
     const std::uint64_t count = h.count();

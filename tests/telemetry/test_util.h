@@ -1,11 +1,14 @@
 // Helpers shared by the telemetry tests.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 
 #include "rtloop/framework/cycle_observer.h"
 #include "rtloop/framework/task_config.h"
+#include "rtloop/framework/task_stats.h"
+#include "rtloop/telemetry/task_telemetry.h"
 
 namespace rtloop::telemetry::testing {
 
@@ -29,5 +32,41 @@ inline TaskConfig MakeTaskConfig(const char* name,
   c.period = period;
   return c;
 }
+
+// Stands in for the executor in hub-only tests: the owner of each task's TaskStats (the hub keeps
+// none and reads them through its stats source). Record() books a cycle as the executor's
+// CycleEngine does. One writer thread per task at a time, as in the executor.
+class ExecutorStatsStub {
+ public:
+  static constexpr TaskId kMaxTasks = 64;
+  void Record(const CycleSample& c) noexcept {
+    if (c.task >= kMaxTasks) return;
+    TaskStats& s = stats_[c.task];
+    s.Record(c.wakeup_latency_ns, c.execution_ns, c.period_jitter_ns, (c.flags & kCycleFirst) != 0,
+             (c.flags & kCycleOverrun) != 0, c.missed_releases);
+    if ((c.flags & kCycleFault) != 0) s.RecordFault();
+  }
+  // Makes this `hub`'s stats source; it must outlive the hub's use of it.
+  void AttachTo(TelemetryHub& hub) {
+    hub.SetStatsSource(
+        [this](TaskId id) { return id < kMaxTasks ? stats_[id].Snapshot() : TaskStatsSnapshot{}; });
+  }
+
+ private:
+  std::array<TaskStats, kMaxTasks> stats_;
+};
+
+// A hub with its stand-in executor: OnCycle() books the cycle in both, as a real task does.
+struct HubWithStats {
+  explicit HubWithStats(const TelemetryHubConfig& config = {}) : hub(config) {
+    stats.AttachTo(hub);
+  }
+  void OnCycle(const CycleSample& c) noexcept {
+    stats.Record(c);
+    hub.OnCycle(c);
+  }
+  TelemetryHub hub;
+  ExecutorStatsStub stats;
+};
 
 }  // namespace rtloop::telemetry::testing

@@ -1,4 +1,5 @@
-// Heap-allocation counting for steady-state RT-safety tests (DESIGN.md §4).
+// Heap-allocation counting for steady-state RT-safety tests (framework/README.md, "Real-time
+// rules").
 //
 //   rtloop::testing::AllocationCounter counter;   // starts counting now
 //   RunSteadyState();

@@ -621,6 +621,15 @@ void Server::Stop() {
 Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, TelemetryHub& hub,
                                               Collector& collector, const Executor* executor) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
+  // The hub keeps no statistics of its own: they come from the executor.
+  if (!hub.has_stats_source()) {
+    if (executor == nullptr) {
+      return FailedPreconditionError(
+          "the telemetry hub has no stats source: call TelemetryHub::AttachExecutor(executor) or "
+          "pass the executor to Server::Start (rtloop::Runtime does both)");
+    }
+    hub.AttachExecutor(*executor);
+  }
   Result<internal::HostPort> hp = internal::ParseAddress(config.address);
   if (!hp.ok()) return hp.status();
   std::string token;

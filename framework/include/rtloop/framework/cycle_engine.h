@@ -1,6 +1,6 @@
 // CycleEngine: the executor's per-cycle bookkeeping for one task, everything a cycle does except
 // waiting for the release and calling Step(): the CycleContext, the next release (ReleaseSchedule
-// and the overrun policy), TaskStats, the watchdog, max_cycles and the CycleObserver call.
+// and the overrun policy), TaskStats, the watchdog, max_cycles / run_for and the CycleObservers.
 //
 // The executor's RT loop is, per cycle:
 //   wait until engine.release();  W = Now();
@@ -30,9 +30,10 @@ struct CycleEngineConfig {
   std::chrono::nanoseconds period{1'000'000};  // > 0
   OverrunPolicy overrun_policy = OverrunPolicy::kSkip;
   WatchdogConfig watchdog;
-  std::uint64_t max_cycles = 0;       // 0: no limit
-  CycleObserver* observer = nullptr;  // optional, not owned
-  TaskStats* stats = nullptr;         // required, not owned
+  std::uint64_t max_cycles = 0;         // 0: no limit
+  std::chrono::nanoseconds run_for{0};  // stop once the next release is >= first + run_for; 0: no
+  CycleObserverList observers;          // called in order after the stats; not owned
+  TaskStats* stats = nullptr;           // required, not owned
 };
 
 struct CycleOutcome {
@@ -44,7 +45,9 @@ struct CycleOutcome {
 class CycleEngine {
  public:
   CycleEngine(const CycleEngineConfig& config, TimePoint first_release) noexcept
-      : config_(config), schedule_(first_release, config.period, config.overrun_policy) {
+      : config_(config),
+        schedule_(first_release, config.period, config.overrun_policy),
+        end_(config.run_for.count() > 0 ? first_release + config.run_for : TimePoint::Max()) {
     ctx_.period = config.period;
   }
 
@@ -96,19 +99,21 @@ class CycleEngine {
       out.fault = true;
       out.fault_state = !config_.watchdog.keep_running_after_fault;
     }
-    if (config_.observer != nullptr) config_.observer->OnCycle(sample);
+    config_.observers.OnCycle(sample);
 
     last_wake_ = ctx_.wake;
     pending_missed_ = adv.missed;
     ++cycles_;
     out.stop = out.fault_state || step == StepResult::kStop ||
-               (config_.max_cycles != 0 && cycles_ >= config_.max_cycles);
+               (config_.max_cycles != 0 && cycles_ >= config_.max_cycles) ||
+               schedule_.release() >= end_;
     return out;
   }
 
  private:
   CycleEngineConfig config_;
   ReleaseSchedule schedule_;
+  TimePoint end_;  // first release + run_for, or TimePoint::Max()
   CycleContext ctx_;
   TimePoint last_wake_;
   std::uint64_t cycles_ = 0;

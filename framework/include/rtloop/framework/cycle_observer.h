@@ -9,13 +9,20 @@
 //     std::atomic<std::uint64_t> late_{0};
 //   };
 //
+// A task has up to kMaxCycleObservers observers (TaskConfig::observers, e.g. a user's observer and
+// the telemetry hub), fixed when the task is added and called in order on the task's RT thread.
+//
 // Threading: OnRtThreadStart() and OnCycle() run on the task's RT thread; OnCycle() must be RT-safe
 // (no allocation, no blocking, no syscalls). One observer may serve several tasks (each call names
 // its task); it is then called concurrently from their threads.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
+#include "rtloop/framework/check.h"
 #include "rtloop/framework/time.h"
 
 namespace rtloop {
@@ -29,7 +36,8 @@ enum CycleFlags : std::uint32_t {
   kCycleFirst = 1u << 2,    // the first cycle of the task (no period jitter yet)
 };
 
-// One cycle's measurement (DESIGN.md §3). Times in ns on the task's clock.
+// One cycle's measurement (the words are defined in framework/README.md, "Measurement"). Times in
+// ns on the task's clock.
 struct CycleSample {
   TaskId task = 0;
   std::uint64_t seq = 0;               // 0-based cycle index (== CycleContext::cycle)
@@ -50,6 +58,43 @@ class CycleObserver {
   virtual void OnRtThreadStart(TaskId /*task*/) {}
   // After each cycle. RT-safe.
   virtual void OnCycle(const CycleSample& sample) noexcept = 0;
+};
+
+// Observers one task may have.
+inline constexpr std::size_t kMaxCycleObservers = 8;
+
+// The observers of one task as the RT thread holds them: a fixed array (no allocation, copied by
+// value), filled once at set-up, then only read. Not-null, distinct pointers (Executor::AddTask
+// checks TaskConfig::observers before building one). Value type.
+class CycleObserverList {
+ public:
+  constexpr CycleObserverList() noexcept = default;
+  // RTLOOP_CHECKs that `observers` fit and are not null (set-up code validates first).
+  CycleObserverList(std::initializer_list<CycleObserver*> observers) noexcept {
+    for (CycleObserver* o : observers) RTLOOP_CHECK(Add(o), "too many or null cycle observers");
+  }
+
+  // Appends `observer`; false when full or null. Set-up only (the RT thread only reads the list).
+  bool Add(CycleObserver* observer) noexcept {
+    if (observer == nullptr || size_ == items_.size()) return false;
+    items_[size_++] = observer;
+    return true;
+  }
+
+  // RT-safe.
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  CycleObserver* const* begin() const noexcept { return items_.data(); }
+  CycleObserver* const* end() const noexcept { return items_.data() + size_; }
+
+  // Calls every observer's OnCycle() in order. RT-safe (as the observers are).
+  void OnCycle(const CycleSample& sample) const noexcept {
+    for (std::size_t i = 0; i < size_; ++i) items_[i]->OnCycle(sample);
+  }
+
+ private:
+  std::array<CycleObserver*, kMaxCycleObservers> items_{};
+  std::size_t size_ = 0;
 };
 
 }  // namespace rtloop

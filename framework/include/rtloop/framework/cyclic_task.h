@@ -3,7 +3,7 @@
 //
 //   rtloop::CyclicTask cyclic;
 //   rtloop::TaskConfig cfg;  cfg.name = "cyclic0"; cfg.period = std::chrono::microseconds(1000);
-//   cfg.observer = &telemetry_tap;                  // per-cycle samples go here
+//   cfg.observers = {&telemetry_tap};              // per-cycle samples go here
 //   executor->AddTask(cyclic, cfg);
 //
 // Its Step() does no work and returns kContinue: the measurement is the executor's own. Wake-up

@@ -10,6 +10,12 @@
 //   if (!id.ok()) return Fail(id.status());
 //   if (rtloop::Status s = (*ex)->RunUntilSignal(); !s.ok()) return Fail(s);
 //
+// Applications with telemetry use rtloop::Runtime (telemetry/runtime.h), which owns an Executor
+// and wires the telemetry hub, collector and gRPC server to it. The executor's parts: process
+// set-up (src/process_setup.h), per-thread set-up (src/task_thread.h), one release waiter per
+// WaitMode (src/release_waiter.h), the per-cycle bookkeeping (cycle_engine.h); framework/README.md
+// describes the lifecycle and the RT rules.
+//
 // Release grid: Start() takes one start time S = Now() + start_delay (rounded up to a whole
 // multiple of `align_start_to` when set); task t's releases are E_k = S + phase_t + k * period_t.
 //
@@ -19,12 +25,12 @@
 // EINTR during Stop(), but OnStop() never does. WaitMode::kPosixTimer uses SIGALRM on the task's
 // own thread, as cyclictest -x does.
 //
-// Threading: AddTask/Start/RunUntilSignal are for one controlling thread. Stop(), Wait() and
-// WaitAny() may also be called from another thread (e.g. a UI or service thread): they are
-// serialised with a Start() in progress, which completes first. None of them may be called from
-// a task's own hooks (Stop() and Start() then return FailedPrecondition); none is RT-safe (they
-// create and join threads and make system calls). Stats()/State()/TaskCount() may be called from
-// any thread at any time and are RT-safe.
+// Threading: AddTask/Start/RunUntilSignal are for one controlling thread. Stop(), Wait(),
+// WaitAny() and AllTasksEnded() may also be called from another thread (e.g. a UI or service
+// thread): they are serialised with a Start() in progress, which completes first. None of them may
+// be called from a task's own hooks (Stop() and Start() then return FailedPrecondition); none is
+// RT-safe (they create and join threads and make system calls). Stats()/State()/TaskCount() may be
+// called from any thread at any time and are RT-safe.
 #pragma once
 
 #include <chrono>
@@ -66,7 +72,7 @@ struct ExecutorConfig {
 
 struct TaskInfo {
   TaskId id = 0;
-  TaskConfig config;                                  // as added (observer pointer included)
+  TaskConfig config;                                  // as added (observers included)
   SchedPolicy effective_policy = SchedPolicy::kFifo;  // after a permitted fallback
   int effective_priority = 0;
   bool fell_back_to_non_rt = false;
@@ -97,12 +103,14 @@ class Executor {
   void Wait();
   // Blocks until any task has stopped (or the timeout passes); true if one has.
   bool WaitAny(std::chrono::nanoseconds timeout);
-  // Start() (unless already started), then wait for SIGINT/SIGTERM or for every task to end, then
-  // Stop(). The signals are blocked in every executor thread and handled synchronously
-  // (sigtimedwait) on this thread; the caller's signal mask is restored on return. Other threads
-  // of the application should block SIGINT/SIGTERM too, or a process-directed signal may go to
-  // them instead.
-  Status RunUntilSignal();
+  // True once started and every task's thread has ended (by itself or through Stop()).
+  bool AllTasksEnded() const;
+  // Start() (unless already started), then wait for SIGINT/SIGTERM, for `duration` (0: no limit)
+  // or for every task to end, then Stop(). The signals are blocked in every executor thread and
+  // taken synchronously on this thread; other threads of the application need not block them
+  // (stop_signals.h says what happens and what blocking them saves). The caller's signal mask and
+  // dispositions are restored on return. InvalidArgument for a negative duration.
+  Status RunUntilSignal(std::chrono::nanoseconds duration = std::chrono::nanoseconds(0));
 
   // Any thread, RT-safe.
   std::size_t TaskCount() const noexcept;

@@ -14,7 +14,8 @@
 // until it returns kStop or the executor stops; then OnStop() once. OnFault() is called on the RT
 // thread when the watchdog trips (see TaskConfig::watchdog). OnStart() may allocate and may fail
 // (a non-OK Status, or an exception, which the executor catches and reports); Step() must be
-// RT-safe (DESIGN.md §4): no allocation, no blocking lock, no syscall but the task's own I/O.
+// RT-safe (framework/README.md, "Real-time rules"): no allocation, no blocking lock, no syscall
+// but the task's own I/O.
 #pragma once
 
 #include <chrono>

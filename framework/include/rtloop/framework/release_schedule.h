@@ -1,4 +1,5 @@
-// ReleaseSchedule: the release-time arithmetic of one periodic task (DESIGN.md §3), free of clocks
+// ReleaseSchedule: the release-time arithmetic of one periodic task (framework/README.md,
+// "Measurement"), free of clocks
 // and threads so that it can be driven by a fake clock in tests.
 //
 //   ReleaseSchedule s(start + phase, std::chrono::milliseconds(1), OverrunPolicy::kSkip);

@@ -1,4 +1,5 @@
-// TaskConfig: how one periodic task is scheduled. Validated by Executor::AddTask().
+// TaskConfig: how one periodic task is scheduled. Validated by Executor::AddTask() (the checks are
+// in task_config.cc; each failure names the field and how to fix it).
 //
 //   rtloop::TaskConfig cfg;
 //   cfg.name = "position";
@@ -6,6 +7,8 @@
 //   cfg.cpus = {2};
 //   cfg.policy = rtloop::SchedPolicy::kFifo;
 //   cfg.priority = 90;
+//   cfg.run_for = std::chrono::seconds(10);     // optional: end the task after 10 s of releases
+//   cfg.observers = {&my_observer};             // optional: sees every cycle on the RT thread
 //
 // Value type; no threading concerns.
 #pragma once
@@ -27,7 +30,8 @@ enum class SchedPolicy { kOther, kBatch, kIdle, kFifo, kRr, kDeadline };
 // "other", "batch", "idle", "fifo", "rr", "deadline". RT-safe.
 const char* SchedPolicyName(SchedPolicy policy) noexcept;
 
-// What happens after a Step() that ended after the next release (DESIGN.md §3).
+// What happens after a Step() that ended after the next release (framework/README.md,
+// "Measurement").
 enum class OverrunPolicy {
   kSkip,      // next release = first future E on the original grid; skipped ones are counted
   kCatchUp,   // run once per missed release, back to back, keeping the grid
@@ -79,9 +83,14 @@ struct TaskConfig {
   WaitMode wait_mode = WaitMode::kAbsolute;
   std::size_t stack_size = 262'144;  // bytes (256 KiB), prefaulted when the executor locks memory
   std::uint64_t max_cycles = 0;      // stop the task after this many Step() calls; 0: never
-  // Called on the RT thread after every cycle's bookkeeping (telemetry plugs in here). Not owned;
-  // must outlive the executor. nullptr: none.
-  CycleObserver* observer = nullptr;
+  // Stop the task once its releases reach E_0 + run_for: with a grid (kAbsolute, kPosixTimer) and
+  // no overrun that is ceil(run_for / period) cycles, as cyclictest -D. 0: no time limit. >= 0.
+  // With max_cycles too, whichever comes first ends the task.
+  std::chrono::nanoseconds run_for{0};
+  // Called in this order on the RT thread after every cycle's bookkeeping (telemetry plugs in
+  // here; rtloop::Runtime appends its telemetry hub). At most kMaxCycleObservers, not null, each
+  // once; copied into a fixed list at AddTask(). Not owned: each must outlive the executor.
+  std::vector<CycleObserver*> observers;
 };
 
 }  // namespace rtloop

@@ -1,9 +1,16 @@
-// Per-task statistics (DESIGN.md §3), written by the task's RT thread and readable from any thread
-// while it runs.
+// Per-task statistics (the words are defined in framework/README.md, "Measurement"), written by
+// the task's RT thread and readable from any thread while it runs. TaskStats is the one owner of a
+// task's counts, min/max/sum/last values, overruns, missed releases, faults and state: telemetry
+// reads them from here and adds only what it alone has (histograms, percentiles, ring accounting).
 //
 //   const rtloop::TaskStatsSnapshot s = executor->Stats(id);   // any thread, any time
-//   std::printf("%llu cycles, max latency %lld ns\n", (unsigned long long)s.cycles,
-//               (long long)s.latency_max_ns);
+//   if (!s.has_data()) std::printf("no data\n");               // no cycle yet: no min/max/avg
+//   else std::printf("%llu cycles, max latency %lld ns\n", (unsigned long long)s.cycles,
+//                    (long long)s.latency_max_ns);
+//
+// "No data" is a state of its own: before the first cycle (has_data() false) the min/max/last
+// fields hold 0 and the averages are std::nullopt; show "no data", never a 0 latency. Period
+// jitter needs two wake-ups (has_jitter()).
 //
 // Threading: TaskStats is a single-writer store. Only the owning RT thread calls Record() and
 // RecordFault(): plain relaxed loads and stores of its own values (no atomic read-modify-write, no
@@ -17,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 namespace rtloop {
 
@@ -33,28 +41,44 @@ const char* TaskStateName(TaskState state) noexcept;
 
 struct TaskStatsSnapshot {
   TaskState state = TaskState::kCreated;
-  int tid = 0;                      // kernel thread id of the RT thread; 0 before it started
-  std::uint64_t cycles = 0;         // Step() calls
-  std::int64_t latency_min_ns = 0;  // wake-up latency, min/max/sum over all cycles (0 if none)
+  int tid = 0;               // kernel thread id of the RT thread; 0 before it started
+  std::uint64_t cycles = 0;  // Step() calls
+  // Wake-up latency and execution time: min/max/sum/last over all cycles; meaningful only when
+  // has_data() (0 otherwise, which is not a measurement).
+  std::int64_t latency_min_ns = 0;
   std::int64_t latency_max_ns = 0;
   std::int64_t latency_sum_ns = 0;
   std::int64_t latency_last_ns = 0;
-  std::int64_t execution_min_ns = 0;  // execution time
+  std::int64_t execution_min_ns = 0;
   std::int64_t execution_max_ns = 0;
   std::int64_t execution_sum_ns = 0;
   std::int64_t execution_last_ns = 0;
-  std::int64_t jitter_min_ns = 0;  // period jitter, from the second cycle on
+  // Period jitter, from the second cycle on; meaningful only when has_jitter().
+  std::int64_t jitter_min_ns = 0;
   std::int64_t jitter_max_ns = 0;
   std::int64_t jitter_last_ns = 0;
   std::uint64_t overruns = 0;
   std::uint64_t missed_releases = 0;
   std::uint64_t faults = 0;  // watchdog trips
 
-  double latency_avg_ns() const noexcept {
-    return cycles ? static_cast<double>(latency_sum_ns) / static_cast<double>(cycles) : 0.0;
+  // RT-safe, all of them.
+  // At least one cycle ran: the latency and execution figures exist.
+  bool has_data() const noexcept { return cycles > 0; }
+  // At least two cycles ran: the jitter figures exist.
+  bool has_jitter() const noexcept { return cycles > 1; }
+  // Mean wake-up latency / execution time; nullopt without data.
+  std::optional<double> latency_avg_ns() const noexcept {
+    if (!has_data()) return std::nullopt;
+    return static_cast<double>(latency_sum_ns) / static_cast<double>(cycles);
   }
-  double execution_avg_ns() const noexcept {
-    return cycles ? static_cast<double>(execution_sum_ns) / static_cast<double>(cycles) : 0.0;
+  std::optional<double> execution_avg_ns() const noexcept {
+    if (!has_data()) return std::nullopt;
+    return static_cast<double>(execution_sum_ns) / static_cast<double>(cycles);
+  }
+  // max - min of the period jitter; nullopt before two cycles.
+  std::optional<std::int64_t> jitter_range_ns() const noexcept {
+    if (!has_jitter()) return std::nullopt;
+    return jitter_max_ns - jitter_min_ns;
   }
 };
 

@@ -1,5 +1,5 @@
-// Time on a chosen POSIX clock: a TimePoint type, conversions to and from timespec, Now(), and an
-// absolute sleep that resumes after signals.
+// Time on a chosen POSIX clock: a TimePoint type, conversions to and from timespec, Now(), and
+// sleeps that resume after signals (or, given a cancel flag, end once it is set).
 //
 //   const Clock clock = Clock::kMonotonic;
 //   TimePoint next = Now(clock) + std::chrono::milliseconds(1);
@@ -7,12 +7,14 @@
 //
 // A TimePoint is a position on one clock (ns since that clock's epoch), not a duration: the
 // difference of two TimePoints is a std::chrono::nanoseconds. Threading: no shared state; any
-// thread. All functions here are RT-safe: Now() is clock_gettime and SleepUntil() is
-// clock_nanosleep(TIMER_ABSTIME).
+// thread. All functions here are RT-safe: Now() is clock_gettime, the sleeps are clock_nanosleep
+// (or nanosleep) in an EINTR loop. These loops are the only ones in rtloop: the executor's release
+// waiters use the cancellable forms, so that Stop() can end a long sleep with a signal.
 #pragma once
 
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
 #include <compare>
 #include <cstdint>
@@ -58,6 +60,8 @@ class TimePoint {
   static constexpr TimePoint FromTimespec(const timespec& ts) noexcept {
     return TimePoint(rtloop::FromTimespec(ts));
   }
+  // Later than any time a clock reaches ("never").
+  static constexpr TimePoint Max() noexcept { return TimePoint(std::chrono::nanoseconds::max()); }
 
   constexpr std::chrono::nanoseconds since_epoch() const noexcept { return since_epoch_; }
   constexpr std::int64_t ns() const noexcept { return since_epoch_.count(); }
@@ -96,6 +100,16 @@ int SleepUntil(Clock clock, TimePoint deadline) noexcept;
 // Relative sleep for `duration` on `clock` (clock_nanosleep without TIMER_ABSTIME); resumes after
 // EINTR with the remaining time. Returns 0 or the error number. RT-safe.
 int SleepFor(Clock clock, std::chrono::nanoseconds duration) noexcept;
+
+// The same sleeps, cancellable: a signal that interrupts the sleep while `cancel` is true ends it
+// (returning EINTR); other interruptions resume it. Set `cancel`, then send the sleeping thread a
+// signal that has a handler (not SIG_IGN, no SA_RESTART needed). RT-safe.
+int SleepUntil(Clock clock, TimePoint deadline, const std::atomic<bool>& cancel) noexcept;
+int SleepFor(Clock clock, std::chrono::nanoseconds duration,
+             const std::atomic<bool>& cancel) noexcept;
+// nanosleep(2) for `duration` (Linux measures it on CLOCK_MONOTONIC), cancellable as above: the
+// wait of cyclictest -s. Returns 0 or the error number. RT-safe.
+int NanosleepFor(std::chrono::nanoseconds duration, const std::atomic<bool>& cancel) noexcept;
 
 // Busy-waits (reads `clock` in a loop, never sleeps) until `duration` has passed; returns the time
 // it finished. For deliberate CPU work inside a Step, such as a fixed delay between two GPIO

@@ -1,9 +1,16 @@
-// Collector: the non-RT thread that drains every task's SampleRing in bulk (every 1 ms by default)
-// and fans the samples out to sinks: subscriptions (bounded drop-oldest queues, added and removed
-// at any time, e.g. one per gRPC stream) and SampleSinks such as the Recorder.
+// Collector: the non-RT thread that drains every task's SampleRing in bulk and fans the samples out
+// to sinks: subscriptions (bounded drop-oldest queues, added and removed at any time, e.g. one per
+// gRPC stream) and SampleSinks such as the SampleLogWriter.
+//
+// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, 10 ms by default)
+// while someone consumes samples (a subscription or a sink); with no consumer only as often as the
+// rings need to stay below half full (capacity / 2 cycles of the fastest task, at most once a
+// second), since nobody waits for the samples then. A new subscription wakes it at once. Each
+// wake-up on a CPU that runs RT tasks costs them latency: start it on a housekeeping CPU, or give
+// CollectorConfig::cpus (rtloop::Runtime picks CPUs no pinned task uses).
 //
 //   rtloop::telemetry::Collector collector(hub);
-//   collector.AddSink(recorder.get());                    // before Start()
+//   collector.AddSink(sample_log.get());                  // before Start()
 //   if (Status s = collector.Start(); !s.ok()) return s;  // call from a housekeeping CPU
 //   std::shared_ptr<Subscription> sub = collector.Subscribe({.tasks = {0}});
 //   std::vector<SampleBatch> batches;
@@ -17,9 +24,10 @@
 // sinks, nor any RT thread.
 //
 // Threading: every public method may be called from any non-RT thread. The collector thread is
-// created by Start() and inherits the caller's CPU affinity and scheduling: start it from a
-// housekeeping thread. Sinks run on the collector thread (and on the thread calling Stop()/
-// DrainOnce()), never concurrently with each other.
+// created by Start(); it switches itself to SCHED_OTHER, blocks SIGINT/SIGTERM, and moves to
+// CollectorConfig::cpus when given (otherwise it keeps the caller's affinity). Sinks run on the
+// collector thread (and on the thread calling Stop()/DrainOnce()), never concurrently with each
+// other.
 #pragma once
 
 #include <atomic>
@@ -88,8 +96,9 @@ class Subscription {
   bool Wants(TaskId task) const noexcept;
   SubscriptionStats stats() const;
 
-  // Used by the collector: appends samples of one task, dropping the oldest beyond capacity.
-  void Offer(TaskId task, std::span<const Sample> samples);
+  // Used by the collector: appends samples of one task, dropping the oldest beyond capacity; each
+  // loss is also counted in `hub`'s TaskTelemetry of the sample's task (when given).
+  void Offer(TaskId task, std::span<const Sample> samples, TelemetryHub* hub = nullptr);
 
   explicit Subscription(const SubscriptionConfig& config);  // use Collector::Subscribe()
 
@@ -109,9 +118,13 @@ class Subscription {
 };
 
 struct CollectorConfig {
-  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(1)};  // > 0
+  // Time between drain passes while samples are consumed. 0: the hub's drain_period, for which
+  // its rings are sized (a longer one than that makes the rings drop samples). >= 0.
+  std::chrono::nanoseconds drain_period{0};
   // Samples taken from one ring per bulk dequeue (buffer allocated once). > 0.
   std::size_t chunk_size = 4096;
+  // CPUs for the collector thread; empty: the affinity of the thread that calls Start().
+  std::vector<int> cpus = {};
 };
 
 struct CollectorStats {
@@ -148,13 +161,21 @@ class Collector {
   void Unsubscribe(const std::shared_ptr<Subscription>& sub);
 
   CollectorStats stats() const;
+  // The drain period in force (CollectorConfig::drain_period or the hub's). Any thread.
+  std::chrono::nanoseconds drain_period() const noexcept { return drain_period_; }
+  // Kernel thread id of the collector thread while it runs; 0 otherwise. Any thread.
+  int tid() const noexcept { return tid_.load(std::memory_order_acquire); }
 
  private:
   void Run();
   std::size_t DrainPass();
+  // The time to the next pass: the drain period with a consumer, longer without (see above).
+  std::chrono::nanoseconds NextWait();
 
   TelemetryHub& hub_;
   const CollectorConfig config_;
+  const std::chrono::nanoseconds drain_period_;
+  std::atomic<int> tid_{0};
   std::vector<SampleSink*> sinks_;
   std::vector<Sample> buffer_;
   mutable std::mutex subs_mu_;
@@ -163,6 +184,7 @@ class Collector {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_requested_ = false;  // guarded by stop_mu_
+  bool wake_requested_ = false;  // guarded by stop_mu_: a first consumer arrived
   std::atomic<bool> running_{false};
   std::thread thread_;
   std::atomic<std::uint64_t> passes_{0};

@@ -4,6 +4,7 @@
 //   LatencyHistogram h;                  // allocates and zeroes all buckets (~224 KiB)
 //   h.Record(latency_ns);                // RT thread: ~2-5 ns, no allocation, no locks
 //   HistogramSummary s = h.Summary();    // any thread: count, min, max, mean, p50 ... p99.999
+//   if (s.percentiles.valid) Show(s.percentiles.p99_ns);   // else "no data"
 //
 // Layout: values 0..2047 ns have one bucket each (exact). Above, every power of two [2^k, 2^(k+1))
 // is split into 1024 equal sub-buckets, up to 2^37 ns (~137 s); a bucket's width is at most
@@ -29,9 +30,42 @@
 
 namespace rtloop::telemetry {
 
-// The percentiles every summary carries, in this order.
-inline constexpr std::array<double, 6> kSummaryPercentiles = {50.0, 90.0,  99.0,
-                                                              99.9, 99.99, 99.999};
+// The percentiles every summary carries, by name (the unit is in each name), in ns. `valid` is
+// false when nothing was recorded (then every value is 0, which is not a measurement: show
+// "no data"). Value type; RT-safe.
+struct Percentiles {
+  // The levels of the fields below, in their order, for code that iterates (exporters).
+  static constexpr std::array<double, 6> kLevels = {50.0, 90.0, 99.0, 99.9, 99.99, 99.999};
+
+  bool valid = false;
+  std::int64_t p50_ns = 0;
+  std::int64_t p90_ns = 0;
+  std::int64_t p99_ns = 0;
+  std::int64_t p99_9_ns = 0;
+  std::int64_t p99_99_ns = 0;
+  std::int64_t p99_999_ns = 0;
+
+  // The value at kLevels[i] (i < kLevels.size()). RT-safe.
+  constexpr std::int64_t at(std::size_t i) const noexcept;
+  constexpr void set(std::size_t i, std::int64_t value) noexcept;
+
+  friend constexpr bool operator==(const Percentiles&, const Percentiles&) = default;
+};
+
+// The fields of Percentiles in kLevels order.
+inline constexpr std::array<std::int64_t Percentiles::*, Percentiles::kLevels.size()>
+    kPercentileFields = {&Percentiles::p50_ns,   &Percentiles::p90_ns,    &Percentiles::p99_ns,
+                         &Percentiles::p99_9_ns, &Percentiles::p99_99_ns, &Percentiles::p99_999_ns};
+
+constexpr std::int64_t Percentiles::at(std::size_t i) const noexcept {
+  return this->*kPercentileFields[i];
+}
+constexpr void Percentiles::set(std::size_t i, std::int64_t value) noexcept {
+  this->*kPercentileFields[i] = value;
+}
+
+// The levels every summary carries (Percentiles::kLevels), for existing exporters.
+inline constexpr const std::array<double, 6>& kSummaryPercentiles = Percentiles::kLevels;
 
 struct HistogramSummary {
   std::uint64_t count = 0;           // all values, negatives and overflow included
@@ -41,8 +75,8 @@ struct HistogramSummary {
   std::int64_t max_ns = 0;           // exact; 0 when count == 0
   std::int64_t sum_ns = 0;           // exact (wraps only beyond ~292 years of total)
   double mean_ns = 0.0;
-  // Values at kSummaryPercentiles (p50, p90, p99, p99.9, p99.99, p99.999); 0 when count == 0.
-  std::array<std::int64_t, kSummaryPercentiles.size()> percentiles_ns{};
+  // p50, p90, p99, p99.9, p99.99, p99.999; valid when count > 0.
+  Percentiles percentiles;
 };
 
 // One bucket of the layout: values v with lower_ns <= v < upper_ns.
@@ -96,7 +130,7 @@ class LatencyHistogram {
   // the value of rank ceil(percentile / 100 * count), computed exactly in integers. Two passes
   // over the buckets. 0 when empty. Any thread.
   std::int64_t ValueAtPercentile(double percentile) const noexcept;
-  // Count, min, max, sum, mean and every kSummaryPercentiles value in one pass. Any thread.
+  // Count, min, max, sum, mean and every Percentiles level in one pass. Any thread.
   HistogramSummary Summary() const noexcept;
   // Appends the non-empty buckets in ascending order (negatives as one bucket [min, 0), overflow as
   // [kMaxTrackable, max + 1), saturated at INT64_MAX). Any thread. Not RT-safe: grows `out`.

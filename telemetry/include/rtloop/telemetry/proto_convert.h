@@ -1,8 +1,12 @@
 // Conversions between telemetry's C++ types and the rtloop.telemetry.v1 protobuf messages, shared
-// by the recorder and the gRPC service.
+// by the sample log and the gRPC service. Part of rtloop::telemetry's API (it needs rtloop::proto);
+// its code is compiled into the core, whose sample log uses it privately.
 //
 //   v1::TaskStats msg;
 //   ToProto(*hub.Snapshot(id), &msg);
+//
+// "No data" travels as absence: a task without cycles gets LatencyStats with count 0 and no
+// percentile entries (readers show "no data", never 0).
 //
 // Threading: pure functions on values. Not RT-safe: protobuf allocates.
 #pragma once
@@ -30,7 +34,10 @@ v1::ClockId ToProto(Clock clock) noexcept;
 void ToProto(const SystemInfo& info, v1::SystemInfo* out);
 void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescriptor* out);
 void ToProto(const HistogramSummary& summary, v1::LatencyStats* out);
-// Every field of v1::TaskStats; timestamp_ns is left for the caller.
+// Replaces out's percentiles with `percentiles` (none when !percentiles.valid).
+void ToProto(const Percentiles& percentiles, v1::LatencyStats* out);
+// Every field of v1::TaskStats; timestamp_ns is left for the caller. count/min/max/avg/sum come
+// from snapshot.stats (the executor's), percentiles from the hub's histograms.
 void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out);
 void ToProto(TaskId task, v1::Quantity quantity, const LatencyHistogram& histogram,
              v1::Histogram* out);

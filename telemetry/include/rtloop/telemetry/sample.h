@@ -1,5 +1,6 @@
 // Sample: one cycle of one task as it travels through the telemetry pipeline (ring -> collector ->
-// subscribers and recorder). A fixed 32-byte, trivially copyable record (DESIGN.md §5).
+// subscribers and the sample log). A fixed 32-byte, trivially copyable record (telemetry/README.md,
+// "Samples and the sample log").
 //
 //   rtloop::telemetry::Sample s = rtloop::telemetry::MakeSample(cycle_sample);
 //   writer.TryPush(s);
@@ -38,7 +39,7 @@ struct Sample {
   std::uint16_t flags = 0;            // CycleFlags | SampleFlags
 };
 
-static_assert(sizeof(Sample) == 32, "Sample must stay 32 bytes (DESIGN.md §5)");
+static_assert(sizeof(Sample) == 32, "Sample must stay 32 bytes (telemetry/README.md)");
 static_assert(alignof(Sample) == 8);
 static_assert(std::is_trivially_copyable_v<Sample>);
 static_assert(offsetof(Sample, seq) == 0);

@@ -89,8 +89,9 @@ class Server {
  public:
   // Validates the config, reads the token and TLS files, binds and starts serving. `hub` and
   // `collector` (and `executor`, optional: effective scheduling after a fallback) must outlive the
-  // server. Errors say what failed and how to fix it: bad address, port in use, unreadable or
-  // invalid TLS/token file, bad limits.
+  // server. A hub without a stats source is attached to `executor`; with neither, Start() fails
+  // (FailedPrecondition). Errors say what failed and how to fix it: bad address, port in use,
+  // unreadable or invalid TLS/token file, bad limits.
   static Result<std::unique_ptr<Server>> Start(const ServerConfig& config, TelemetryHub& hub,
                                                Collector& collector,
                                                const Executor* executor = nullptr);

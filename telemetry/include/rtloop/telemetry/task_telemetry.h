@@ -1,15 +1,19 @@
-// TaskTelemetry and TelemetryHub: the RT-side half of telemetry. The hub is the CycleObserver of
-// every task of an executor; for each task it keeps latency and execution-time histograms, its own
-// cycle statistics and the task's SampleRing, all allocated when the task is added.
+// TaskTelemetry and TelemetryHub: the RT-side half of telemetry. The hub is a CycleObserver of
+// every task of an executor; for each task it keeps what only telemetry has: the latency and
+// execution-time histograms (percentiles), the task's SampleRing and its accounting (pushed,
+// dropped, delivered, lost by subscribers), all allocated when the task is added. Everything else
+// about a task (cycles, min/max/sum/last, overruns, missed releases, faults, state) is the
+// executor's TaskStats: the hub reads it through its stats source and keeps no copy.
 //
-//   rtloop::telemetry::TelemetryHub hub;              // default: 64 task slots, 1 ms drain
-//   task_config.observer = &hub;
+// rtloop::Runtime (runtime.h) does all of the wiring below; by hand it is:
+//   rtloop::telemetry::TelemetryHub hub;              // default: 64 task slots, 10 ms drain
+//   hub.AttachExecutor(*executor);                    // the stats source: required
+//   task_config.observers.push_back(&hub);
 //   rtloop::Result<rtloop::TaskId> id = executor->AddTask(task, task_config);
 //   if (Status s = hub.AddTask(*id, task_config); !s.ok()) return s;
-//   hub.AttachExecutor(*executor);                    // task state/tid/faults from the executor
 //   rtloop::telemetry::Collector collector(hub);      // drains the rings (collector.h)
 //   ...
-//   TaskTelemetrySnapshot snap = hub.Snapshot(*id);   // any thread
+//   Result<TaskTelemetrySnapshot> snap = hub.Snapshot(*id);   // any thread
 //
 // Threading: AddTask()/AttachExecutor()/SetStatsSource() are set-up calls (not RT-safe, internally
 // locked); AddTask() may be called while other tasks run (slots are published atomically).
@@ -41,8 +45,11 @@ namespace rtloop::telemetry {
 struct TelemetryHubConfig {
   // Task ids 0 .. max_tasks-1 can be added; slots are allocated up front. 1..65536.
   std::size_t max_tasks = 64;
-  // The collector's drain period the rings are sized for (capacity >= rate x 2 x drain_period).
-  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(1)};
+  // The collector's drain period: the rings are sized for it (capacity >= rate x 2 x
+  // drain_period), and a Collector whose CollectorConfig::drain_period is 0 (its default) drains at
+  // it. 10 ms: each collector wake-up on a CPU that runs RT tasks costs them latency
+  // (bench/cyclic/README.md measured +13.8 % avg at 1 ms); a live view does not need more.
+  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(10)};
   // Smallest ring capacity in samples (32 bytes each).
   std::size_t min_ring_capacity = 8192;
   // When > 0: every ring gets exactly this capacity, whatever the task rate.
@@ -53,15 +60,19 @@ struct TelemetryHubConfig {
 struct TaskTelemetrySnapshot {
   TaskId id = 0;
   std::string name;
-  // Executor statistics: from the attached stats source (AttachExecutor/SetStatsSource), otherwise
-  // from the hub's own bookkeeping (then state is kRunning once a cycle was seen, tid is 0).
+  // The executor's statistics, from the hub's stats source: the one owner of counts, min/max/sum/
+  // last, overruns, missed releases, faults and state.
   TaskStatsSnapshot stats;
+  // The hub's histograms: count, exact min/max/sum and the percentiles (latency.percentiles).
   HistogramSummary latency;        // wake-up latency, ns
   HistogramSummary execution;      // execution time, ns
-  std::uint64_t samples = 0;       // cycles the hub saw (== samples produced for the ring)
+  std::uint64_t samples = 0;       // cycles the hub saw: ring_pushed + ring_dropped
   std::uint64_t ring_pushed = 0;   // samples that entered the ring
   std::uint64_t ring_dropped = 0;  // samples the ring had no room for (stats still include them)
   std::uint64_t delivered = 0;     // samples the collector took out of the ring
+  // Samples of this task that slow subscribers lost (drop-oldest in their queues), summed over
+  // every subscription the collector has served. Other subscribers and the stats are unaffected.
+  std::uint64_t subscriber_lost = 0;
   // Once the task and the collector have stopped: samples == ring_pushed + ring_dropped and
   // ring_pushed == delivered. While they run, the counters are read one after another (delivered
   // first, samples last), so samples in flight can make them differ by a few.
@@ -81,7 +92,8 @@ class TaskTelemetry {
   // On the task's RT thread before its first cycle: attaches the ring's producer token. Not
   // RT-safe: allocates.
   void OnRtThreadStart();
-  // Records one cycle: statistics, both histograms, one ring push. RT thread. RT-safe.
+  // Records one cycle: both histograms and one ring push (no statistics of its own: those are
+  // the executor's). RT thread. RT-safe.
   void OnCycle(const CycleSample& sample) noexcept;
 
   TaskId id() const noexcept { return id_; }
@@ -90,31 +102,29 @@ class TaskTelemetry {
   const LatencyHistogram& execution() const noexcept { return execution_; }
   SampleRing& ring() noexcept { return *ring_; }
   const SampleRing& ring() const noexcept { return *ring_; }
-  std::uint64_t samples() const noexcept { return samples_.load(std::memory_order_relaxed); }
+  // Cycles the hub saw: samples pushed into the ring plus those it had no room for. Any thread.
+  std::uint64_t samples() const noexcept {
+    return ring_->writer().pushed() + ring_->writer().dropped();
+  }
   // The collector's count of samples it took out of the ring (written by the collector only).
   std::uint64_t delivered() const noexcept { return ring_->reader().drained(); }
-  // Statistics from the hub's own bookkeeping (no state/tid). Any thread.
-  TaskStatsSnapshot OwnStats() const noexcept;
+  // Samples subscribers lost (see TaskTelemetrySnapshot::subscriber_lost). Any thread.
+  std::uint64_t subscriber_lost() const noexcept {
+    return subscriber_lost_.load(std::memory_order_relaxed);
+  }
+  // Counts `n` samples a subscription dropped. The collector's thread only (single writer).
+  void AddSubscriberLoss(std::uint64_t n) noexcept {
+    subscriber_lost_.store(subscriber_lost_.load(std::memory_order_relaxed) + n,
+                           std::memory_order_relaxed);
+  }
 
  private:
-  using I64 = std::atomic<std::int64_t>;
-  using U64 = std::atomic<std::uint64_t>;
   const TaskId id_;
   const TaskConfig config_;
   std::unique_ptr<SampleRing> ring_;
   LatencyHistogram latency_;
   LatencyHistogram execution_;
-  // Single writer (the RT thread): relaxed load + store, no read-modify-write.
-  U64 samples_{0};
-  U64 overruns_{0};
-  U64 missed_{0};
-  U64 faults_{0};
-  U64 jitter_count_{0};
-  I64 jitter_min_{0};
-  I64 jitter_max_{0};
-  I64 latency_last_{0};
-  I64 execution_last_{0};
-  I64 jitter_last_{0};
+  std::atomic<std::uint64_t> subscriber_lost_{0};
 };
 
 class TelemetryHub final : public CycleObserver {
@@ -132,17 +142,19 @@ class TelemetryHub final : public CycleObserver {
   // beyond max_tasks; AlreadyExists for an id added twice. Not RT-safe.
   Status AddTask(TaskId id, const TaskConfig& config);
 
-  // Takes task statistics (state, tid, faults, ...) from `executor` from now on; the executor must
-  // outlive the hub's use of it. Not RT-safe.
+  // Takes task statistics (cycles, min/max, state, tid, faults, ...) from `executor`; the executor
+  // must outlive the hub's use of it. Without a stats source Snapshot() fails (the hub keeps no
+  // copy of them). Not RT-safe.
   void AttachExecutor(const Executor& executor) {
     SetStatsSource([&executor](TaskId id) { return executor.Stats(id); });
   }
-  // Same with any callable; nullptr returns to the hub's own bookkeeping. Not RT-safe.
+  // Same with any callable (tests feed a TaskStats of their own); nullptr detaches. Not RT-safe.
   void SetStatsSource(StatsSource source);
+  bool has_stats_source() const;
 
   // CycleObserver, called on each task's RT thread. OnRtThreadStart() attaches the task's ring
-  // producer token there (allocates once; not RT-safe). OnCycle() updates the task's statistics and
-  // both histograms and pushes one sample: no allocation, lock or syscall. RT-safe.
+  // producer token there (allocates once; not RT-safe). OnCycle() records both histograms and
+  // pushes one sample: no allocation, lock or syscall. RT-safe.
   void OnRtThreadStart(TaskId task) override;
   void OnCycle(const CycleSample& sample) noexcept override;
 
@@ -154,9 +166,10 @@ class TelemetryHub final : public CycleObserver {
   const TaskTelemetry* task(TaskId id) const noexcept;
   // Ids of the tasks added, ascending. Not RT-safe: allocates.
   std::vector<TaskId> TaskIds() const;
-  // Not RT-safe: copies strings. NotFound for an unknown id. `with_buckets` also exports both
-  // histograms' non-empty buckets.
+  // Not RT-safe: copies strings. NotFound for an unknown id; FailedPrecondition without a stats
+  // source (AttachExecutor). `with_buckets` also exports both histograms' non-empty buckets.
   Result<TaskTelemetrySnapshot> Snapshot(TaskId id, bool with_buckets = false) const;
+  // Every task's snapshot, by id; empty without a stats source.
   std::vector<TaskTelemetrySnapshot> SnapshotAll(bool with_buckets = false) const;
   // Samples for task ids that were never added (they are ignored). Any thread.
   std::uint64_t unknown_task_samples() const noexcept {

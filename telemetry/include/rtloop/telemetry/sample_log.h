@@ -1,23 +1,30 @@
-// Recorder and RecordReader: the binary sample log (proto/rtloop/telemetry/v1/record.proto).
+// SampleLogWriter and SampleLogReader: the binary sample log, one file per run holding every
+// sample the collector delivered plus a header (system, tasks) and a trailer (final statistics and
+// histograms). The format is proto/rtloop/telemetry/v1/record.proto: length-delimited
+// rtloop.telemetry.v1.Record messages, each ending with a CRC-32C; readable by any protobuf reader.
 //
-//   Result<std::unique_ptr<Recorder>> rec = Recorder::Open({.path = "run.rtrec"}, hub, system);
-//   if (!rec.ok()) return rec.status();
-//   collector.AddSink(rec->get());   // batches are written from the collector thread
+//   Result<std::unique_ptr<SampleLogWriter>> log =
+//       SampleLogWriter::Open({.path = "run.rtlog"}, hub, ReadSystemInfo());
+//   if (!log.ok()) return log.status();
+//   collector.AddSink(log->get());   // batches are written from the collector thread
 //   ... collector.Stop();
-//   Status s = (*rec)->Close();      // trailer with the final statistics
+//   Status s = (*log)->Close();      // trailer with the final statistics
 //
-//   Result<RecordContents> file = ReadRecordFile("run.rtrec");
+// Reading: SampleLogReader checks the framing and the CRC of each record and hands out its bytes;
+// sample_log_file.h (in rtloop::telemetry, which has the generated protobuf code) parses them:
+//   Result<SampleLogContents> file = ReadSampleLog("run.rtlog");
 //   // Damage (truncation, bit flips) is reported with its byte offset; what came before is kept:
 //   if (!file->error.ok()) std::cerr << file->error.ToString();
 //
-// File layout: length-delimited Record messages: header, column-packed SampleBatch records,
-// trailer; each record carries a CRC-32C. A recorder that cannot write (ENOSPC, EACCES, EIO ...)
-// keeps the first error in status(), stops writing and counts what it could not record; the tasks
-// and the collector carry on undisturbed.
+// A writer that cannot write (ENOSPC, EACCES, EIO ...) keeps the first error in status(), stops
+// writing and counts what it could not record; the tasks and the collector carry on undisturbed.
+//
+// This header is part of the telemetry core (rtloop::telemetry_core): no protobuf in it; the
+// writer uses protobuf privately.
 //
 // Threading: OnSamples()/OnDrainEnd() are called by the collector (one thread at a time); Close()
 // after the collector stopped. status()/counters may be read from any thread. Not RT-safe: file
-// I/O. RecordReader is a single-thread value.
+// I/O. SampleLogReader is a single-thread value.
 #pragma once
 
 #include <atomic>
@@ -38,16 +45,16 @@
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/sample.h"
 #include "rtloop/telemetry/task_telemetry.h"
-#include "rtloop/telemetry/v1/record.pb.h"
 
 namespace rtloop::telemetry {
 
-inline constexpr char kRecordMagic[] = "rtloop-record";
-inline constexpr std::uint32_t kRecordFormatVersion = 1;
+// The header's magic string and the format version this code writes and reads.
+inline constexpr char kSampleLogMagic[] = "rtloop-record";
+inline constexpr std::uint32_t kSampleLogFormatVersion = 1;
 // Records larger than this are treated as corruption by the reader.
 inline constexpr std::uint64_t kMaxRecordBytes = 64u << 20;
 
-struct RecorderConfig {
+struct SampleLogConfig {
   std::string path;                    // file to create (truncated if it exists)
   std::string tool_name = "rtloop";    // written in the header
   std::string tool_version = "0.1.0";  // written in the header
@@ -61,15 +68,16 @@ struct RecorderConfig {
   std::function<void(const Status&)> on_error = {};
 };
 
-class Recorder final : public SampleSink {
+class SampleLogWriter final : public SampleSink {
  public:
-  // Creates the file and writes the header (system, every task of `hub`). Errors name the path and
-  // the errno. `hub` must outlive the recorder. Not RT-safe.
-  static Result<std::unique_ptr<Recorder>> Open(const RecorderConfig& config,
-                                                const TelemetryHub& hub, const SystemInfo& system);
-  ~Recorder() override;  // Close() if not closed
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
+  // Creates the file and writes the header (system, every task of `hub`: open it after the tasks
+  // are added). Errors name the path and the errno. `hub` must outlive the writer. Not RT-safe.
+  static Result<std::unique_ptr<SampleLogWriter>> Open(const SampleLogConfig& config,
+                                                       const TelemetryHub& hub,
+                                                       const SystemInfo& system);
+  ~SampleLogWriter() override;  // Close() if not closed
+  SampleLogWriter(const SampleLogWriter&) = delete;
+  SampleLogWriter& operator=(const SampleLogWriter&) = delete;
 
   // SampleSink (collector thread).
   void OnSamples(TaskId task, std::span<const Sample> samples) override;
@@ -93,15 +101,16 @@ class Recorder final : public SampleSink {
 
  private:
   struct Pending;
-  Recorder(const RecorderConfig& config, const TelemetryHub& hub, int fd);
-  bool WriteRecord(const v1::Record& record);  // serialize + append to buffer_
+  SampleLogWriter(const SampleLogConfig& config, const TelemetryHub& hub, int fd);
+  // Frames one serialized rtloop.telemetry.v1.Record (length prefix, CRC) into buffer_.
+  bool AppendRecord(const std::string& body);
   bool WriteBytes(const char* data, std::size_t size);
   bool FlushBuffer();
   void Fail(Status status);
   void FlushTask(Pending& pending);
   void FlushAll();
 
-  const RecorderConfig config_;
+  const SampleLogConfig config_;
   const TelemetryHub& hub_;
   int fd_ = -1;
   std::string buffer_;
@@ -117,48 +126,39 @@ class Recorder final : public SampleSink {
   std::atomic<std::uint64_t> samples_not_recorded_{0};
 };
 
-// Reads a recording one record at a time.
-class RecordReader {
+// Reads a sample log one record at a time, checking the framing and each record's CRC-32C.
+class SampleLogReader {
  public:
   // NotFound / PermissionDenied naming the path when it cannot be opened. Not RT-safe.
-  static Result<std::unique_ptr<RecordReader>> Open(const std::string& path);
-  ~RecordReader();
-  RecordReader(const RecordReader&) = delete;
-  RecordReader& operator=(const RecordReader&) = delete;
+  static Result<std::unique_ptr<SampleLogReader>> Open(const std::string& path);
+  ~SampleLogReader();
+  SampleLogReader(const SampleLogReader&) = delete;
+  SampleLogReader& operator=(const SampleLogReader&) = delete;
 
-  // Reads the next record into `record`: true, or false at a clean end of file. A truncated or
-  // corrupt record gives DataLoss naming the byte offset where it starts and what is wrong; the
-  // records before it were returned intact. After an error every later call returns the same error.
-  Result<bool> Next(v1::Record* record);
+  // Reads the next record: true with `record` holding the serialized rtloop.telemetry.v1.Record
+  // (its CRC checked; parse it with ParseSampleLogRecord, sample_log_file.h), or false at a clean
+  // end of file. A truncated or corrupt record gives DataLoss naming the byte offset where it
+  // starts and what is wrong; the records before it were returned intact. After an error every
+  // later call returns the same error.
+  Result<bool> Next(std::string* record);
   // Byte offset of the next record.
   std::uint64_t offset() const noexcept { return offset_; }
+  // Byte offset where the record last returned by Next() starts.
+  std::uint64_t record_offset() const noexcept { return record_offset_; }
+  const std::string& path() const noexcept { return path_; }
 
  private:
-  RecordReader(std::FILE* file, std::string path) noexcept : file_(file), path_(std::move(path)) {}
-  Result<bool> ReadNext(v1::Record* record);
+  SampleLogReader(std::FILE* file, std::string path) noexcept
+      : file_(file), path_(std::move(path)) {}
+  Result<bool> ReadNext(std::string* record);
   std::FILE* file_;
   std::string path_;
   Status error_;  // the first error: reading stops there
   std::uint64_t offset_ = 0;
-  std::string payload_;
+  std::uint64_t record_offset_ = 0;
 };
 
-// A whole recording, read as far as it is intact.
-struct RecordContents {
-  v1::RecordHeader header;
-  std::vector<v1::SampleBatch> batches;
-  std::optional<v1::RecordTrailer> trailer;
-  // OK, or what was wrong (DataLoss with the byte offset; a missing trailer is reported as
-  // DataLoss "... ends without a trailer" at the file size).
-  Status error;
-  std::uint64_t valid_bytes = 0;  // bytes of intact records
-};
-
-// Reads `path`. Fails (NotFound, PermissionDenied, DataLoss) only when the file cannot be opened or
-// has no valid header; later damage goes to RecordContents::error. Not RT-safe.
-Result<RecordContents> ReadRecordFile(const std::string& path);
-
-// CRC-32C (Castagnoli), as used in record files.
+// CRC-32C (Castagnoli), as used in sample log records.
 std::uint32_t Crc32c(const void* data, std::size_t size, std::uint32_t crc = 0) noexcept;
 
 }  // namespace rtloop::telemetry

@@ -1,4 +1,4 @@
-#include "rtloop/telemetry/recorder.h"
+#include "rtloop/telemetry/sample_log.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rtloop/telemetry/proto_convert.h"
+#include "rtloop/telemetry/sample_log_file.h"
 #include "test_util.h"
 
 namespace rtloop::telemetry {
@@ -21,7 +22,7 @@ using testing::MakeTaskConfig;
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
-          ("rtloop_rec_" + std::to_string(::getpid()) + "_" + name))
+          ("rtloop_log_" + std::to_string(::getpid()) + "_" + name))
       .string();
 }
 
@@ -49,7 +50,7 @@ SystemInfo FakeSystem() {
   return s;
 }
 
-class RecorderTest : public ::testing::Test {
+class SampleLogTest : public ::testing::Test {
  protected:
   void SetUp() override {
     TaskConfig a = MakeTaskConfig("alpha", std::chrono::microseconds(500));
@@ -64,18 +65,19 @@ class RecorderTest : public ::testing::Test {
     for (const std::string& p : cleanup_) std::remove(p.c_str());
   }
   // Records `n` cycles per task through a collector into `path`.
-  void Record(const std::string& path, std::uint64_t n, RecorderConfig config = {}) {
+  void Record(const std::string& path, std::uint64_t n, SampleLogConfig config = {}) {
     cleanup_.push_back(path);
     config.path = path;
     config.batch_samples = 256;
-    config.tool_name = "recorder_test";
-    Result<std::unique_ptr<Recorder>> rec = Recorder::Open(config, hub_, FakeSystem());
+    config.tool_name = "sample_log_test";
+    Result<std::unique_ptr<SampleLogWriter>> rec =
+        SampleLogWriter::Open(config, hub_, FakeSystem());
     ASSERT_TRUE(rec.ok()) << rec.status().ToString();
     Collector collector(hub_);
     ASSERT_TRUE(collector.AddSink(rec->get()).ok());
     for (std::uint64_t i = 0; i < n; ++i) {
-      hub_.OnCycle(MakeCycle(0, i, static_cast<std::int64_t>(i * 7919 % 50'000) - 10, 3000));
-      hub_.OnCycle(MakeCycle(1, i, static_cast<std::int64_t>(20'000 + i % 13), 100));
+      fed_.OnCycle(MakeCycle(0, i, static_cast<std::int64_t>(i * 7919 % 50'000) - 10, 3000));
+      fed_.OnCycle(MakeCycle(1, i, static_cast<std::int64_t>(20'000 + i % 13), 100));
       if (i % 500 == 499) collector.DrainOnce();
     }
     collector.Stop();
@@ -83,19 +85,20 @@ class RecorderTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ((*rec)->samples_recorded(), 2 * n);
   }
-  TelemetryHub hub_{{.min_ring_capacity = 1024}};
+  testing::HubWithStats fed_{{.min_ring_capacity = 1024}};
+  TelemetryHub& hub_ = fed_.hub;
   std::vector<std::string> cleanup_;
 };
 
-TEST_F(RecorderTest, RoundTripGivesTheSameSamplesAndStatistics) {
+TEST_F(SampleLogTest, RoundTripGivesTheSameSamplesAndStatistics) {
   const std::string path = TempPath("roundtrip");
   Record(path, 3000);
-  Result<RecordContents> file = ReadRecordFile(path);
+  Result<SampleLogContents> file = ReadSampleLog(path);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_TRUE(file->error.ok()) << file->error.ToString();
   EXPECT_EQ(file->header.magic(), "rtloop-record");
   EXPECT_EQ(file->header.format_version(), 1u);
-  EXPECT_EQ(file->header.tool_name(), "recorder_test");
+  EXPECT_EQ(file->header.tool_name(), "sample_log_test");
   EXPECT_EQ(file->header.system().host_name(), "testhost");
   EXPECT_EQ(file->header.system().preempt_model(), "rt");
   ASSERT_EQ(file->header.tasks_size(), 2);
@@ -138,15 +141,16 @@ TEST_F(RecorderTest, RoundTripGivesTheSameSamplesAndStatistics) {
   EXPECT_EQ(file->valid_bytes, std::filesystem::file_size(path));
 }
 
-// Byte offsets where records start, and the file size, read by RecordReader from an intact file.
+// Byte offsets where records start, and the file size, read by SampleLogReader from an intact
+// file.
 std::vector<std::uint64_t> RecordBoundaries(const std::string& path) {
   std::vector<std::uint64_t> at = {0};
-  Result<std::unique_ptr<RecordReader>> reader = RecordReader::Open(path);
+  Result<std::unique_ptr<SampleLogReader>> reader = SampleLogReader::Open(path);
   EXPECT_TRUE(reader.ok());
   if (!reader.ok()) return at;
   v1::Record record;
   for (;;) {
-    Result<bool> next = (*reader)->Next(&record);
+    Result<bool> next = ReadRecord(**reader, &record);
     EXPECT_TRUE(next.ok()) << next.status().ToString();
     if (!next.ok() || !*next) break;
     at.push_back((*reader)->offset());
@@ -159,20 +163,20 @@ std::uint64_t RecordStartAt(const std::vector<std::uint64_t>& boundaries, std::u
   return *(std::upper_bound(boundaries.begin(), boundaries.end(), pos) - 1);
 }
 
-TEST_F(RecorderTest, EveryCutAndEveryByteFlipIsReportedAtTheStartOfTheDamagedRecord) {
+TEST_F(SampleLogTest, EveryCutAndEveryByteFlipIsReportedAtTheStartOfTheDamagedRecord) {
   const std::string path = TempPath("every");
   Record(path, 300);  // header, 4 batches, trailer: a few KB
   const std::string data = ReadAll(path);
   const std::vector<std::uint64_t> boundaries = RecordBoundaries(path);
   ASSERT_GE(boundaries.size(), 6u);
   ASSERT_EQ(boundaries.back(), data.size());
-  Result<RecordContents> whole = ReadRecordFile(path);
+  Result<SampleLogContents> whole = ReadSampleLog(path);
   ASSERT_TRUE(whole.ok());
   const std::string bad_path = TempPath("every_bad");
   cleanup_.push_back(bad_path);
   auto check = [&](const std::string& bad, std::uint64_t damaged_record, const std::string& what) {
     WriteAll(bad_path, bad);
-    Result<RecordContents> file = ReadRecordFile(bad_path);
+    Result<SampleLogContents> file = ReadSampleLog(bad_path);
     if (damaged_record == 0) {  // the header: nothing to keep
       ASSERT_FALSE(file.ok()) << what;
       EXPECT_EQ(file.status().code(), StatusCode::kDataLoss) << what;
@@ -187,9 +191,9 @@ TEST_F(RecorderTest, EveryCutAndEveryByteFlipIsReportedAtTheStartOfTheDamagedRec
         << what << ": " << file->error.message();
     ASSERT_EQ(file->valid_bytes, damaged_record) << what;  // every record before is kept
     // The reader stays at the damage: asking again repeats the same error.
-    Result<std::unique_ptr<RecordReader>> reader = RecordReader::Open(bad_path);
+    Result<std::unique_ptr<SampleLogReader>> reader = SampleLogReader::Open(bad_path);
     ASSERT_TRUE(reader.ok());
-    v1::Record record;
+    std::string record;
     Result<bool> next = true;
     while (next.ok() && *next) next = (*reader)->Next(&record);
     if (next.ok()) {  // a clean cut between records: only the trailer is missing
@@ -226,32 +230,32 @@ TEST_F(RecorderTest, EveryCutAndEveryByteFlipIsReportedAtTheStartOfTheDamagedRec
   EXPECT_GT(checked, 400);
 }
 
-TEST_F(RecorderTest, UnwritablePathFailsAtOpenWithAClearMessage) {
-  Result<std::unique_ptr<Recorder>> missing_dir =
-      Recorder::Open({.path = "/nonexistent-rtloop-dir/run.rtrec"}, hub_, FakeSystem());
+TEST_F(SampleLogTest, UnwritablePathFailsAtOpenWithAClearMessage) {
+  Result<std::unique_ptr<SampleLogWriter>> missing_dir =
+      SampleLogWriter::Open({.path = "/nonexistent-rtloop-dir/run.rtrec"}, hub_, FakeSystem());
   ASSERT_FALSE(missing_dir.ok());
   EXPECT_EQ(missing_dir.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing_dir.status().message().find("/nonexistent-rtloop-dir/run.rtrec"),
             std::string::npos)
       << missing_dir.status().message();
-  Result<std::unique_ptr<Recorder>> dir =
-      Recorder::Open({.path = std::filesystem::temp_directory_path().string()}, hub_, FakeSystem());
+  Result<std::unique_ptr<SampleLogWriter>> dir = SampleLogWriter::Open(
+      {.path = std::filesystem::temp_directory_path().string()}, hub_, FakeSystem());
   EXPECT_FALSE(dir.ok());
-  EXPECT_FALSE(Recorder::Open({.path = ""}, hub_, FakeSystem()).ok());
+  EXPECT_FALSE(SampleLogWriter::Open({.path = ""}, hub_, FakeSystem()).ok());
 }
 
-TEST_F(RecorderTest, FullDiskStopsRecordingWithoutDisturbingTheCollectorOrSubscribers) {
+TEST_F(SampleLogTest, FullDiskStopsRecordingWithoutDisturbingTheCollectorOrSubscribers) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "needs /dev/full";
   int errors = 0;
-  RecorderConfig config{.path = "/dev/full", .flush_interval = std::chrono::nanoseconds(0)};
+  SampleLogConfig config{.path = "/dev/full", .flush_interval = std::chrono::nanoseconds(0)};
   config.on_error = [&errors](const Status&) { ++errors; };
-  Result<std::unique_ptr<Recorder>> rec = Recorder::Open(config, hub_, FakeSystem());
+  Result<std::unique_ptr<SampleLogWriter>> rec = SampleLogWriter::Open(config, hub_, FakeSystem());
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   Collector collector(hub_);
   ASSERT_TRUE(collector.AddSink(rec->get()).ok());
   auto sub = collector.Subscribe({});
   for (std::uint64_t i = 0; i < 1000; ++i) {
-    hub_.OnCycle(MakeCycle(0, i, 1000, 100));
+    fed_.OnCycle(MakeCycle(0, i, 1000, 100));
     if (i % 100 == 99) collector.DrainOnce();
   }
   collector.Stop();
@@ -265,13 +269,14 @@ TEST_F(RecorderTest, FullDiskStopsRecordingWithoutDisturbingTheCollectorOrSubscr
   EXPECT_EQ(hub_.task(0)->ring().writer().dropped(), 0u);
 }
 
-TEST_F(RecorderTest, HeaderIsOnDiskAsSoonAsTheRecorderIsOpen) {
+TEST_F(SampleLogTest, HeaderIsOnDiskAsSoonAsTheWriterIsOpen) {
   const std::string path = TempPath("header_first");
   cleanup_.push_back(path);
-  Result<std::unique_ptr<Recorder>> rec = Recorder::Open({.path = path}, hub_, FakeSystem());
+  Result<std::unique_ptr<SampleLogWriter>> rec =
+      SampleLogWriter::Open({.path = path}, hub_, FakeSystem());
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   // As a reader sees the file of a run killed now: the header, then the end.
-  Result<RecordContents> file = ReadRecordFile(path);
+  Result<SampleLogContents> file = ReadSampleLog(path);
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_EQ(file->header.tasks_size(), 2);
   EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
@@ -280,14 +285,14 @@ TEST_F(RecorderTest, HeaderIsOnDiskAsSoonAsTheRecorderIsOpen) {
   EXPECT_TRUE((*rec)->Close().ok());
 }
 
-TEST_F(RecorderTest, ReaderRejectsAFileThatIsNotARecording) {
+TEST_F(SampleLogTest, ReaderRejectsAFileThatIsNotARecording) {
   const std::string path = TempPath("notrec");
   cleanup_.push_back(path);
   WriteAll(path, "hello, this is plain text and no recording at all\n");
-  Result<RecordContents> file = ReadRecordFile(path);
+  Result<SampleLogContents> file = ReadSampleLog(path);
   ASSERT_FALSE(file.ok());
   EXPECT_EQ(file.status().code(), StatusCode::kDataLoss);
-  Result<RecordContents> missing = ReadRecordFile(TempPath("does_not_exist"));
+  Result<SampleLogContents> missing = ReadSampleLog(TempPath("does_not_exist"));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
@@ -324,7 +329,7 @@ TEST(ProtoConvertTest, SampleBatchRoundTripsAndOutOfRangeColumnsAreRejected) {
   EXPECT_EQ(FromProto(wide, &out).code(), StatusCode::kInvalidArgument);
 }
 
-TEST_F(RecorderTest, FileIsReadableAsPlainLengthDelimitedProtobuf) {
+TEST_F(SampleLogTest, FileIsReadableAsPlainLengthDelimitedProtobuf) {
   const std::string path = TempPath("plain");
   Record(path, 300);
   const std::string data = ReadAll(path);

@@ -1,4 +1,4 @@
-#include "rtloop/telemetry/recorder.h"
+#include "rtloop/telemetry/sample_log.h"
 
 #include <fcntl.h>
 #include <time.h>
@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "rtloop/telemetry/proto_convert.h"
+#include "rtloop/telemetry/v1/record.pb.h"
 
 namespace rtloop::telemetry {
 namespace {
@@ -46,6 +47,13 @@ void AppendVarint(std::string* out, std::uint64_t v) {
 
 std::string Offset(std::uint64_t offset) { return "byte offset " + std::to_string(offset); }
 
+// The serialized bytes of `record`; empty when protobuf cannot serialize it.
+std::string Serialize(const v1::Record& record) {
+  std::string body;
+  if (!record.SerializeToString(&body)) body.clear();
+  return body;
+}
+
 }  // namespace
 
 std::uint32_t Crc32c(const void* data, std::size_t size, std::uint32_t crc) noexcept {
@@ -56,32 +64,32 @@ std::uint32_t Crc32c(const void* data, std::size_t size, std::uint32_t crc) noex
 }
 
 // ---------------------------------------------------------------------------------------------
-// Recorder
+// SampleLogWriter
 
-struct Recorder::Pending {
+struct SampleLogWriter::Pending {
   TaskId task = 0;
   std::vector<Sample> samples;
 };
 
-Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config,
-                                                 const TelemetryHub& hub,
-                                                 const SystemInfo& system) {
+Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogConfig& config,
+                                                               const TelemetryHub& hub,
+                                                               const SystemInfo& system) {
   if (config.path.empty()) {
-    return InvalidArgumentError("recording path is empty: give a file name to record to");
+    return InvalidArgumentError("sample log path is empty: give a file name to record to");
   }
   if (config.batch_samples == 0) {
-    return InvalidArgumentError("RecorderConfig::batch_samples must be > 0");
+    return InvalidArgumentError("SampleLogConfig::batch_samples must be > 0");
   }
   const int fd = ::open(config.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return ErrnoError(errno, "cannot create recording file \"" + config.path + "\"",
+    return ErrnoError(errno, "cannot create sample log file \"" + config.path + "\"",
                       "check that the directory exists and is writable, or choose another path");
   }
-  std::unique_ptr<Recorder> rec(new Recorder(config, hub, fd));
+  std::unique_ptr<SampleLogWriter> rec(new SampleLogWriter(config, hub, fd));
   v1::Record record;
   v1::RecordHeader* h = record.mutable_header();
-  h->set_magic(kRecordMagic);
-  h->set_format_version(kRecordFormatVersion);
+  h->set_magic(kSampleLogMagic);
+  h->set_format_version(kSampleLogFormatVersion);
   h->set_tool_name(config.tool_name);
   h->set_tool_version(config.tool_version);
   h->set_command_line(config.command_line);
@@ -95,18 +103,18 @@ Result<std::unique_ptr<Recorder>> Recorder::Open(const RecorderConfig& config,
   }
   // Written at once: a run killed before its first flush still leaves a readable file (a header
   // and "ends without a trailer"). A write error surfaces in status() and stops recording.
-  if (rec->WriteRecord(record)) rec->FlushBuffer();
+  if (rec->AppendRecord(Serialize(record))) rec->FlushBuffer();
   return rec;
 }
 
-Recorder::Recorder(const RecorderConfig& config, const TelemetryHub& hub, int fd)
+SampleLogWriter::SampleLogWriter(const SampleLogConfig& config, const TelemetryHub& hub, int fd)
     : config_(config), hub_(hub), fd_(fd), last_flush_(std::chrono::steady_clock::now()) {
   buffer_.reserve(kWriteBufferBytes + (64u << 10));
 }
 
-Recorder::~Recorder() { (void)Close(); }
+SampleLogWriter::~SampleLogWriter() { (void)Close(); }
 
-void Recorder::OnSamples(TaskId task, std::span<const Sample> samples) {
+void SampleLogWriter::OnSamples(TaskId task, std::span<const Sample> samples) {
   if (closed_ || failed()) {
     samples_not_recorded_.fetch_add(samples.size(), std::memory_order_relaxed);
     return;
@@ -125,7 +133,7 @@ void Recorder::OnSamples(TaskId task, std::span<const Sample> samples) {
   }
 }
 
-void Recorder::OnDrainEnd() {
+void SampleLogWriter::OnDrainEnd() {
   if (closed_ || failed()) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_flush_ < config_.flush_interval) return;
@@ -134,7 +142,7 @@ void Recorder::OnDrainEnd() {
   FlushBuffer();
 }
 
-void Recorder::FlushTask(Pending& pending) {
+void SampleLogWriter::FlushTask(Pending& pending) {
   if (pending.samples.empty()) return;
   const std::size_t n = pending.samples.size();
   if (failed()) {
@@ -144,21 +152,20 @@ void Recorder::FlushTask(Pending& pending) {
     ToProto(pending.task, 0, pending.samples, record.mutable_batch());
     buffered_samples_ += n;
     ++batches_recorded_;
-    WriteRecord(record);
+    AppendRecord(Serialize(record));
   }
   pending.samples.clear();
 }
 
-void Recorder::FlushAll() {
+void SampleLogWriter::FlushAll() {
   for (std::unique_ptr<Pending>& p : pending_) {
     if (p) FlushTask(*p);
   }
 }
 
-bool Recorder::WriteRecord(const v1::Record& record) {
+bool SampleLogWriter::AppendRecord(const std::string& body) {
   if (failed()) return false;
-  std::string body;
-  if (!record.SerializeToString(&body)) {
+  if (body.empty()) {  // a Record always has a body: empty means it did not serialize
     Fail(InternalError("cannot serialize a record for \"" + config_.path + "\""));
     return false;
   }
@@ -171,13 +178,13 @@ bool Recorder::WriteRecord(const v1::Record& record) {
   return true;
 }
 
-bool Recorder::WriteBytes(const char* data, std::size_t size) {
+bool SampleLogWriter::WriteBytes(const char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(fd_, data, size);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
-      Fail(ErrnoError(err, "cannot write recording \"" + config_.path + "\"",
+      Fail(ErrnoError(err, "cannot write sample log \"" + config_.path + "\"",
                       err == ENOSPC ? "free disk space or record to another file system"
                                     : "check the file and its file system"));
       return false;
@@ -188,7 +195,7 @@ bool Recorder::WriteBytes(const char* data, std::size_t size) {
   return true;
 }
 
-bool Recorder::FlushBuffer() {
+bool SampleLogWriter::FlushBuffer() {
   // Every sample in buffer_ ends up in exactly one of the two counters, whatever failed and when.
   const bool ok = !failed() && WriteBytes(buffer_.data(), buffer_.size());
   buffer_.clear();
@@ -198,7 +205,7 @@ bool Recorder::FlushBuffer() {
   return ok;
 }
 
-void Recorder::Fail(Status status) {
+void SampleLogWriter::Fail(Status status) {
   {
     std::lock_guard<std::mutex> lock(status_mu_);
     if (!status_.ok()) return;
@@ -208,17 +215,17 @@ void Recorder::Fail(Status status) {
   if (config_.on_error) {
     config_.on_error(status);
   } else {
-    std::fprintf(stderr, "rtloop: recording stopped, the tasks keep running: %s\n",
+    std::fprintf(stderr, "rtloop: the sample log stopped, the tasks keep running: %s\n",
                  status.ToString().c_str());
   }
 }
 
-Status Recorder::status() const {
+Status SampleLogWriter::status() const {
   std::lock_guard<std::mutex> lock(status_mu_);
   return status_;
 }
 
-Status Recorder::Close() {
+Status SampleLogWriter::Close() {
   if (closed_) return status();
   FlushAll();
   if (!failed()) {
@@ -238,16 +245,16 @@ Status Recorder::Close() {
     tr->set_samples_recorded(samples_recorded() + buffered_samples_);
     tr->set_batches_recorded(batches_recorded_);
     tr->set_samples_not_recorded(samples_not_recorded());
-    WriteRecord(record);
+    AppendRecord(Serialize(record));
   }
   FlushBuffer();
   if (fd_ >= 0) {
     if (config_.fsync_on_close && !failed() && ::fsync(fd_) != 0 && errno != EINVAL &&
         errno != EROFS) {
-      Fail(ErrnoError(errno, "cannot sync recording \"" + config_.path + "\" to disk"));
+      Fail(ErrnoError(errno, "cannot sync sample log \"" + config_.path + "\" to disk"));
     }
     if (::close(fd_) != 0 && !failed()) {
-      Fail(ErrnoError(errno, "cannot close recording \"" + config_.path + "\""));
+      Fail(ErrnoError(errno, "cannot close sample log \"" + config_.path + "\""));
     }
     fd_ = -1;
   }
@@ -256,29 +263,30 @@ Status Recorder::Close() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// RecordReader
+// SampleLogReader
 
-Result<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path) {
+Result<std::unique_ptr<SampleLogReader>> SampleLogReader::Open(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rbe");
   if (f == nullptr) {
-    return ErrnoError(errno, "cannot open recording \"" + path + "\"",
+    return ErrnoError(errno, "cannot open sample log \"" + path + "\"",
                       "check the path and its permissions");
   }
-  return std::unique_ptr<RecordReader>(new RecordReader(f, path));
+  return std::unique_ptr<SampleLogReader>(new SampleLogReader(f, path));
 }
 
-RecordReader::~RecordReader() {
+SampleLogReader::~SampleLogReader() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-Result<bool> RecordReader::Next(v1::Record* record) {
+Result<bool> SampleLogReader::Next(std::string* record) {
   if (!error_.ok()) return error_;
+  record_offset_ = offset_;
   Result<bool> next = ReadNext(record);
   if (!next.ok()) error_ = next.status();
   return next;
 }
 
-Result<bool> RecordReader::ReadNext(v1::Record* record) {
+Result<bool> SampleLogReader::ReadNext(std::string* payload) {
   const std::uint64_t start = offset_;
   std::uint64_t length = 0;
   int shift = 0;
@@ -287,10 +295,10 @@ Result<bool> RecordReader::ReadNext(v1::Record* record) {
     const int c = std::fgetc(file_);
     if (c == EOF) {
       if (std::ferror(file_)) {
-        return ErrnoError(errno, "cannot read recording \"" + path_ + "\" at " + Offset(pos));
+        return ErrnoError(errno, "cannot read sample log \"" + path_ + "\" at " + Offset(pos));
       }
       if (pos == start) return false;  // clean end between records
-      return DataLossError("recording \"" + path_ + "\" is truncated: the record at " +
+      return DataLossError("sample log \"" + path_ + "\" is truncated: the record at " +
                            Offset(start) + " ends inside its length prefix");
     }
     ++pos;
@@ -298,23 +306,23 @@ Result<bool> RecordReader::ReadNext(v1::Record* record) {
     if ((c & 0x80) == 0) break;
     shift += 7;
     if (shift > 63) {
-      return DataLossError("recording \"" + path_ + "\" is corrupt: the record at " +
+      return DataLossError("sample log \"" + path_ + "\" is corrupt: the record at " +
                            Offset(start) + " has an invalid length prefix");
     }
   }
   if (length < kCrcTrailerBytes || length > kMaxRecordBytes) {
-    return DataLossError("recording \"" + path_ + "\" is corrupt: the record at " + Offset(start) +
+    return DataLossError("sample log \"" + path_ + "\" is corrupt: the record at " + Offset(start) +
                          " claims " + std::to_string(length) + " bytes (expected " +
                          std::to_string(kCrcTrailerBytes) + " .. " +
                          std::to_string(kMaxRecordBytes) + ")");
   }
-  payload_.resize(length);
-  const std::size_t got = std::fread(payload_.data(), 1, length, file_);
+  payload->resize(length);
+  const std::size_t got = std::fread(payload->data(), 1, length, file_);
   if (got != length) {
     if (std::ferror(file_)) {
-      return ErrnoError(errno, "cannot read recording \"" + path_ + "\" at " + Offset(pos));
+      return ErrnoError(errno, "cannot read sample log \"" + path_ + "\" at " + Offset(pos));
     }
-    return DataLossError("recording \"" + path_ + "\" is truncated: the record at " +
+    return DataLossError("sample log \"" + path_ + "\" is truncated: the record at " +
                          Offset(start) + " needs " + std::to_string(length) +
                          " bytes but the file ends after " + std::to_string(got) +
                          " (at byte offset " + std::to_string(pos + got) + ")");
@@ -322,80 +330,17 @@ Result<bool> RecordReader::ReadNext(v1::Record* record) {
   const std::size_t body = length - kCrcTrailerBytes;
   std::uint32_t stored = 0;
   for (std::size_t i = 0; i < 4; ++i) {
-    stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(payload_[body + 1 + i]))
+    stored |= static_cast<std::uint32_t>(static_cast<unsigned char>((*payload)[body + 1 + i]))
               << (8 * i);
   }
-  const std::uint32_t computed = Crc32c(payload_.data(), body);
-  if (static_cast<unsigned char>(payload_[body]) != kCrcTag || stored != computed) {
-    return DataLossError("recording \"" + path_ +
+  const std::uint32_t computed = Crc32c(payload->data(), body);
+  if (static_cast<unsigned char>((*payload)[body]) != kCrcTag || stored != computed) {
+    return DataLossError("sample log \"" + path_ +
                          "\" is corrupt: checksum mismatch in the record at " + Offset(start) +
                          " (" + std::to_string(length) + " bytes)");
   }
-  if (!record->ParseFromArray(payload_.data(), static_cast<int>(length))) {
-    return DataLossError("recording \"" + path_ + "\" is corrupt: the record at " + Offset(start) +
-                         " does not parse as rtloop.telemetry.v1.Record");
-  }
   offset_ = pos + length;
   return true;
-}
-
-Result<RecordContents> ReadRecordFile(const std::string& path) {
-  Result<std::unique_ptr<RecordReader>> reader = RecordReader::Open(path);
-  if (!reader.ok()) return reader.status();
-  RecordReader& r = **reader;
-  RecordContents contents;
-  v1::Record record;
-  Result<bool> first = r.Next(&record);
-  if (!first.ok()) return first.status();
-  if (!*first) {
-    return DataLossError("recording \"" + path + "\" is empty: no header record");
-  }
-  if (!record.has_header() || record.header().magic() != kRecordMagic) {
-    return DataLossError("\"" + path + "\" is not an rtloop recording: the first record is not a " +
-                         "header with magic \"" + kRecordMagic + "\"");
-  }
-  if (record.header().format_version() > kRecordFormatVersion) {
-    return InvalidArgumentError("recording \"" + path + "\" has format version " +
-                                std::to_string(record.header().format_version()) +
-                                "; this reader understands up to " +
-                                std::to_string(kRecordFormatVersion) + ": use a newer rtloop");
-  }
-  contents.header = std::move(*record.mutable_header());
-  contents.valid_bytes = r.offset();
-  for (;;) {
-    const std::uint64_t at = r.offset();
-    Result<bool> next = r.Next(&record);
-    if (!next.ok()) {
-      contents.error = next.status();
-      break;
-    }
-    if (!*next) {
-      if (!contents.trailer) {
-        contents.error =
-            DataLossError("recording \"" + path + "\" ends at " + Offset(at) +
-                          " without a trailer: it was cut short (crash, kill or full disk); the " +
-                          std::to_string(contents.batches.size()) + " batches before are intact");
-      }
-      break;
-    }
-    if (contents.trailer) {
-      contents.error = DataLossError("recording \"" + path + "\" is corrupt: a record follows " +
-                                     "the trailer at " + Offset(at));
-      break;
-    }
-    if (record.has_batch()) {
-      contents.batches.push_back(std::move(*record.mutable_batch()));
-    } else if (record.has_trailer()) {
-      contents.trailer = std::move(*record.mutable_trailer());
-    } else {
-      contents.error = DataLossError("recording \"" + path + "\" is corrupt: unexpected " +
-                                     (record.has_header() ? "second header" : "empty record") +
-                                     " at " + Offset(at));
-      break;
-    }
-    contents.valid_bytes = r.offset();
-  }
-  return contents;
 }
 
 }  // namespace rtloop::telemetry

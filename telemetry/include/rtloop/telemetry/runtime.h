@@ -1,0 +1,170 @@
+// Runtime: one object runs an application's periodic tasks with telemetry built in. It owns the
+// Executor, the TelemetryHub, the Collector, the gRPC Server and the optional sample log, and
+// creates, wires, starts and stops them in the right order. A complete application:
+//
+//   int main() {
+//     rtloop::RuntimeConfig config;                       // telemetry on 127.0.0.1:50051
+//     config.report_at_exit = true;                       // the task table when it ends
+//     auto rt = rtloop::Runtime::Create(config);
+//     if (!rt.ok()) return rtloop::ExitCode(rt.status());
+//     Position position;                                  // a rtloop::PeriodicTask
+//     rtloop::TaskConfig pc;
+//     pc.name = "position";
+//     pc.period = std::chrono::microseconds(500);
+//     if (auto id = (*rt)->AddTask(position, pc); !id.ok()) return rtloop::ExitCode(id.status());
+//     return rtloop::ExitCode((*rt)->RunUntilSignal());   // Ctrl-C / SIGTERM: orderly stop
+//   }
+//
+// Telemetry is on by default (histograms, rings, the collector and the gRPC API on
+// 127.0.0.1:50051) and costs the RT loop two histogram records and one ring push per cycle; it
+// never changes what a task's Step() sees. TelemetryConfig turns it off (enabled = false: the
+// executor alone, TaskReport without percentiles), moves the API elsewhere (grpc.address,
+// "127.0.0.1:0" for any free port) or records a sample log (record_path).
+//
+// Where the telemetry threads run: the collector and gRPC threads are housekeeping. With
+// ExecutorConfig::housekeeping_cpus they run there. Otherwise, when the tasks' pinned CPUs
+// (TaskConfig::cpus) leave some of the process's CPUs free, Start() moves them to those free CPUs,
+// so that their wake-ups do not land on RT CPUs; telemetry_cpus() says which. The collector wakes
+// every drain_period only while someone consumes samples (a stream or the sample log).
+//
+// Stop order (Stop(), RunUntilSignal(), the destructor): the executor's tasks stop; the collector
+// drains what the rings still hold into the streams and the sample log; the gRPC streams end with
+// their final message and the server stops; the sample log gets its trailer and is closed.
+//
+// Signals: RunUntilSignal() takes SIGINT/SIGTERM on the calling thread (StopSignals,
+// framework/stop_signals.h). Every thread the Runtime creates (tasks, collector, gRPC) has them
+// blocked. The application's other threads need not block them: a stop signal the kernel
+// delivers to one of them is forwarded to RunUntilSignal's thread; blocking them there still saves
+// the hop and an EINTR in that thread (stop_signals.h has the details).
+//
+// Threading: Create/AddTask/Start/RunUntilSignal on one controlling thread (not on an RT-pinned
+// one: thread affinity is inherited). Stop() may also come from another thread. Report()/Reports()
+// and the accessors may be called from any thread at any time. Not RT-safe: everything here
+// creates threads, allocates and does I/O; tasks reach telemetry only through their observers.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rtloop/framework/executor.h"
+#include "rtloop/framework/periodic_task.h"
+#include "rtloop/framework/status.h"
+#include "rtloop/framework/task_config.h"
+#include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/sample_log.h"
+#include "rtloop/telemetry/server.h"
+#include "rtloop/telemetry/task_report.h"
+#include "rtloop/telemetry/task_telemetry.h"
+
+namespace rtloop {
+
+struct TelemetryConfig {
+  // Hub, histograms, rings and collector. false: the executor alone (no percentiles, no gRPC,
+  // no sample log).
+  bool enabled = true;
+  // Tasks telemetry can hold (slots are allocated up front). 1..65536.
+  std::size_t max_tasks = 64;
+  // The one setting for both ends of the ring: sizes every task's ring (rate x 2 x drain_period)
+  // and paces the collector. 10 ms: a live view needs no more, and each collector wake-up on a CPU
+  // that runs RT tasks costs them latency. > 0.
+  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(10)};
+  // Sample log to write (every sample, header and trailer: sample_log.h); empty: none.
+  std::string record_path;
+  // The gRPC API (needs `enabled`).
+  bool serve_grpc = true;
+  // Address 127.0.0.1:50051 by default; "127.0.0.1:0" picks a free port (grpc_address() tells
+  // which). Token, TLS and stream limits: server.h.
+  telemetry::ServerConfig grpc;
+};
+
+struct RuntimeConfig {
+  // Prefix of every line the runtime prints (stderr), and the tool name in the sample log.
+  std::string app_name = "rtloop";
+  ExecutorConfig executor;
+  TelemetryConfig telemetry;
+  // RunUntilSignal() ends after this long; 0: at a signal or when every task has ended. >= 0.
+  // (TaskConfig::run_for ends one task after a time instead.)
+  std::chrono::nanoseconds duration{0};
+  // RunUntilSignal() prints FormatTaskReport(Reports()) on stdout when it ends.
+  bool report_at_exit = false;
+};
+
+class Runtime {
+ public:
+  // Validates `config` and creates the executor (process set-up: memory locking etc.), the hub,
+  // the collector and, with serve_grpc, the gRPC server, which listens from here on: a port in use
+  // fails here, naming the port and the fix. Errors are Statuses with messages that say what to
+  // change (ExitCode() prints them).
+  static Result<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config);
+  ~Runtime();  // Stop()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Executor::AddTask plus telemetry: the hub is appended to the task's observers (the task's own
+  // observers stay, in their order, before it) and registered for the task. Before Start() only.
+  // `task` must outlive the runtime.
+  Result<TaskId> AddTask(PeriodicTask& task, const TaskConfig& config);
+
+  // Opens the sample log, places the telemetry threads (see above), starts the collector and then
+  // the executor's tasks (collector first, so that no ring fills before it runs).
+  // FailedPrecondition when started before, stopped, or without tasks.
+  Status Start();
+  // The orderly stop described above. Idempotent; the first error (e.g. of the sample log) is
+  // returned. After Stop() the runtime cannot start again.
+  Status Stop();
+  // Start() (unless started), wait for SIGINT/SIGTERM, for `duration`, or for every task to end,
+  // then Stop() and, with report_at_exit, print the task report. A stop signal is announced on
+  // stderr ("<app_name>: SIGINT: stopping").
+  Status RunUntilSignal();
+
+  // Everything about one task / every task (TaskReport): the executor's statistics and
+  // telemetry's percentiles and sample accounting. Any thread.
+  TaskReport Report(TaskId id) const;
+  std::vector<TaskReport> Reports() const;
+
+  Executor& executor() noexcept { return *executor_; }
+  const Executor& executor() const noexcept { return *executor_; }
+  telemetry::TelemetryHub* hub() noexcept { return hub_.get(); }           // nullptr: telemetry off
+  telemetry::Collector* collector() noexcept { return collector_.get(); }  // nullptr: telemetry off
+  telemetry::Server* server() noexcept { return server_.get(); }           // nullptr: not serving
+  // The bound gRPC address ("127.0.0.1:50051"); "" when not serving.
+  std::string grpc_address() const;
+  // CPUs the collector and gRPC threads were moved to at Start(); empty: left where they were.
+  const std::vector<int>& telemetry_cpus() const noexcept { return telemetry_cpus_; }
+  const RuntimeConfig& config() const noexcept { return config_; }
+
+ private:
+  enum class Phase { kCreated, kStarted, kStopped };
+  explicit Runtime(const RuntimeConfig& config);
+  Status Init();
+  Status StartServer();
+  Status OpenSampleLog();
+  std::vector<int> ChooseTelemetryCpus() const;
+  Status StartCollector();
+  Status StopLocked();  // mu_ held
+
+  const RuntimeConfig config_;
+  std::vector<int> process_cpus_;  // the controlling thread's affinity at Create()
+  // Declared in dependency order: each is destroyed before what it uses.
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<telemetry::TelemetryHub> hub_;
+  std::unique_ptr<telemetry::Collector> collector_;
+  std::unique_ptr<telemetry::Server> server_;
+  std::vector<int> server_tids_;  // the threads Server::Start() created
+  std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
+  std::vector<int> telemetry_cpus_;
+  // Serialises Start() and Stop() (Stop() may come from another thread).
+  std::mutex mu_;
+  Phase phase_ = Phase::kCreated;  // guarded by mu_
+  Status broken_;  // a task the executor took but telemetry could not register; guarded by mu_
+};
+
+// The exit status for main(): 0 for OK; otherwise prints "<program>: <message>" on stderr and
+// returns 1.
+int ExitCode(const Status& status);
+
+}  // namespace rtloop

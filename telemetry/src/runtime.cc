@@ -1,0 +1,280 @@
+#include "rtloop/telemetry/runtime.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <utility>
+
+#include "rtloop/framework/stop_signals.h"
+#include "rtloop/framework/system_info.h"
+
+namespace rtloop {
+namespace {
+
+// Kernel thread ids of this process, ascending.
+std::vector<int> ThreadIds() {
+  std::vector<int> tids;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return tids;
+  while (const dirent* e = readdir(dir)) {
+    const int tid = std::atoi(e->d_name);
+    if (tid > 0) tids.push_back(tid);
+  }
+  closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+cpu_set_t ToCpuSet(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(static_cast<std::size_t>(c), &set);
+  return set;
+}
+
+// Moves threads `tids` to `cpus`; threads that have ended meanwhile are skipped.
+void PinThreads(const std::vector<int>& tids, const std::vector<int>& cpus) {
+  const cpu_set_t set = ToCpuSet(cpus);
+  for (int tid : tids) (void)sched_setaffinity(tid, sizeof(set), &set);
+}
+
+Status ValidateConfig(const RuntimeConfig& c) {
+  if (c.duration.count() < 0) {
+    return InvalidArgumentError("RuntimeConfig::duration is negative (" +
+                                std::to_string(c.duration.count()) +
+                                " ns) — use 0 (until a signal) or a positive duration");
+  }
+  const TelemetryConfig& t = c.telemetry;
+  if (!t.enabled) return Status::Ok();
+  if (t.drain_period.count() <= 0) {
+    return InvalidArgumentError("RuntimeConfig::telemetry.drain_period must be > 0 (got " +
+                                std::to_string(t.drain_period.count()) +
+                                " ns) — e.g. std::chrono::milliseconds(10)");
+  }
+  if (t.max_tasks < 1 || t.max_tasks > std::size_t{telemetry::kMaxSampleTaskId} + 1) {
+    return InvalidArgumentError("RuntimeConfig::telemetry.max_tasks is " +
+                                std::to_string(t.max_tasks) + " — use 1..65536");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Runtime::Runtime(const RuntimeConfig& config) : config_(config) {}
+
+Runtime::~Runtime() { (void)Stop(); }
+
+Result<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config) {
+  std::unique_ptr<Runtime> rt(new Runtime(config));
+  RTLOOP_RETURN_IF_ERROR(rt->Init());
+  return rt;
+}
+
+Status Runtime::Init() {
+  RTLOOP_RETURN_IF_ERROR(ValidateConfig(config_));
+  process_cpus_ = CurrentAffinity();
+  Result<std::unique_ptr<Executor>> ex = Executor::Create(config_.executor);
+  if (!ex.ok()) return ex.status();
+  executor_ = std::move(*ex);
+  if (!config_.telemetry.enabled) return Status::Ok();
+  telemetry::TelemetryHubConfig hc;
+  hc.max_tasks = config_.telemetry.max_tasks;
+  hc.drain_period = config_.telemetry.drain_period;
+  hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
+  hub_->AttachExecutor(*executor_);
+  collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period
+  if (config_.telemetry.serve_grpc) RTLOOP_RETURN_IF_ERROR(StartServer());
+  return Status::Ok();
+}
+
+Status Runtime::StartServer() {
+  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  const std::vector<int> before = ThreadIds();
+  Result<std::unique_ptr<telemetry::Server>> server =
+      telemetry::Server::Start(config_.telemetry.grpc, *hub_, *collector_, executor_.get());
+  if (!server.ok()) {
+    Status s = server.status();
+    if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
+      s = Status(s.code(),
+                 s.message() +
+                     " (set RuntimeConfig::telemetry.grpc.address, e.g. \"127.0.0.1:0\" for any "
+                     "free port, or telemetry.serve_grpc = false)",
+                 s.sys_errno());
+    }
+    return Status(s.code(), "telemetry: " + s.message(), s.sys_errno());
+  }
+  server_ = std::move(*server);
+  for (int tid : ThreadIds()) {
+    if (!std::binary_search(before.begin(), before.end(), tid)) server_tids_.push_back(tid);
+  }
+  return Status::Ok();
+}
+
+Result<TaskId> Runtime::AddTask(PeriodicTask& task, const TaskConfig& config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (phase_ != Phase::kCreated) {
+    return FailedPreconditionError("cannot add task \"" + config.name +
+                                   "\" after Start(): add every task before starting");
+  }
+  TaskConfig with_hub = config;
+  if (hub_ != nullptr) {
+    if (executor_->TaskCount() >= hub_->max_tasks()) {
+      return InvalidArgumentError("task \"" + config.name + "\" would be task " +
+                                  std::to_string(executor_->TaskCount() + 1) +
+                                  " but telemetry holds " + std::to_string(hub_->max_tasks()) +
+                                  " — raise RuntimeConfig::telemetry.max_tasks");
+    }
+    with_hub.observers.push_back(hub_.get());
+  }
+  Result<TaskId> id = executor_->AddTask(task, with_hub);
+  if (!id.ok()) return id.status();
+  if (hub_ != nullptr) {
+    if (Status s = hub_->AddTask(*id, with_hub); !s.ok()) {
+      // The executor has the task and cannot give it back: this runtime cannot start.
+      broken_ = Status(s.code(), "telemetry for task \"" + config.name + "\": " + s.message() +
+                                     " — fix it and create the Runtime again");
+      return broken_;
+    }
+  }
+  return id;
+}
+
+// CPUs no pinned task uses, when tasks are pinned and such CPUs exist; otherwise none (leave the
+// telemetry threads where they are).
+std::vector<int> Runtime::ChooseTelemetryCpus() const {
+  if (!config_.executor.housekeeping_cpus.empty()) return {};  // inherited from Create()
+  std::vector<int> pinned;
+  for (std::size_t i = 0; i < executor_->TaskCount(); ++i) {
+    const TaskInfo info = executor_->Info(static_cast<TaskId>(i));
+    pinned.insert(pinned.end(), info.config.cpus.begin(), info.config.cpus.end());
+  }
+  if (pinned.empty()) return {};
+  std::vector<int> free;
+  for (int cpu : process_cpus_) {
+    if (std::find(pinned.begin(), pinned.end(), cpu) == pinned.end()) free.push_back(cpu);
+  }
+  return free;
+}
+
+Status Runtime::OpenSampleLog() {
+  if (hub_ == nullptr || config_.telemetry.record_path.empty()) return Status::Ok();
+  telemetry::SampleLogConfig lc;
+  lc.path = config_.telemetry.record_path;
+  lc.tool_name = config_.app_name;
+  Result<std::unique_ptr<telemetry::SampleLogWriter>> log =
+      telemetry::SampleLogWriter::Open(lc, *hub_, ReadSystemInfo());
+  if (!log.ok()) return log.status();
+  sample_log_ = std::move(*log);
+  return collector_->AddSink(sample_log_.get());
+}
+
+// The collector thread inherits the affinity of the thread that starts it: start it from a helper
+// thread placed on the telemetry CPUs.
+Status Runtime::StartCollector() {
+  Status status;
+  std::thread starter([&] {
+    if (!telemetry_cpus_.empty()) {
+      const cpu_set_t set = ToCpuSet(telemetry_cpus_);
+      pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    }
+    status = collector_->Start();
+  });
+  starter.join();
+  return status;
+}
+
+Status Runtime::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!broken_.ok()) return broken_;
+  if (phase_ == Phase::kStarted) {
+    return FailedPreconditionError("Start() called twice — the runtime is running");
+  }
+  if (phase_ == Phase::kStopped) {
+    return FailedPreconditionError("Start() after Stop(): create a new Runtime");
+  }
+  if (executor_->TaskCount() == 0) {
+    return FailedPreconditionError("Start() with no tasks — call AddTask() first");
+  }
+  phase_ = Phase::kStarted;
+  if (collector_ != nullptr) {
+    telemetry_cpus_ = ChooseTelemetryCpus();
+    const SignalBlockScope blocked({SIGINT, SIGTERM});
+    if (!telemetry_cpus_.empty() && config_.telemetry.grpc.cpus.empty()) {
+      PinThreads(server_tids_, telemetry_cpus_);
+    }
+    Status s = OpenSampleLog();
+    if (s.ok()) s = StartCollector();
+    if (!s.ok()) {
+      (void)StopLocked();
+      return s;
+    }
+  }
+  if (Status s = executor_->Start(); !s.ok()) {
+    (void)StopLocked();
+    return s;
+  }
+  return Status::Ok();
+}
+
+Status Runtime::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return StopLocked();
+}
+
+Status Runtime::StopLocked() {
+  if (phase_ == Phase::kStopped) return Status::Ok();
+  const bool started = phase_ == Phase::kStarted;
+  phase_ = Phase::kStopped;
+  if (started) (void)executor_->Stop();           // FailedPrecondition only if it never started
+  if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
+  if (server_ != nullptr) server_->Stop();        // streams end with their final message
+  Status status;
+  if (sample_log_ != nullptr) status = sample_log_->Close();
+  return status;
+}
+
+Status Runtime::RunUntilSignal() {
+  Result<std::unique_ptr<StopSignals>> signals = StopSignals::Install();
+  if (!signals.ok()) return signals.status();
+  bool started = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started = phase_ == Phase::kStarted;
+  }
+  if (!started) RTLOOP_RETURN_IF_ERROR(Start());
+  const StopSignals::Outcome end =
+      (*signals)->WaitForStop(config_.duration, [this] { return executor_->AllTasksEnded(); });
+  if (end.cause == StopSignals::Cause::kSignal) {
+    std::fprintf(stderr, "%s: %s: stopping\n", config_.app_name.c_str(),
+                 StopSignalName(end.signal));
+  }
+  const Status stopped = Stop();
+  if (config_.report_at_exit) {
+    std::fputs(FormatTaskReport(Reports()).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return stopped;
+}
+
+TaskReport Runtime::Report(TaskId id) const { return MakeTaskReport(*executor_, hub_.get(), id); }
+
+std::vector<TaskReport> Runtime::Reports() const { return MakeTaskReports(*executor_, hub_.get()); }
+
+std::string Runtime::grpc_address() const {
+  return server_ != nullptr ? server_->address() : std::string();
+}
+
+int ExitCode(const Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, status.message().c_str());
+  return 1;
+}
+
+}  // namespace rtloop

@@ -1,0 +1,176 @@
+#include "rtloop/telemetry/task_report.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <optional>
+
+namespace rtloop {
+namespace {
+
+constexpr int kMaxNameWidth = 20;
+// Width of the first column of the section tables (their titles are up to 20 characters).
+constexpr int kTitleWidth = 19;
+
+std::string Us(std::optional<double> ns) { return FormatMicros(ns, 9); }
+std::string Us(std::int64_t ns) { return Us(std::optional<double>(static_cast<double>(ns))); }
+
+std::string Policy(const TaskInfo& info) {
+  std::string p = SchedPolicyName(info.effective_policy);
+  if (info.effective_priority > 0) p += "/" + std::to_string(info.effective_priority);
+  if (info.fell_back_to_non_rt) p += "!";
+  return p;
+}
+
+std::string Name(const TaskReport& r, int width) {
+  std::string n = r.name.substr(0, static_cast<std::size_t>(width));
+  n.resize(static_cast<std::size_t>(width), ' ');
+  return n;
+}
+
+// last / min / avg / max and the three percentiles of one quantity of one task.
+std::string QuantityRow(const TaskReport& r, int width, std::int64_t last, std::int64_t min,
+                        std::optional<double> avg, std::int64_t max,
+                        const telemetry::Percentiles& p) {
+  if (!r.has_data()) return "  " + Name(r, width) + StrFormat("%9s", "no data") + "\n";
+  std::string row = "  " + Name(r, width) + Us(last) + Us(min) + Us(avg) + Us(max);
+  if (p.valid) {
+    row += Us(p.p99_ns) + Us(p.p99_9_ns) + Us(p.p99_99_ns);
+  } else {
+    row += Us(std::nullopt) + Us(std::nullopt) + Us(std::nullopt);
+  }
+  return row + "\n";
+}
+
+std::string QuantityHeader(const char* title, int width) {
+  std::string t = title;
+  t.resize(static_cast<std::size_t>(width) + 2, ' ');
+  return t + StrFormat("%9s%9s%9s%9s%9s%9s%9s\n", "LAST", "MIN", "AVG", "MAX", "P99", "P99.9",
+                       "P99.99");
+}
+
+std::string Overview(std::span<const TaskReport> reports, int width) {
+  std::string out =
+      StrFormat("%3s %-*s %-8s %-10s %7s %12s %9s %9s %9s %9s\n", "ID", width, "NAME", "STATE",
+                "POLICY", "PERIOD", "CYCLES", "OVERRUNS", "MISSED", "DROPPED", "LOST");
+  for (const TaskReport& r : reports) {
+    const std::string dropped = r.telemetry ? std::to_string(r.ring_dropped) : "-";
+    const std::string lost = r.telemetry ? std::to_string(r.subscriber_lost) : "-";
+    out +=
+        StrFormat("%3u %s %-8s %-10s %7s %12" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9s %9s\n", r.id,
+                  Name(r, width).c_str(), TaskStateName(r.stats.state), Policy(r.info).c_str(),
+                  FormatPeriod(r.info.config.period).c_str(), r.stats.cycles, r.stats.overruns,
+                  r.stats.missed_releases, dropped.c_str(), lost.c_str());
+  }
+  return out;
+}
+
+std::string Jitter(std::span<const TaskReport> reports, int width) {
+  std::string title = "period jitter (us)";
+  title.resize(static_cast<std::size_t>(width) + 2, ' ');
+  std::string out = title + StrFormat("%9s%9s%9s%9s\n", "LAST", "MIN", "MAX", "RANGE");
+  for (const TaskReport& r : reports) {
+    const TaskStatsSnapshot& s = r.stats;
+    if (!s.has_jitter()) {
+      out += "  " + Name(r, width) + StrFormat("%9s", "no data") + "\n";
+      continue;
+    }
+    const std::optional<std::int64_t> range = s.jitter_range_ns();
+    out += "  " + Name(r, width) + Us(s.jitter_last_ns) + Us(s.jitter_min_ns) +
+           Us(s.jitter_max_ns) + Us(*range) + "\n";
+  }
+  return out;
+}
+
+std::string Notes(std::span<const TaskReport> reports) {
+  bool fell_back = false;
+  bool no_percentiles = false;
+  for (const TaskReport& r : reports) {
+    fell_back = fell_back || r.info.fell_back_to_non_rt;
+    no_percentiles = no_percentiles || (r.has_data() && !r.latency.valid);
+  }
+  std::string out;
+  if (fell_back) out += "! fell back to SCHED_OTHER: not real-time figures\n";
+  if (no_percentiles) out += "- percentiles need telemetry (RuntimeConfig::telemetry.enabled)\n";
+  return out;
+}
+
+}  // namespace
+
+std::string StrFormat(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+std::string FormatMicros(std::optional<double> ns, int width) {
+  if (!ns) return StrFormat("%*s", width, "-");
+  return StrFormat("%*.1f", width, *ns / 1000.0);
+}
+
+std::string FormatPeriod(std::chrono::nanoseconds period) {
+  const std::int64_t ns = period.count();
+  if (ns != 0 && ns % 1'000'000 == 0) return StrFormat("%" PRId64 "ms", ns / 1'000'000);
+  if (ns != 0 && ns % 1'000 == 0) return StrFormat("%" PRId64 "us", ns / 1'000);
+  return StrFormat("%" PRId64 "ns", ns);
+}
+
+TaskReport MakeTaskReport(const Executor& executor, const telemetry::TelemetryHub* hub, TaskId id) {
+  TaskReport r;
+  r.id = id;
+  r.info = executor.Info(id);
+  r.name = r.info.config.name;
+  r.stats = executor.Stats(id);
+  if (hub == nullptr) return r;
+  const telemetry::TaskTelemetry* t = hub->task(id);
+  if (t == nullptr) return r;
+  r.telemetry = true;
+  r.latency = t->latency().Summary().percentiles;
+  r.execution = t->execution().Summary().percentiles;
+  r.ring_dropped = t->ring().writer().dropped();
+  r.subscriber_lost = t->subscriber_lost();
+  return r;
+}
+
+std::vector<TaskReport> MakeTaskReports(const Executor& executor,
+                                        const telemetry::TelemetryHub* hub) {
+  std::vector<TaskReport> out;
+  const std::size_t n = executor.TaskCount();
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(MakeTaskReport(executor, hub, static_cast<TaskId>(i)));
+  }
+  return out;
+}
+
+std::string FormatTaskReport(std::span<const TaskReport> reports) {
+  if (reports.empty()) return "no tasks\n";
+  int width = 4;
+  for (const TaskReport& r : reports) {
+    width = std::max(width, std::min(kMaxNameWidth, static_cast<int>(r.name.size())));
+  }
+  std::string out = Overview(reports, width) + "\n";
+  // The section tables' first column also holds their title.
+  const int label = std::max(width, kTitleWidth);
+  out += QuantityHeader("wake-up latency (us)", label);
+  for (const TaskReport& r : reports) {
+    const TaskStatsSnapshot& s = r.stats;
+    out += QuantityRow(r, label, s.latency_last_ns, s.latency_min_ns, s.latency_avg_ns(),
+                       s.latency_max_ns, r.latency);
+  }
+  out += "\n" + QuantityHeader("execution time (us)", label);
+  for (const TaskReport& r : reports) {
+    const TaskStatsSnapshot& s = r.stats;
+    out += QuantityRow(r, label, s.execution_last_ns, s.execution_min_ns, s.execution_avg_ns(),
+                       s.execution_max_ns, r.execution);
+  }
+  out += "\n" + Jitter(reports, label);
+  if (const std::string notes = Notes(reports); !notes.empty()) out += "\n" + notes;
+  return out;
+}
+
+}  // namespace rtloop

@@ -1,0 +1,365 @@
+// rtloop::Runtime end to end: real SCHED_OTHER tasks (no privilege needed), telemetry on
+// 127.0.0.1 with a free port, clients on loopback, signals, the report, the stop order and the
+// placement of the telemetry threads.
+#include "rtloop/telemetry/runtime.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/client.h"
+#include "rtloop/telemetry/sample_log_file.h"
+
+namespace rtloop {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+class Idle final : public PeriodicTask {
+ public:
+  StepResult Step(const CycleContext& /*ctx*/) noexcept override {
+    steps.fetch_add(1, std::memory_order_relaxed);
+    return StepResult::kContinue;
+  }
+  std::atomic<std::uint64_t> steps{0};
+};
+
+class CountingObserver final : public CycleObserver {
+ public:
+  void OnCycle(const CycleSample& /*s*/) noexcept override {
+    cycles.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::atomic<std::uint64_t> cycles{0};
+};
+
+// Loopback, any free port, quiet; tasks without RT privileges; memory not locked.
+RuntimeConfig TestConfig() {
+  RuntimeConfig c;
+  c.app_name = "runtime_test";
+  c.executor.lock_memory = false;
+  c.executor.start_delay = milliseconds(5);
+  c.telemetry.grpc.address = "127.0.0.1:0";
+  c.telemetry.grpc.log_to_stderr = false;
+  return c;
+}
+
+TaskConfig OtherTask(const std::string& name, std::chrono::nanoseconds period,
+                     std::uint64_t cycles) {
+  TaskConfig tc;
+  tc.name = name;
+  tc.period = period;
+  tc.policy = SchedPolicy::kOther;
+  tc.priority = 0;
+  tc.max_cycles = cycles;
+  return tc;
+}
+
+std::unique_ptr<Runtime> MakeRuntime(const RuntimeConfig& config = TestConfig()) {
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(config);
+  RTLOOP_CHECK(rt.ok(), "Runtime::Create failed in a test");
+  return std::move(*rt);
+}
+
+std::vector<int> ThreadIds() {
+  std::vector<int> tids;
+  DIR* dir = opendir("/proc/self/task");
+  while (dir != nullptr) {
+    const dirent* e = readdir(dir);
+    if (e == nullptr) break;
+    if (const int tid = std::atoi(e->d_name); tid > 0) tids.push_back(tid);
+  }
+  if (dir != nullptr) closedir(dir);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+std::vector<int> AffinityOf(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(static_cast<std::size_t>(c), &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+TEST(RuntimeTest, DefaultsServeTelemetryOnLoopbackPort50051) {
+  const RuntimeConfig c;
+  EXPECT_TRUE(c.telemetry.enabled);
+  EXPECT_TRUE(c.telemetry.serve_grpc);
+  EXPECT_EQ(c.telemetry.grpc.address, "127.0.0.1:50051");
+  EXPECT_EQ(c.telemetry.drain_period, milliseconds(10));
+  EXPECT_EQ(c.duration.count(), 0);
+}
+
+TEST(RuntimeTest, RunsTasksWithTelemetryAndReportsEveryFigure) {
+  auto rt = MakeRuntime();
+  Idle a, b;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("alpha", microseconds(500), 400)).ok());
+  ASSERT_TRUE(rt->AddTask(b, OtherTask("beta", milliseconds(1), 200)).ok());
+  ASSERT_NE(rt->grpc_address().find("127.0.0.1:"), std::string::npos);
+  EXPECT_NE(rt->grpc_address(), "127.0.0.1:0");
+  ASSERT_TRUE(rt->RunUntilSignal().ok());  // returns when both tasks have ended
+  const std::vector<TaskReport> reports = rt->Reports();
+  ASSERT_EQ(reports.size(), 2u);
+  for (const TaskReport& r : reports) {
+    EXPECT_TRUE(r.has_data()) << r.name;
+    EXPECT_EQ(r.stats.state, TaskState::kStopped) << r.name;
+    EXPECT_TRUE(r.telemetry) << r.name;
+    EXPECT_TRUE(r.latency.valid) << r.name;
+    EXPECT_TRUE(r.execution.valid) << r.name;
+    EXPECT_EQ(r.ring_dropped, 0u) << r.name;
+  }
+  EXPECT_EQ(reports[0].stats.cycles, 400u);
+  EXPECT_EQ(reports[1].stats.cycles, 200u);
+  EXPECT_EQ(rt->Report(1).name, "beta");
+  // The hub saw every cycle the executor ran: one source of counts, no second copy to disagree.
+  Result<telemetry::TaskTelemetrySnapshot> snap = rt->hub()->Snapshot(0);
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->latency.count, snap->stats.cycles);
+  EXPECT_TRUE(rt->Stop().ok());  // idempotent
+}
+
+TEST(RuntimeTest, TheHubJoinsTheTasksOwnObserversWhichKeepTheirOrder) {
+  auto rt = MakeRuntime();
+  Idle a;
+  CountingObserver mine;
+  TaskConfig tc = OtherTask("observed", microseconds(500), 100);
+  tc.observers = {&mine};
+  Result<TaskId> id = rt->AddTask(a, tc);
+  ASSERT_TRUE(id.ok());
+  const TaskInfo info = rt->executor().Info(*id);
+  ASSERT_EQ(info.config.observers.size(), 2u);
+  EXPECT_EQ(info.config.observers[0], &mine);
+  EXPECT_EQ(info.config.observers[1], rt->hub());
+  ASSERT_TRUE(rt->RunUntilSignal().ok());
+  EXPECT_EQ(mine.cycles.load(), 100u);
+  EXPECT_EQ(rt->Report(*id).stats.cycles, 100u);
+}
+
+TEST(RuntimeTest, TelemetryOffRunsTheExecutorAloneAndTheReportSaysSo) {
+  RuntimeConfig c = TestConfig();
+  c.telemetry.enabled = false;
+  auto rt = MakeRuntime(c);
+  EXPECT_EQ(rt->hub(), nullptr);
+  EXPECT_EQ(rt->collector(), nullptr);
+  EXPECT_EQ(rt->grpc_address(), "");
+  Idle a;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("alone", microseconds(500), 50)).ok());
+  EXPECT_TRUE(rt->executor().Info(0).config.observers.empty());
+  ASSERT_TRUE(rt->RunUntilSignal().ok());
+  const TaskReport r = rt->Report(0);
+  EXPECT_TRUE(r.has_data());
+  EXPECT_FALSE(r.telemetry);
+  EXPECT_FALSE(r.latency.valid);
+  const std::vector<TaskReport> reports = rt->Reports();
+  const std::string text = FormatTaskReport(reports);
+  EXPECT_NE(text.find("percentiles need telemetry"), std::string::npos) << text;
+}
+
+TEST(RuntimeTest, APortInUseNamesThePortAndHowToPickAnother) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  RuntimeConfig c = TestConfig();
+  c.telemetry.grpc.address = "127.0.0.1:" + port;
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(c);
+  close(fd);
+  ASSERT_FALSE(rt.ok());
+  const std::string m = rt.status().message();
+  EXPECT_EQ(rt.status().code(), StatusCode::kAlreadyExists) << m;
+  EXPECT_NE(m.find("127.0.0.1:" + port), std::string::npos) << m;
+  EXPECT_NE(m.find("telemetry.grpc.address"), std::string::npos) << m;
+  EXPECT_NE(m.find("127.0.0.1:0"), std::string::npos) << m;
+}
+
+TEST(RuntimeTest, BadConfigAndWrongOrderAreClearErrors) {
+  RuntimeConfig c = TestConfig();
+  c.duration = milliseconds(-1);
+  EXPECT_EQ(Runtime::Create(c).status().code(), StatusCode::kInvalidArgument);
+  c = TestConfig();
+  c.telemetry.drain_period = std::chrono::nanoseconds(0);
+  Status s = Runtime::Create(c).status();
+  EXPECT_NE(s.message().find("telemetry.drain_period"), std::string::npos) << s.message();
+  c = TestConfig();
+  c.telemetry.max_tasks = 1;
+  auto rt = MakeRuntime(c);
+  EXPECT_EQ(rt->Start().code(), StatusCode::kFailedPrecondition);  // no tasks
+  Idle a, b;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("one", milliseconds(1), 5)).ok());
+  s = rt->AddTask(b, OtherTask("two", milliseconds(1), 5)).status();
+  EXPECT_NE(s.message().find("telemetry.max_tasks"), std::string::npos) << s.message();
+  ASSERT_TRUE(rt->Start().ok());
+  EXPECT_EQ(rt->Start().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(rt->AddTask(b, OtherTask("late", milliseconds(1), 5)).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(rt->Stop().ok());
+  EXPECT_TRUE(rt->Stop().ok());
+  EXPECT_EQ(rt->Start().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(RuntimeTest, DurationEndsRunUntilSignal) {
+  RuntimeConfig c = TestConfig();
+  c.duration = milliseconds(200);
+  auto rt = MakeRuntime(c);
+  Idle a;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("endless", milliseconds(1), 0)).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(rt->RunUntilSignal().ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(200));
+  EXPECT_EQ(rt->Report(0).stats.state, TaskState::kStopped);
+  EXPECT_GT(a.steps.load(), 0u);
+}
+
+TEST(RuntimeTest, StopDeliversEverySampleToAStreamThenEndsIt) {
+  auto rt = MakeRuntime();
+  Idle a;
+  constexpr std::uint64_t kCycles = 2000;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("streamed", microseconds(200), kCycles)).ok());
+  telemetry::ClientConfig cc;
+  cc.address = rt->grpc_address();
+  Result<std::unique_ptr<telemetry::Client>> client = telemetry::Client::Create(cc);
+  ASSERT_TRUE(client.ok());
+  std::unique_ptr<telemetry::SampleStream> stream = (*client)->StreamSamples({});
+  ASSERT_TRUE(stream->WaitForReady());
+  std::uint64_t received = 0;
+  std::uint64_t lost = 0;
+  std::thread reader([&] {
+    telemetry::v1::StreamSamplesResponse r;
+    while (stream->Next(&r)) {
+      received += static_cast<std::uint64_t>(r.batch().release_ns_size());
+      lost += r.batch().lost_before();
+    }
+  });
+  ASSERT_TRUE(rt->RunUntilSignal().ok());  // tasks end -> Stop(): drain, then streams end
+  reader.join();                           // the stream ended: Stop() did not leave it open
+  EXPECT_EQ(received + lost, kCycles);
+  EXPECT_EQ(lost, 0u);
+}
+
+TEST(RuntimeTest, SampleLogHoldsEverySampleOfTheRun) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("rtloop_runtime_" + std::to_string(getpid()) + ".rtlog"))
+                               .string();
+  RuntimeConfig c = TestConfig();
+  c.telemetry.record_path = path;
+  c.telemetry.serve_grpc = false;
+  auto rt = MakeRuntime(c);
+  Idle a;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("logged", microseconds(500), 300)).ok());
+  ASSERT_TRUE(rt->RunUntilSignal().ok());
+  Result<telemetry::SampleLogContents> file = telemetry::ReadSampleLog(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_TRUE(file->error.ok()) << file->error.ToString();
+  EXPECT_EQ(file->header.tool_name(), "runtime_test");
+  std::size_t samples = 0;
+  for (const auto& b : file->batches) samples += static_cast<std::size_t>(b.latency_ns_size());
+  EXPECT_EQ(samples, 300u);
+  ASSERT_TRUE(file->trailer.has_value());
+  ASSERT_EQ(file->trailer->stats_size(), 1);
+  EXPECT_EQ(file->trailer->stats(0).cycles(), 300u);
+}
+
+TEST(RuntimeTest, TelemetryThreadsLeaveTheCpusOfPinnedTasks) {
+  const std::vector<int> cpus = CurrentAffinity();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs in this process's affinity";
+  const int rt_cpu = cpus.back();
+  const std::vector<int> before = ThreadIds();
+  auto rt = MakeRuntime();
+  const std::vector<int> after_create = ThreadIds();
+  Idle a;
+  TaskConfig tc = OtherTask("pinned", milliseconds(1), 0);
+  tc.cpus = {rt_cpu};
+  ASSERT_TRUE(rt->AddTask(a, tc).ok());
+  ASSERT_TRUE(rt->Start().ok());
+  std::vector<int> expected(cpus.begin(), cpus.end() - 1);
+  EXPECT_EQ(rt->telemetry_cpus(), expected);
+  ASSERT_GT(rt->collector()->tid(), 0);
+  EXPECT_EQ(AffinityOf(rt->collector()->tid()), expected) << "collector thread";
+  int server_threads = 0;
+  for (int tid : after_create) {
+    if (std::binary_search(before.begin(), before.end(), tid)) continue;
+    const std::vector<int> affinity = AffinityOf(tid);
+    if (affinity.empty()) continue;  // ended meanwhile
+    ++server_threads;
+    EXPECT_EQ(affinity, expected) << "gRPC thread " << tid;
+  }
+  EXPECT_GT(server_threads, 0);
+  EXPECT_EQ(AffinityOf(rt->Report(0).stats.tid), std::vector<int>{rt_cpu});
+  EXPECT_TRUE(rt->Stop().ok());
+}
+
+// In a child process: RunUntilSignal with the default dispositions, a SIGTERM from another
+// thread, the report on stdout.
+TEST(RuntimeTest, SigtermStopsInOrderAndPrintsTheReport) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(20);
+    dup2(out[1], STDOUT_FILENO);
+    RuntimeConfig c = TestConfig();
+    c.telemetry.serve_grpc = false;  // no gRPC threads in a forked child
+    c.report_at_exit = true;
+    Result<std::unique_ptr<Runtime>> rt = Runtime::Create(c);
+    if (!rt.ok()) _exit(10);
+    Idle a;
+    if (!(*rt)->AddTask(a, OtherTask("until-term", milliseconds(1), 0)).ok()) _exit(11);
+    std::thread killer([&a] {
+      while (a.steps.load() < 20) std::this_thread::sleep_for(milliseconds(1));
+      kill(getpid(), SIGTERM);
+    });
+    const Status s = (*rt)->RunUntilSignal();
+    killer.join();
+    std::fflush(stdout);
+    _exit(s.ok() && (*rt)->Report(0).stats.state == TaskState::kStopped ? 0 : 12);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<std::size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(text.find("until-term"), std::string::npos) << text;
+  EXPECT_NE(text.find("wake-up latency (us)"), std::string::npos) << text;
+}
+
+TEST(RuntimeTest, ExitCodeIsZeroForOkAndOneOtherwise) {
+  EXPECT_EQ(ExitCode(Status::Ok()), 0);
+  EXPECT_EQ(ExitCode(InvalidArgumentError("bad")), 1);
+}
+
+}  // namespace
+}  // namespace rtloop
