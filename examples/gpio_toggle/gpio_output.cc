@@ -254,6 +254,14 @@ rtloop::Result<std::unique_ptr<Output>> OpenGpioLine(const std::string& chip_nam
 #endif
 }
 
+std::string ListLeds(const std::string& leds_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(leds_dir, ec)) return "no LED directory " + leds_dir;
+  const std::vector<std::string> leds = SortedEntries(leds_dir);
+  if (leds.empty()) return "no LEDs in " + leds_dir;
+  return "LEDs in " + leds_dir + ": " + JoinOrNone(leds);
+}
+
 rtloop::Result<std::unique_ptr<Output>> OpenLed(const std::string& leds_dir,
                                                 const std::string& name) {
   std::error_code ec;

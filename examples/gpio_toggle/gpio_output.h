@@ -71,6 +71,9 @@ rtloop::Result<std::unique_ptr<Output>> OpenGpioLine(const std::string& chip,
 // /dev/gpiochip*)". Not RT-safe.
 std::string ListGpioChips();
 
+// "LEDs in DIR: led0, led1", "no LEDs in DIR" or "no LED directory DIR". Not RT-safe.
+std::string ListLeds(const std::string& leds_dir);
+
 // The LED `name` under `leds_dir` (normally /sys/class/leds; a test passes a fake directory) as
 // an output: on writes max_brightness (1 when the file is missing), off writes 0. An active
 // trigger (heartbeat, timer, ...) would fight the writes, so it is set to "none" at open and put

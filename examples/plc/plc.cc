@@ -18,6 +18,20 @@ std::string Seconds(std::int64_t ns) {
   return buf;
 }
 
+// A measured time to 3 significant digits in a fitting unit: "812us", "6.2ms", "1.25s".
+std::string Approx(std::int64_t ns) {
+  const double d = static_cast<double>(ns);
+  char buf[32];
+  if (ns < 1'000'000) {
+    std::snprintf(buf, sizeof buf, "%.3gus", d * 1e-3);
+  } else if (ns < 1'000'000'000) {
+    std::snprintf(buf, sizeof buf, "%.3gms", d * 1e-6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3gs", d * 1e-9);
+  }
+  return buf;
+}
+
 }  // namespace
 
 std::string FormatFaultReport(const FaultReport& f, const PlcConfig& config) {
@@ -27,8 +41,7 @@ std::string FormatFaultReport(const FaultReport& f, const PlcConfig& config) {
                     FormatDuration(spec.period) + ", watchdog " +
                     FormatDuration(nanoseconds(f.watchdog_ns)) + " x " +
                     std::to_string(f.sensitivity) + ") tripped at cycle " +
-                    std::to_string(f.cycle) + " (t=" + Seconds(f.since_start_ns) + "): execution " +
-                    FormatDuration(nanoseconds(f.execution_ns)) + ", ";
+                    std::to_string(f.cycle) + " (t=" + Seconds(f.since_start_ns) + "): execution " + Approx(f.execution_ns) + ", ";
   if (f.single_cycle) {
     out += "one cycle longer than watchdog x sensitivity";
   } else {
@@ -42,7 +55,7 @@ std::string FormatFaultReport(const FaultReport& f, const PlcConfig& config) {
 // --- io_scan ------------------------------------------------------------------------------------
 
 rtloop::StepResult IoScanTask::Step(const rtloop::CycleContext& ctx) noexcept {
-  if (halted_) return rtloop::StepResult::kStop;
+  if (halted_) return rtloop::StepResult::kFault;
   if (ctx.cycle == 0) first_release_ = ctx.release;
   plc_.MaybeInject(Program::kIoScan, ctx.cycle);
   // Inputs: read the device into the writer's slot, whole, and publish it for the logic task.
@@ -82,7 +95,7 @@ void IoScanTask::Publish() noexcept {
 // --- logic --------------------------------------------------------------------------------------
 
 rtloop::StepResult LogicTask::Step(const rtloop::CycleContext& ctx) noexcept {
-  if (halted_) return rtloop::StepResult::kStop;
+  if (halted_) return rtloop::StepResult::kFault;
   // One consistent input scan for the whole cycle, as a PLC task's input image.
   plc_.exchange_.inputs.Update();
   const InputImage& in = plc_.exchange_.inputs.ReadSlot();
@@ -97,7 +110,7 @@ rtloop::StepResult LogicTask::Step(const rtloop::CycleContext& ctx) noexcept {
 // --- housekeeping -------------------------------------------------------------------------------
 
 rtloop::StepResult HousekeepingTask::Step(const rtloop::CycleContext& ctx) noexcept {
-  if (halted_) return rtloop::StepResult::kStop;
+  if (halted_) return rtloop::StepResult::kFault;
   if (ctx.cycle == 0) first_release_ = last_change_ = ctx.release;
   plc_.MaybeInject(Program::kHousekeeping, ctx.cycle);
   // An RT reader of a SeqLockValue: a few bounded attempts, else keep the last good image.
@@ -111,7 +124,12 @@ rtloop::StepResult HousekeepingTask::Step(const rtloop::CycleContext& ctx) noexc
   diag_.logic_stalled = ctx.release - last_change_ > 3 * logic_period;
 
   ++diag_.samples;
-  if (last_.outputs.motor_run) ++motor_samples_;
+  // The motor as the device has it (the logic's command is overridden once the PLC faults).
+  if (plc_.device_.TryLoad(device_, 4)) {
+    if (device_.outputs.motor_run) ++motor_samples_;
+  } else {
+    ++diag_.read_collisions;
+  }
   diag_.motor_duty = static_cast<double>(motor_samples_) / static_cast<double>(diag_.samples);
   const double minutes = static_cast<double>((ctx.release - first_release_).count()) / 60e9;
   diag_.items_per_minute =

@@ -21,10 +21,12 @@
 //
 // Watchdog: each task's CycleObserver feeds the executor's measured execution time to its
 // Watchdog (plc_watchdog.h). On a trip, on that task's own RT thread: the task halts (its next
-// Step() returns kStop, as a CODESYS task in exception runs no further cycle), the PLC latches its
-// first fault and the FaultReport, and the outputs go to SafeOutputs(): at once when io_scan
-// itself tripped, otherwise from io_scan's next cycle (<= its period later). The other tasks keep
-// running, so the device keeps being scanned and held safe. Only a restart clears the fault.
+// Step() does no work and returns StepResult::kFault, so the executor ends it in
+// TaskState::kFault and counts the fault: a CODESYS task in exception runs no further cycle, and
+// telemetry shows the state), the PLC latches its first fault and the FaultReport, and the
+// outputs go to SafeOutputs(): at once when io_scan itself tripped, otherwise from io_scan's next
+// cycle (<= its period later). The other tasks keep running, so the device keeps being scanned
+// and held safe. Only a restart clears the fault.
 //
 // Threading: construct and configure (InjectOverrun) before the tasks start; each task's
 // PeriodicTask and observer run on that task's RT thread only. The getters (faulted(), fault(),
@@ -71,10 +73,10 @@ struct DeviceStatus {
 struct Diagnostics {
   std::uint64_t samples = 0;          // housekeeping cycles that read an image
   double items_per_minute = 0.0;      // delivered items over the run so far
-  double motor_duty = 0.0;            // fraction of samples with the motor running
+  double motor_duty = 0.0;            // fraction of samples with the device's motor running
   bool logic_stalled = false;         // the logic's image stopped changing (> 3 logic periods)
   std::uint64_t image_version = 0;    // SeqLockValue::version() of the image at the last sample
-  std::uint64_t read_collisions = 0;  // image reads that lost to a concurrent Store() 4 times
+  std::uint64_t read_collisions = 0;  // reads (image, device) that lost to a Store() 4 times
 };
 
 // The first watchdog trip. faulted == false: none.
@@ -137,6 +139,7 @@ class HousekeepingTask final : public rtloop::PeriodicTask {
  private:
   Plc& plc_;
   ProcessImage last_;
+  DeviceStatus device_;
   Diagnostics diag_;
   std::uint64_t motor_samples_ = 0;
   rtloop::TimePoint first_release_;

@@ -1,6 +1,9 @@
-// rtloop-quickstart: the README's loop example as a complete program. One 2 kHz position loop on
-// rtloop::Runtime with telemetry (gRPC on 127.0.0.1:50051, or the address given as the first
-// argument, "127.0.0.1:0" for any free port) until Ctrl-C or SIGTERM, then the task report.
+// rtloop-quickstart: the README's loop example as a complete program. The core of the motion
+// example's 2 kHz position loop (examples/motion: a simulated servo with a flexible load, an LQR
+// controller with feed-forward on an S-curve) on rtloop::Runtime with telemetry (gRPC on
+// 127.0.0.1:50051, or the address given as the first argument, "127.0.0.1:0" for any free port)
+// until Ctrl-C or SIGTERM, then the task report. rtloop-motion is the same loop with a second axis
+// for comparison, progress, the tracking error and a recording.
 //
 //   build/bin/rtloop-quickstart                 # watch it: build/bin/rtloop-top
 //   build/bin/rtloop-quickstart 127.0.0.1:0     # prints the port it serves on
@@ -10,34 +13,24 @@
 // real-time figures.
 #include <chrono>
 
+#include "axis.h"
 #include "rtloop/telemetry/runtime.h"
 
 namespace {
 
-// A simulated axis under PD control: fixed-size state, no heap, no locks, no I/O (RT-safe).
-class Axis {
- public:
-  void Update(std::chrono::nanoseconds dt) noexcept {
-    const double t = std::chrono::duration<double>(dt).count();
-    const double force = 400.0 * (target_ - position_) - 40.0 * velocity_;
-    velocity_ += force * t;
-    position_ += velocity_ * t;
-  }
-
- private:
-  double target_ = 1.0;
-  double position_ = 0.0;
-  double velocity_ = 0.0;
-};
-
 // --- the README's example starts here ---
 class Position final : public rtloop::PeriodicTask {
  public:
+  explicit Position(motion::Axis& axis) : axis_(axis) {}
   rtloop::StepResult Step(const rtloop::CycleContext& ctx) noexcept override {
-    axis_.Update(ctx.period);  // your RT-safe work: no heap, no locks, no I/O
-    return rtloop::StepResult::kContinue;
+    if (ctx.cycle == 0) start_ = ctx.release;               // t = 0 of the profile and the plant
+    axis_.Update(ctx.release - start_, ctx.wake - start_);  // sense at W_k, control, actuate
+    return rtloop::StepResult::kContinue;  // RT-safe: fixed-size Eigen, no heap, locks or I/O
   }
-  Axis axis_;
+
+ private:
+  motion::Axis& axis_;
+  rtloop::TimePoint start_;
 };
 
 }  // namespace
@@ -49,11 +42,13 @@ int main(int argc, char** argv) {
   if (argc > 1) config.telemetry.grpc.address = argv[1];
   auto rt = rtloop::Runtime::Create(config);  // errors say how to fix them
   if (!rt.ok()) return rtloop::ExitCode(rt.status());
-  Position position;
+  auto axis = motion::Axis::Create({});  // plant, LQR design, S-curve: set-up may allocate
+  if (!axis.ok()) return rtloop::ExitCode(axis.status());
+  Position position(**axis);
   rtloop::TaskConfig pc;  // name, period, CPUs, policy, priority...
   pc.name = "position";
-  pc.period = std::chrono::microseconds(500);
-  pc.priority = 90;  // SCHED_FIFO by default
+  pc.period = (*axis)->config().period;  // 500 us: 2 kHz
+  pc.priority = 90;                      // SCHED_FIFO by default
   if (auto id = (*rt)->AddTask(position, pc); !id.ok()) return rtloop::ExitCode(id.status());
   return rtloop::ExitCode((*rt)->RunUntilSignal());  // Ctrl-C / SIGTERM: orderly stop, report
 }

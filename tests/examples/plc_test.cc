@@ -1,6 +1,7 @@
 // The PLC's three tasks together, driven by a fake scheduler (simulated time, no threads): the
 // process image flows io_scan -> logic -> io_scan and on to housekeeping; a watchdog trip halts
-// the task, drives the outputs safe and is reported once; steady state allocates nothing.
+// the task (kFault), drives the outputs safe and is reported once; the task monitor shows it;
+// steady state allocates nothing.
 #include "plc.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <functional>
 
 #include "alloc_counter.h"
+#include "plc_monitor.h"
 #include "rtloop/framework/time.h"
 
 namespace plc {
@@ -54,8 +56,10 @@ class FakeScheduler {
         ctx.cycle = ctx.release_index = cycles_[i];
         ctx.release = ctx.wake = rtloop::TimePoint(now_);
         ctx.period = period;
-        if (plc_.task(p).Step(ctx) == rtloop::StepResult::kStop) {
+        if (const rtloop::StepResult r = plc_.task(p).Step(ctx);
+            r != rtloop::StepResult::kContinue) {
           stopped_[i] = true;
+          results_[i] = r;
           continue;
         }
         rtloop::CycleSample s;
@@ -69,6 +73,8 @@ class FakeScheduler {
     }
   }
   bool stopped(Program p) const { return stopped_[static_cast<std::size_t>(p)]; }
+  // What the Step() that ended `p` returned.
+  rtloop::StepResult result(Program p) const { return results_[static_cast<std::size_t>(p)]; }
   std::uint64_t cycles(Program p) const { return cycles_[static_cast<std::size_t>(p)]; }
 
  private:
@@ -76,6 +82,7 @@ class FakeScheduler {
   nanoseconds now_{0};
   std::array<std::uint64_t, kProgramCount> cycles_{};
   std::array<bool, kProgramCount> stopped_{};
+  std::array<rtloop::StepResult, kProgramCount> results_{};
 };
 
 TEST(PlcTest, ConveyorRunsThroughTheProcessImageAndDeliversItems) {
@@ -120,6 +127,8 @@ TEST(PlcTest, LogicWatchdogTripDrivesOutputsSafeHaltsTheTaskAndIsReported) {
   EXPECT_EQ(plc.watchdog(Program::kLogic).state(), WatchdogState::kTripped);
   sched.RunUntil(milliseconds(1100), slow_logic);
   EXPECT_TRUE(sched.stopped(Program::kLogic));
+  EXPECT_EQ(sched.result(Program::kLogic),
+            rtloop::StepResult::kFault);          // the executor's fault state
   EXPECT_FALSE(sched.stopped(Program::kIoScan));  // the scan keeps holding the device safe
   const DeviceStatus dev = plc.device();
   EXPECT_TRUE(dev.outputs_forced_safe);
@@ -166,6 +175,7 @@ TEST(PlcTest, IoScanWatchdogTripMakesTheOutputsSafeAtOnce) {
             std::string::npos);
   sched.RunUntil(milliseconds(1002));
   EXPECT_TRUE(sched.stopped(Program::kIoScan));
+  EXPECT_EQ(sched.result(Program::kIoScan), rtloop::StepResult::kFault);
 }
 
 TEST(PlcTest, OnlyTheFirstTripIsReportedButEveryTrippedTaskHalts) {
@@ -214,7 +224,58 @@ TEST(PlcTest, TaskConfigForMapsTheSpecToAPinnedFifoTaskWithItsWatchdog) {
   EXPECT_EQ(tc.policy, rtloop::SchedPolicy::kFifo);
   EXPECT_EQ(tc.priority, 90);
   EXPECT_EQ(tc.overrun_policy, rtloop::OverrunPolicy::kSkip);
-  EXPECT_EQ(tc.observers, std::vector<rtloop::CycleObserver*>{&plc.watchdog_observer(Program::kIoScan)});
+  EXPECT_EQ(tc.observers,
+            std::vector<rtloop::CycleObserver*>{&plc.watchdog_observer(Program::kIoScan)});
+}
+
+// The task reports of `plc`'s tasks as the runtime would make them before the first cycle.
+std::vector<rtloop::TaskReport> EmptyReports(const Plc& plc) {
+  std::vector<rtloop::TaskReport> reports;
+  for (const TaskSpec& t : plc.config().tasks) {
+    rtloop::TaskReport r;
+    r.id = static_cast<rtloop::TaskId>(reports.size());
+    r.name = t.name;
+    r.info.config.period = t.period;
+    reports.push_back(r);
+  }
+  return reports;
+}
+
+TEST(PlcTest, MonitorShowsTheTaskTableEachWatchdogTheDeviceAndTheFault) {
+  PlcConfig c = TestConfig();
+  c.tasks[2].watchdog = nanoseconds(0);  // housekeeping without a watchdog
+  Plc plc(c);
+  FakeScheduler sched(plc);
+  sched.RunUntil(milliseconds(1000));
+  std::string m = FormatPlcMonitor(plc, EmptyReports(plc));
+  EXPECT_EQ(m.rfind("PLC \"test\" task monitor\n", 0), 0u) << m;
+  EXPECT_NE(m.find("no data"), std::string::npos) << "the runtime's table, as given:\n" << m;
+  EXPECT_NE(m.find("watchdog                  TIME   SENS  STATE    VIOLATIONS  IN A ROW\n"
+                   "  scan                   500us      3  armed             0         0\n"
+                   "  logic                    5ms      2  armed             0         0\n"
+                   "  hk                         -      -  off\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("conveyor: running, motor on, lamp green; "), std::string::npos) << m;
+  EXPECT_NE(m.find("outputs: from the logic task\nno fault\n"), std::string::npos) << m;
+
+  sched.RunUntil(milliseconds(1100), [](Program p, std::uint64_t) -> std::int64_t {
+    return p == Program::kLogic ? 20'000'000 : 2'000;  // > 5 ms x 2: trips at once
+  });
+  m = FormatPlcStatus(plc);
+  EXPECT_NE(m.find("  logic                    5ms      2  TRIPPED           1         1\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("motor off, lamp red; "), std::string::npos) << m;
+  EXPECT_NE(m.find("outputs: SAFE (motor off, red lamp) since the PLC fault\n"
+                   "PLC FAULT: watchdog of task \"logic\""),
+            std::string::npos)
+      << m;
+  sched.RunUntil(milliseconds(1200));
+  EXPECT_NE(FormatPlcStatus(plc).find("conveyor: logic STALLED (its image stopped changing; last "
+                                      "state running)"),
+            std::string::npos)
+      << FormatPlcStatus(plc);
 }
 
 TEST(PlcTest, StepsAndWatchdogsDoNotAllocateInSteadyState) {
