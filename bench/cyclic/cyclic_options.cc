@@ -1,7 +1,6 @@
 #include "cyclic_options.h"
 
 #include <sched.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +13,9 @@
 #include <string_view>
 #include <utility>
 
+#include "cyclic_option_checks.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/output_file.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -58,28 +59,13 @@ std::optional<double> ParseDouble(const std::string& text) {
   return v;
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// The directory an output file goes to must exist (so nothing is measured for nothing).
-Status CheckOutputPath(const std::string& option, const std::string& path) {
-  if (path.empty()) return Invalid(option + " needs a file name");
-  if (IsDirectory(path)) {
-    return Invalid(option + " '" + path + "': is a directory; give a file name");
-  }
-  const std::size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (!IsDirectory(dir)) {
-    return Invalid(option + " '" + path + "': directory '" + dir +
-                   "' does not exist; create it first or choose another path");
-  }
-  if (::access(dir.c_str(), W_OK) != 0) {
-    return Invalid(option + " '" + path + "': directory '" + dir + "' is not writable");
-  }
-  return Status::Ok();
+// An output path under output_file.h's rules (the directory exists and is one, the name fits, no
+// FIFO, device or kernel file), checked before anything is measured.
+Status CheckOutputPath(const std::string& option, const std::string& path,
+                       bool allow_stdout = true) {
+  const Status s =
+      telemetry::ResolveOutputPath(path, {.what = option, .allow_stdout = allow_stdout}).status();
+  return s.ok() ? s : Invalid(s.message());
 }
 
 enum class Arg { kNone, kRequired, kOptional };
@@ -138,6 +124,9 @@ enum OptionId {
   kOptMaxOverTime,
   kOptMaxWindow,
   kOptKeepDistance,
+  kOptTokenFile,
+  kOptTlsCert,
+  kOptTlsKey,
 };
 
 struct OptionSpec {
@@ -201,6 +190,9 @@ constexpr OptionSpec kOptions[] = {
     {0, "max-over-time", Arg::kRequired, kOptMaxOverTime, false},
     {0, "max-window", Arg::kRequired, kOptMaxWindow, false},
     {0, "keep-distance", Arg::kNone, kOptKeepDistance, false},
+    {0, "token-file", Arg::kRequired, kOptTokenFile, false},
+    {0, "tls-cert", Arg::kRequired, kOptTlsCert, false},
+    {0, "tls-key", Arg::kRequired, kOptTlsKey, false},
 };
 
 // "-i/--interval", "--json", "-n".
@@ -340,7 +332,10 @@ struct Parser {
       }
       case kOptFifo:
         if (value.empty()) return BadValue(spec, value, "expected a path for the named pipe");
-        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
+        if (Status s = telemetry::OutputFifo::ResolveFifoPath(value, OptionName(spec)).status();
+            !s.ok()) {
+          return Invalid(s.message());
+        }
         o.fifo_path = value;
         return Status::Ok();
       case kOptHistofall:
@@ -363,9 +358,7 @@ struct Parser {
         return Status::Ok();
       }
       case kOptJson:
-        if (value != "-") {
-          if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
-        }
+        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
         o.json_path = value;
         return Status::Ok();
       case kOptLaptop:
@@ -517,7 +510,14 @@ struct Parser {
         o.telemetry_address = value;
         return Status::Ok();
       case kOptRecord:
-        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
+        if (value == "-" || value == "/dev/stdout") {
+          return BadValue(spec, value,
+                          "the sample log is binary and standard output carries rtloop-cyclic's "
+                          "text output; give a file name, e.g. --record=run.rtrec");
+        }
+        if (Status s = CheckOutputPath(OptionName(spec), value, /*allow_stdout=*/false); !s.ok()) {
+          return s;
+        }
         o.record_path = value;
         return Status::Ok();
       case kOptPercentiles:
@@ -553,6 +553,18 @@ struct Parser {
         o.warmup = static_cast<std::uint64_t>(*v);
         return Status::Ok();
       }
+      case kOptTokenFile:
+        if (value.empty()) return BadValue(spec, value, "expected the file holding the token");
+        o.token_file = value;
+        return Status::Ok();
+      case kOptTlsCert:
+        if (value.empty()) return BadValue(spec, value, "expected a PEM certificate file");
+        o.tls_cert_file = value;
+        return Status::Ok();
+      case kOptTlsKey:
+        if (value.empty()) return BadValue(spec, value, "expected a PEM private key file");
+        o.tls_key_file = value;
+        return Status::Ok();
       case kOptHistogramStyle:
         if (value == "2.4") {
           o.histogram_style = HistogramStyle::kFull;
@@ -654,7 +666,7 @@ struct Parser {
       if (o.priospread) --priority;
     }
     if (o.spike == 0) o.spike_nodes = 1024;
-    return Status::Ok();
+    return CheckOptionsTogether(o);
   }
 };
 
@@ -868,7 +880,7 @@ Result<CyclicOptions> ParseCyclicOptions(int argc, const char* const* argv,
 
 int PrintUsageError(const Status& status) {
   std::fprintf(stderr, "rtloop-cyclic: %s\nTry 'rtloop-cyclic --help' for the list of options.\n",
-               status.message().c_str());
+               telemetry::EscapeControlCharacters(status.message()).c_str());
   return kExitUsage;
 }
 
@@ -926,7 +938,11 @@ rtloop-cyclic <options>
 
 rtloop extensions:
          --telemetry[=ADDR]       serve the gRPC telemetry API while measuring (127.0.0.1)
-         --record=FILE            write every sample to FILE (binary sample log)
+         --token-file=FILE        clients must send this bearer token (needs --telemetry)
+         --tls-cert=FILE          serve TLS with this PEM certificate chain (with --tls-key)
+         --tls-key=FILE           the certificate's PEM private key (with --tls-cert)
+         --record=FILE            write every sample to FILE (binary sample log; FILE.partial
+                                  until the run ended)
          --percentiles            print p50..p99.999 and max per thread after the run
                                   (on stderr with -q)
          --fail-above=US          exit 3 when any thread's max latency exceeds US
@@ -938,8 +954,18 @@ rtloop extensions:
          --max-window=MS          the --max-over-time window, default 1000 ms
          --keep-distance          keep -d's interval distance under -h (cyclictest drops it)
 
-Exit status: 0 done, 1 runtime error, 2 bad command line (nothing measured), 3 a --fail-*
-bound was breached.
+Output files (--json, --histfile, --record) are checked before measuring and written as
+FILE.partial, renamed to FILE when complete; '-' is standard output (not for --record).
+
+Environment: RTLOOP_GRPC_VERBOSE=1 shows gRPC's own log lines on stderr (off by default).
+
+Exit status:
+  0  done (also when -b ended the run)
+  1  runtime error: privilege, system call, not enough memory (nothing or not all measured)
+  2  bad command line: nothing measured, no file created
+  3  a --fail-* bound was breached (stderr names the thread and the bound)
+  4  a result could not be written completely (--json, --histfile, --record or standard
+     output; stderr says which); the JSON's return_code carries the status as well
 )";
 }
 

@@ -17,7 +17,10 @@
 // naming the option and the problem, instead of the help text and exit 0/1; -n is accepted as a
 // no-op with a note; -h above 1000000, -t 0, -D 5x, -l -3 and similar values that 2.4 silently
 // bends are errors; a stray non-option word is an error; --spike-nodes works in either order with
-// --spike.
+// --spike. Output paths (--json, --histfile, --record, -F) are checked here with output_file.h's
+// rules (a FIFO, /dev/full, /proc, a missing directory, a name too long, two outputs on one file,
+// -F on an existing file: errors), as are the telemetry address and the token and TLS files, and
+// a --warmup that would leave a thread of a -D run without a counted cycle.
 //
 // Threading: plain functions and value types. Not RT-safe (allocates, reads /sys).
 #pragma once
@@ -34,11 +37,14 @@
 
 namespace rtloop::cyclic {
 
-// Exit statuses of rtloop-cyclic.
+// Exit statuses of rtloop-cyclic (also in --help and bench/cyclic/README.md). When several apply,
+// the highest in this order wins: kExitFatal, kExitOutput, kExitThreshold.
 inline constexpr int kExitOk = 0;         // normal end, including a -b break
-inline constexpr int kExitFatal = 1;      // a runtime error (privilege, system call)
-inline constexpr int kExitUsage = 2;      // bad command line: nothing measured
+inline constexpr int kExitFatal = 1;      // a runtime error (privilege, system call, memory)
+inline constexpr int kExitUsage = 2;      // bad command line: nothing measured, no file made
 inline constexpr int kExitThreshold = 3;  // a --fail-* bound was breached
+inline constexpr int kExitOutput = 4;     // a result could not be written completely (--json,
+                                          // --histfile, --record, stdout); stderr says which
 
 // The CPUs of this machine that option validation needs. Injected so tests can describe machines
 // they do not run on.
@@ -133,6 +139,9 @@ struct CyclicOptions {
   // ---- rtloop extensions ----
   bool telemetry = false;                         // --telemetry[=ADDR]
   std::string telemetry_address;                  // empty: the server's default (127.0.0.1)
+  std::string token_file;                         // --token-file=FILE (needs --telemetry)
+  std::string tls_cert_file;                      // --tls-cert=FILE (with --tls-key)
+  std::string tls_key_file;                       // --tls-key=FILE (with --tls-cert)
   std::string record_path;                        // --record=FILE
   bool percentiles = false;                       // --percentiles
   std::optional<std::int64_t> fail_above_us;      // --fail-above=US
@@ -164,7 +173,8 @@ Result<CyclicOptions> ParseCyclicOptions(int argc, const char* const* argv,
 std::string UsageText();
 
 // Prints "rtloop-cyclic: <message>\nTry 'rtloop-cyclic --help' for the list of options.\n" to
-// stderr and returns kExitUsage.
+// stderr (control characters in the message escaped: one line whatever a value held) and returns
+// kExitUsage.
 int PrintUsageError(const Status& status);
 
 }  // namespace rtloop::cyclic

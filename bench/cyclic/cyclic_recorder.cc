@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <new>
 #include <string>
 
 namespace rtloop::cyclic {
@@ -66,7 +67,27 @@ Result<std::unique_ptr<CyclicRecorder>> CyclicRecorder::Create(const RecorderCon
   if (config.break_threshold > 0 && config.break_latch == nullptr) {
     return InvalidArgumentError("a break-trace limit (-b) needs a BreakLatch: set break_latch");
   }
-  return std::unique_ptr<CyclicRecorder>(new CyclicRecorder(config));
+  try {
+    return std::unique_ptr<CyclicRecorder>(new CyclicRecorder(config));
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kResourceExhausted,
+                  "out of memory for thread " + std::to_string(config.index) + "'s " +
+                      std::to_string(MemoryBytes(config) >> 20) +
+                      " MiB of histogram and sample buffers: lower -h, --spike-nodes or -t, or "
+                      "free memory (ulimit -v)");
+  }
+}
+
+std::uint64_t CyclicRecorder::MemoryBytes(const RecorderConfig& config) noexcept {
+  std::uint64_t bytes = 0;
+  // histogram_ and outliers_.
+  bytes += 2 * std::uint64_t{config.histogram_buckets} * sizeof(std::uint64_t);
+  if (config.verbose) bytes += kValueRingSize * sizeof(std::int64_t);
+  if (config.track_percentiles) {
+    bytes += telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
+  }
+  if (config.spike_threshold > 0) bytes += std::uint64_t{config.spike_nodes} * 16;
+  return bytes;
 }
 
 CyclicRecorder::CyclicRecorder(const RecorderConfig& config) : config_(config) {

@@ -97,8 +97,12 @@ class CyclicRecorder final : public CycleObserver {
   // cyclictest's HIST_MAX.
   static constexpr std::uint32_t kMaxHistogramBuckets = 1000000;
 
-  // Validates `config` and allocates (and touches) every buffer. Not RT-safe.
+  // Validates `config` and allocates (and touches) every buffer; an allocation failure is
+  // ResourceExhausted naming what could not be allocated. Not RT-safe.
   static Result<std::unique_ptr<CyclicRecorder>> Create(const RecorderConfig& config);
+  // The bytes Create() allocates for `config` (buffers, not the object itself): what a
+  // configuration needs can be checked before anything is allocated. RT-safe.
+  static std::uint64_t MemoryBytes(const RecorderConfig& config) noexcept;
 
   // RT thread, set-up: records the kernel TID (gettid). Not RT-safe (a syscall), by design.
   void OnRtThreadStart(TaskId task) override;

@@ -40,19 +40,55 @@ unsigned long long AsUnsigned(std::int64_t v) {
   return static_cast<unsigned long long>(static_cast<std::uint64_t>(v));
 }
 
+// Length of the well-formed UTF-8 sequence at s[i] (1..4), or 0 when it is not one (a stray
+// continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short).
+std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xc0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
+    if (c == 0xed && b(1) >= 0xa0) return 0;  // surrogate
+    return 3;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
+    if (c == 0xf4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
 // JSON string contents. cyclictest writes strings raw; escaping changes nothing for ordinary
-// command lines and keeps the document valid for odd ones (quotes, backslashes).
+// command lines and keeps the document valid for odd ones (quotes, backslashes, control
+// characters, bytes that are not UTF-8, which become U+FFFD).
 void AppendJsonString(std::string& out, std::string_view s) {
-  for (const char c : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
     const auto u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       out.push_back('\\');
       out.push_back(c);
-    } else if (u < 0x20) {
+    } else if (u < 0x20 || u == 0x7f) {
       Appendf(out, "\\u%04x", u);
+    } else if (u >= 0x80) {
+      const std::size_t n = Utf8SequenceLength(s, i);
+      if (n == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
     } else {
       out.push_back(c);
     }
+    ++i;
   }
 }
 
@@ -315,12 +351,16 @@ std::string FormatJson(const JsonRunInfo& run, std::span<const ThreadReport> thr
     }
     if (any) out.push_back('\n');
     out += "      },\n";
-    // avg: the double mean, nan without cycles (cyclictest divides by zero the same way).
-    const double avg = t.avg_sum / static_cast<double>(t.cycles);
-    Appendf(out,
-            "      \"cycles\": %llu,\n      \"min\": %lld,\n      \"max\": %lld,\n"
-            "      \"avg\": %.2f,\n      \"cpu\": %d,\n      \"node\": %d\n    }%s\n",
-            Ull(t.cycles), Ll(t.min), Ll(t.max), avg, t.cpu, t.node,
+    // Without cycles there is no min, max or avg: null (cyclictest prints its initial values and
+    // "-nan", which is not JSON).
+    Appendf(out, "      \"cycles\": %llu,\n", Ull(t.cycles));
+    if (t.cycles > 0) {
+      Appendf(out, "      \"min\": %lld,\n      \"max\": %lld,\n      \"avg\": %.2f,\n", Ll(t.min),
+              Ll(t.max), t.avg_sum / static_cast<double>(t.cycles));
+    } else {
+      out += "      \"min\": null,\n      \"max\": null,\n      \"avg\": null,\n";
+    }
+    Appendf(out, "      \"cpu\": %d,\n      \"node\": %d\n    }%s\n", t.cpu, t.node,
             i + 1 == threads.size() ? "" : ",");
   }
   if (!extras.enabled) {

@@ -194,7 +194,8 @@ std::vector<SpikeEvent> MergeSpikes(std::span<const std::vector<SpikeEvent>> per
 
 // The whole document, cyclictest 2.4's bytes (keys "cmdline:" and "rt_test_version:" with their
 // colon, "rt_test_version:": "2.40", resolution_in_ns as a 0/1 flag, "histogram": {      } without
-// -h, avg "%.2f" (nan without cycles)), then, unless extras.enabled is false, the "rtloop" object:
+// -h, avg "%.2f"; min, max and avg null without cycles, where cyclictest writes 1000000, 0 and
+// the invalid -nan), then, unless extras.enabled is false, the "rtloop" object:
 // schema_version, unit, and per thread tid, policy, priority, interval_us, cpu, cycles,
 // warmup_cycles, overruns, missed_releases, ring_drops, verbose_drops, histogram_overflows,
 // latency percentiles (ns) and execution time (ns). Ends with "}\n".

@@ -19,12 +19,14 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "cyclic_memory.h"
 #include "cyclic_recorder.h"
 #include "max_over_time.h"
 #include "rtloop/framework/cyclic_task.h"
@@ -33,6 +35,7 @@
 #include "rtloop/framework/time.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/sample_log.h"
 #include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_telemetry.h"
@@ -80,9 +83,14 @@ void WriteAll(std::FILE* f, const std::string& s) {
   if (!s.empty()) std::fwrite(s.data(), 1, s.size(), f);
 }
 
-int Fatal(const std::string& message) {
+// One line on stderr (control characters in paths and values escaped).
+void Complain(const std::string& message) {
   std::fflush(stdout);
-  std::fprintf(stderr, "rtloop-cyclic: %s\n", message.c_str());
+  std::fprintf(stderr, "rtloop-cyclic: %s\n", telemetry::EscapeControlCharacters(message).c_str());
+}
+
+int Fatal(const std::string& message) {
+  Complain(message);
   return kExitFatal;
 }
 
@@ -298,7 +306,7 @@ class Run {
   Run(int argc, const char* const* argv, CyclicOptions options)
       : argc_(argc), argv_(argv), o_(std::move(options)) {}
   ~Run() {
-    StopFifo();
+    TearDown(/*abandon_outputs=*/true);
     if (dma_fd_ >= 0) close(dma_fd_);
     if (!status_file_.empty()) unlink(status_file_.c_str());
   }
@@ -307,8 +315,20 @@ class Run {
 
  private:
   Status Setup();
+  // Every output file, opened (or refused) before anything is measured.
+  Status OpenOutputs();
   void MainLoop();
   int Finish();
+  // Stops everything that runs, in dependency order: the executor (no more samples), the -F
+  // writer, the collector (drains the rings), the server, then the sample log, which reads the
+  // executor's final statistics and so is closed (or, with `abandon_outputs`, removed) while the
+  // executor still exists. With `abandon_outputs` (a set-up error) no output file is left.
+  // Idempotent.
+  void TearDown(bool abandon_outputs);
+  void StopAll(bool abandon_outputs);
+  bool torn_down_ = false;
+  // Reports an output failure (message on stderr) and remembers it for the exit status.
+  void OutputFailed(const Status& status);
 
   // Waits until `deadline` (monotonic) while taking signals; returns early only for a stop
   // signal. SIGUSR1/SIGUSR2 print the status block.
@@ -321,9 +341,11 @@ class Run {
   // SIGUSR2: the status block into /dev/shm/cyclictest<pid>, where rt-tests'
   // get_cyclictest_snapshot looks (the file exists from set-up to exit, as cyclictest's).
   void CreateStatusFile();
-  void WriteStatusFile();
+  bool WriteStatusFile(const std::string& block);
   std::string status_file_;
-  bool sched_denied_ = false;  // set-up failed for lack of scheduling privilege
+  bool status_file_warned_ = false;
+  bool sched_denied_ = false;   // set-up failed for lack of scheduling privilege
+  bool output_failed_ = false;  // a result could not be written: exit kExitOutput
 
   int argc_;
   const char* const* argv_;
@@ -357,6 +379,12 @@ class Run {
 
   std::thread fifo_thread_;
   std::atomic<bool> fifo_stop_{false};
+
+  // Output files, opened by OpenOutputs(); the sample log's file moves into sample_log_.
+  telemetry::OutputFile json_file_;
+  telemetry::OutputFile hist_file_;
+  telemetry::OutputFile record_file_;
+  telemetry::OutputFifo fifo_;
 };
 
 Status Run::Setup() {
@@ -384,6 +412,12 @@ Status Run::Setup() {
   if (o_.affinity == AffinityMode::kCpuSet && !SetThreadAffinity(o_.affinity_cpus)) {
     return Status(StatusCode::kInternal, "cannot restrict the main thread to the -a CPU set");
   }
+  const std::size_t n = o_.threads.size();
+  // Everything big is allocated below: check first that it can be (a clear error, not bad_alloc).
+  RTLOOP_RETURN_IF_ERROR(CheckMemory(
+      PlanMemory(o_),
+      ReadMemoryLimits(static_cast<int>(n), o_.telemetry || !o_.record_path.empty()), o_));
+  RTLOOP_RETURN_IF_ERROR(OpenOutputs());
 
   ExecutorConfig ec;
   ec.lock_memory = o_.mlockall;
@@ -405,7 +439,6 @@ Status Run::Setup() {
   if (o_.resolution) CheckClockResolution(o_);
   if (o_.tracemark && o_.breaktrace > 0) trace_.Open();
 
-  const std::size_t n = o_.threads.size();
   if (o_.telemetry || !o_.record_path.empty()) {
     telemetry::TelemetryHubConfig hc;
     hc.max_tasks = std::max<std::size_t>(n, 1);
@@ -480,8 +513,7 @@ Status Run::Setup() {
     r.interval_us = plan.interval_us;
     r.cpu = plan.cpu;
     r.node = CpuNumaNode(plan.cpu);
-    r.policy = SchedPolicyName(plan.policy);
-    if (o_.histogram > 0) r.histogram.assign(o_.histogram, 0);
+    r.policy = SchedPolicyName(plan.policy);  // the histogram is filled (allocated) at the end
     base_.push_back(std::move(r));
     reducers_.emplace_back(plan.index, o_.oscope);
   }
@@ -511,7 +543,7 @@ Status Run::Setup() {
       lc.tool_version = kToolVersion;
       lc.command_line = JoinCommandLine(argc_, argv_);
       Result<std::unique_ptr<telemetry::SampleLogWriter>> rec =
-          telemetry::SampleLogWriter::Open(lc, *hub_, ReadSystemInfo());
+          telemetry::SampleLogWriter::Open(lc, std::move(record_file_), *hub_, ReadSystemInfo());
       if (!rec.ok()) return rec.status();
       sample_log_ = std::move(*rec);
       RTLOOP_RETURN_IF_ERROR(collector_->AddSink(sample_log_.get()));
@@ -524,6 +556,9 @@ Status Run::Setup() {
   if (o_.telemetry) {
     telemetry::ServerConfig sc;
     if (!o_.telemetry_address.empty()) sc.address = o_.telemetry_address;
+    sc.token_file = o_.token_file;
+    sc.tls_cert_file = o_.tls_cert_file;
+    sc.tls_key_file = o_.tls_key_file;
     sc.cpus = o_.main_affinity;
     Result<std::unique_ptr<telemetry::Server>> server =
         telemetry::Server::Start(sc, *hub_, *collector_, executor_.get());
@@ -597,7 +632,7 @@ void Run::Tick(std::chrono::steady_clock::time_point deadline) {
     } else if (sig == SIGUSR1) {
       WriteAll(stderr, FormatStatusBlock(LiveReports(), format_));
     } else if (sig == SIGUSR2) {
-      WriteStatusFile();
+      (void)WriteStatusFile(FormatStatusBlock(LiveReports(), format_));
     }
   }
 }
@@ -668,24 +703,80 @@ void Run::MainLoop() {
   if (o_.refresh_on_max) WriteAll(stdout, FormatCursorDown(n));
 }
 
+Status Run::OpenOutputs() {
+  // The paths were checked with the options (exit 2); what can still fail here is the system
+  // (a full disk, permissions changed meanwhile): a runtime error before anything is measured.
+  if (!o_.json_path.empty()) {
+    Result<telemetry::OutputFile> f = telemetry::OutputFile::Open(o_.json_path, {.what = "--json"});
+    if (!f.ok()) return f.status();
+    json_file_ = std::move(*f);
+  }
+  if (o_.histogram > 0 && !o_.histfile.empty() && o_.histfile != "-") {
+    Result<telemetry::OutputFile> f =
+        telemetry::OutputFile::Open(o_.histfile, {.what = "--histfile"});
+    if (!f.ok()) return f.status();
+    hist_file_ = std::move(*f);
+  }
+  if (!o_.record_path.empty()) {
+    Result<telemetry::OutputFile> f =
+        telemetry::OutputFile::Open(o_.record_path, {.what = "--record", .allow_stdout = false});
+    if (!f.ok()) return f.status();
+    record_file_ = std::move(*f);
+  }
+  if (!o_.fifo_path.empty()) {
+    Result<telemetry::OutputTarget> t =
+        telemetry::OutputFifo::ResolveFifoPath(o_.fifo_path, "-F/--fifo");
+    if (!t.ok()) return t.status();
+    Result<telemetry::OutputFifo> fifo = telemetry::OutputFifo::Create(*t);
+    if (!fifo.ok()) return fifo.status();
+    fifo_ = std::move(*fifo);
+  }
+  return Status::Ok();
+}
+
+void Run::TearDown(bool abandon_outputs) {
+  if (!torn_down_) {
+    torn_down_ = true;
+    StopAll(abandon_outputs);
+  }
+  if (abandon_outputs) {
+    json_file_.Discard();
+    hist_file_.Discard();
+    record_file_.Discard();
+  }
+}
+
+void Run::StopAll(bool abandon_outputs) {
+  if (executor_ != nullptr) (void)executor_->Stop();  // FailedPrecondition when not running
+  StopFifo();
+  if (collector_ != nullptr) collector_->Stop();  // every sample reaches the sinks
+  if (server_ != nullptr) server_->Stop();
+  if (sample_log_ != nullptr) {
+    if (abandon_outputs) {
+      sample_log_->Abandon();
+    } else if (Status s = sample_log_->Close(); !s.ok()) {
+      OutputFailed(s);
+    }
+    // Before the executor and the hub it reads go away (the collector, stopped, calls it no more).
+    sample_log_.reset();
+  }
+}
+
+void Run::OutputFailed(const Status& status) {
+  output_failed_ = true;
+  Complain(status.message());
+}
+
 int Run::Finish() {
   const Status stopped = executor_->Stop();
   (void)stopped;  // FailedPrecondition only if already stopped
   StopFifo();
   if (collector_ != nullptr) collector_->Stop();  // every sample reaches the sinks
-  if (server_ != nullptr) server_->Stop();        // open streams flush, then end
-  if (sample_log_ != nullptr) {
-    if (Status s = sample_log_->Close(); !s.ok()) {
-      std::fprintf(stderr, "rtloop-cyclic: --record %s: %s\n", o_.record_path.c_str(),
-                   s.message().c_str());
-    }
-  }
-  bool outputs_ok = true;
+  // A normal end: open streams get every remaining sample, then the final message and OK.
+  if (server_ != nullptr) server_->Finish();
+  TearDown(/*abandon_outputs=*/false);  // closes the sample log (and reports a failure)
   if (max_over_time_ != nullptr) {
-    if (Status s = max_over_time_->Close(); !s.ok()) {
-      std::fprintf(stderr, "rtloop-cyclic: %s\n", s.message().c_str());
-      outputs_ok = false;
-    }
+    if (Status s = max_over_time_->Close(); !s.ok()) OutputFailed(s);
   }
   if (o_.verbose) DrainVerbose();
 
@@ -705,32 +796,32 @@ int Run::Finish() {
     }
   }
   const std::vector<std::string> breaches = CheckFailBounds(o_, reports, pct_values);
-  int exit_code = breaches.empty() ? kExitOk : kExitThreshold;
-  if (!outputs_ok && exit_code == kExitOk) exit_code = kExitFatal;
+  const auto exit_code = [&] {
+    if (output_failed_) return kExitOutput;
+    return breaches.empty() ? kExitOk : kExitThreshold;
+  };
+  const auto commit = [this](telemetry::OutputFile& file, const std::string& text) {
+    Status s = file.Write(text);
+    if (s.ok()) s = file.Commit();
+    if (!s.ok()) OutputFailed(s);
+  };
 
-  // cyclictest's order: JSON, final T: lines (-q without -h), spikes, histogram, break trace.
-  if (!o_.json_path.empty()) {
+  // A histogram file first: files are not ordered, and the JSON's return_code then covers it.
+  const bool hist_to_file = hist_file_.is_open();
+  if (o_.histogram > 0 && hist_to_file) commit(hist_file_, FormatHistogram(reports, format_));
+
+  // cyclictest's order on stdout: JSON, final T: lines (-q without -h), spikes, histogram, break
+  // trace.
+  if (json_file_.is_open()) {
     JsonRunInfo run;
     run.cmdline = JoinCommandLine(argc_, argv_);
     run.start_time = start_time_;
     run.end_time = FormatJsonTime(std::time(nullptr));
-    run.return_code = exit_code;
+    run.return_code = exit_code();
     run.sysinfo = CollectSysInfo();
     JsonExtras extras;
     extras.tool_version = kToolVersion;
-    const std::string json = FormatJson(run, reports, format_, extras);
-    if (o_.json_path == "-") {
-      WriteAll(stdout, json);
-    } else {
-      std::FILE* f = std::fopen(o_.json_path.c_str(), "w");
-      if (f == nullptr) {
-        std::fprintf(stderr, "rtloop-cyclic: cannot write --json file %s: %s\n",
-                     o_.json_path.c_str(), std::strerror(errno));
-      } else {
-        WriteAll(f, json);
-        std::fclose(f);
-      }
-    }
+    commit(json_file_, FormatJson(run, reports, format_, extras));
   }
   if (o_.quiet && o_.histogram == 0) WriteAll(stdout, FormatThreadLines(reports, format_));
   if (o_.spike > 0) {
@@ -742,25 +833,15 @@ int Run::Finish() {
     }
     WriteAll(stdout, FormatSpikes(MergeSpikes(per_thread, o_.spike_nodes), total));
   }
-  if (o_.histogram > 0) {
-    const std::string hist = FormatHistogram(reports, format_);
-    if (o_.histfile.empty()) {
-      WriteAll(stdout, hist);
-    } else {
-      std::FILE* f = std::fopen(o_.histfile.c_str(), "w");
-      if (f == nullptr) {
-        std::fprintf(stderr, "rtloop-cyclic: cannot write --histfile %s: %s\n", o_.histfile.c_str(),
-                     std::strerror(errno));
-      } else {
-        WriteAll(f, hist);
-        std::fclose(f);
-      }
-    }
-  }
+  if (o_.histogram > 0 && !hist_to_file) WriteAll(stdout, FormatHistogram(reports, format_));
   if (o_.breaktrace > 0) WriteAll(stdout, FormatBreakTrace(reports, latch_.Get()));
   std::fflush(stdout);
   if (o_.percentiles) WriteAll(o_.quiet ? stderr : stdout, FormatPercentileTable(reports, format_));
-  std::fflush(stdout);
+  // stdout is an output too: a full disk or a closed pipe behind it loses results.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    OutputFailed(
+        ErrnoError(errno != 0 ? errno : EIO, "cannot write the results to standard output"));
+  }
   if (o_.warmup > 0) {
     std::fprintf(stderr,
                  "rtloop-cyclic: note: the first %llu cycles of each thread were left out of the "
@@ -769,45 +850,38 @@ int Run::Finish() {
   }
   for (const std::string& b : breaches)
     std::fprintf(stderr, "rtloop-cyclic: FAIL: %s\n", b.c_str());
-  return exit_code;
+  return exit_code();
 }
 
+// SIGUSR2's status file, /dev/shm/cyclictest<pid>: through OutputFile like every output, so a
+// snapshot is replaced whole (a reader never sees half of one) and a FIFO or device planted there
+// is refused instead of blocking. Best effort: a failure is one warning, the run goes on.
 void Run::CreateStatusFile() {
   const std::string path = "/dev/shm/cyclictest" + std::to_string(getpid());
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // no /dev/shm: SIGUSR2 then writes nothing, as cyclictest
-  close(fd);
+  struct stat st {};
+  if (stat("/dev/shm", &st) != 0) return;  // no /dev/shm: SIGUSR2 writes nothing, as cyclictest
   status_file_ = path;
+  if (!WriteStatusFile("")) status_file_.clear();  // not ours: never removed at exit
 }
 
-void Run::WriteStatusFile() {
-  if (status_file_.empty()) return;
-  const int fd = open(status_file_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) return;
-  const std::string block = FormatStatusBlock(LiveReports(), format_);
-  if (write(fd, block.data(), block.size()) < 0) {
-    // Best effort: a full /dev/shm loses the snapshot, not the run.
+bool Run::WriteStatusFile(const std::string& block) {
+  if (status_file_.empty()) return false;
+  Result<telemetry::OutputFile> f =
+      telemetry::OutputFile::Open(status_file_, {.what = "SIGUSR2 status file"});
+  Status s = f.ok() ? f->Write(block) : f.status();
+  if (s.ok()) s = f->Commit(/*sync=*/false);
+  if (!s.ok() && !status_file_warned_) {
+    status_file_warned_ = true;
+    std::fprintf(stderr, "WARN: %s\n", telemetry::EscapeControlCharacters(s.message()).c_str());
   }
-  close(fd);
+  return s.ok();
 }
 
 void Run::StartFifo() {
-  unlink(o_.fifo_path.c_str());
-  if (mkfifo(o_.fifo_path.c_str(), 0666) != 0) {
-    std::fprintf(stderr, "WARN: cannot create the -F named pipe %s: %s\n", o_.fifo_path.c_str(),
-                 std::strerror(errno));
-    return;
-  }
   fifo_thread_ = std::thread([this] {
     while (!fifo_stop_.load(std::memory_order_acquire)) {
-      const int fd = open(o_.fifo_path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      if (fd >= 0) {
-        const std::string lines = FormatThreadLines(LiveReports(), format_);
-        if (write(fd, lines.data(), lines.size()) < 0) {
-          // The reader went away: try again next time.
-        }
-        close(fd);
-      }
+      // Never blocks: without a reader (or with a full pipe) this round's lines are dropped.
+      (void)fifo_.TryWrite(FormatThreadLines(LiveReports(), format_));
       for (int i = 0; i < 10 && !fifo_stop_.load(std::memory_order_acquire); ++i) {
         std::this_thread::sleep_for(milliseconds(50));
       }
@@ -816,10 +890,25 @@ void Run::StartFifo() {
 }
 
 void Run::StopFifo() {
-  if (!fifo_thread_.joinable()) return;
-  fifo_stop_.store(true, std::memory_order_release);
-  fifo_thread_.join();
-  unlink(o_.fifo_path.c_str());
+  if (fifo_thread_.joinable()) {
+    fifo_stop_.store(true, std::memory_order_release);
+    fifo_thread_.join();
+  }
+  fifo_.Remove();  // only the pipe this run created, if it is still there
+}
+
+// After the main loop SIGINT/SIGTERM are taken by default again: a second one ends the process
+// even if writing the final output were to hang (a stdout pipe nobody reads).
+void RestoreStopSignals() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGINT, &dfl, nullptr);
+  sigaction(SIGTERM, &dfl, nullptr);
+  pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
 }
 
 int Run::Execute() {
@@ -827,7 +916,16 @@ int Run::Execute() {
   for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) sigaddset(&signals_, s);
   pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
 
-  if (Status s = Setup(); !s.ok()) {
+  Status s;
+  try {
+    s = Setup();
+  } catch (const std::bad_alloc&) {
+    s = Status(StatusCode::kResourceExhausted,
+               "out of memory while setting up: lower -h, -t or --spike-nodes, or free memory");
+  }
+  if (!s.ok()) {
+    // In order, before anything is destroyed: no thread left running, no output file left.
+    TearDown(/*abandon_outputs=*/true);
     if (sched_denied_) {
       std::fflush(stdout);
       std::fprintf(stderr, "Unable to change scheduling policy!\n");
@@ -845,7 +943,13 @@ int Run::Execute() {
     return Fatal(s.message());
   }
   MainLoop();
-  return Finish();
+  RestoreStopSignals();
+  try {
+    return Finish();
+  } catch (const std::bad_alloc&) {
+    TearDown(/*abandon_outputs=*/true);
+    return Fatal("out of memory while writing the results");
+  }
 }
 
 }  // namespace

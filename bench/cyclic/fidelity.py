@@ -115,8 +115,10 @@ def run_one(tool, binary, options, duration, buckets, tmp, tag, args):
     sink_note = ""
     if sink is not None:
         _, serr = sink.communicate(timeout=30)
-        last = serr.strip().split("\n")[-1] if serr else ""
-        # "rtloop-cyclic-sink: samples=N lost=M batches=B end=..." -> "streamed N lost M"
+        # "rtloop-cyclic-sink: samples=N lost=M batches=B end=..." (then one line per task)
+        # -> "streamed N lost M"
+        summary = [l for l in (serr or "").split("\n") if "samples=" in l]
+        last = summary[-1] if summary else ""
         fields = dict(f.split("=", 1) for f in last.split() if "=" in f)
         sink_note = "streamed %s lost %s" % (fields.get("samples", "?"), fields.get("lost", "?"))
     if proc.returncode != 0:

@@ -171,6 +171,13 @@ void Subscription::Close() {
   cv_.notify_all();
 }
 
+std::vector<std::uint64_t> Subscription::TakeUnreportedLoss() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::uint64_t> out(pending_lost_.size(), 0);
+  std::swap(out, pending_lost_);
+  return out;
+}
+
 SubscriptionStats Subscription::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {.offered = offered_, .received = received_, .lost = lost_, .queued = size_};
@@ -215,13 +222,18 @@ Status Collector::Start() {
     std::lock_guard<std::mutex> lock(stop_mu_);
     stop_requested_ = false;
   }
+  // Start() returns once the thread runs with its CPU set and scheduling and tid() is known, so a
+  // caller can check or change where it runs.
+  std::promise<void> ready;
+  std::future<void> set_up = ready.get_future();
   try {
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this, &ready] { Run(&ready); });
   } catch (const std::system_error& e) {
     running_.store(false, std::memory_order_release);
     return ErrnoError(e.code().value(), "cannot create the telemetry collector thread",
                       "raise the thread limit (ulimit -u) or free memory");
   }
+  set_up.wait();
   return Status::Ok();
 }
 
@@ -243,9 +255,10 @@ void Collector::Stop() {
 
 std::size_t Collector::DrainOnce() { return DrainPass(); }
 
-void Collector::Run() {
+void Collector::Run(std::promise<void>* ready) {
   SetUpCollectorThread(config_.cpus);
   tid_.store(static_cast<int>(syscall(SYS_gettid)), std::memory_order_release);
+  ready->set_value();  // `ready` lives in Start(), which returns now: not touched again
   auto next = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(stop_mu_);
   while (!stop_requested_) {

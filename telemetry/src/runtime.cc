@@ -234,7 +234,8 @@ Status Runtime::StopLocked() {
   phase_ = Phase::kStopped;
   if (started) (void)executor_->Stop();           // FailedPrecondition only if it never started
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
-  if (server_ != nullptr) server_->Stop();        // streams end with their final message
+  // A run that started ends normally: every stream gets its tail, a final message and OK.
+  if (server_ != nullptr) started ? server_->Finish() : server_->Stop();
   Status status;
   if (sample_log_ != nullptr) status = sample_log_->Close();
   return status;

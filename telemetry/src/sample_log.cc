@@ -1,8 +1,6 @@
 #include "rtloop/telemetry/sample_log.h"
 
-#include <fcntl.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -77,15 +75,24 @@ Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogCo
   if (config.path.empty()) {
     return InvalidArgumentError("sample log path is empty: give a file name to record to");
   }
+  Result<OutputFile> file = OutputFile::Open(config.path, {.what = "recording"});
+  if (!file.ok()) return file.status();
+  return Open(config, std::move(*file), hub, system);
+}
+
+Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogConfig& config,
+                                                               OutputFile file,
+                                                               const TelemetryHub& hub,
+                                                               const SystemInfo& system) {
   if (config.batch_samples == 0) {
     return InvalidArgumentError("SampleLogConfig::batch_samples must be > 0");
   }
-  const int fd = ::open(config.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return ErrnoError(errno, "cannot create sample log file \"" + config.path + "\"",
-                      "check that the directory exists and is writable, or choose another path");
+  if (!file.is_open()) {
+    return InvalidArgumentError("SampleLogWriter::Open: the output file is not open");
   }
-  std::unique_ptr<SampleLogWriter> rec(new SampleLogWriter(config, hub, fd));
+  SampleLogConfig cfg = config;
+  cfg.path = file.target().path;
+  std::unique_ptr<SampleLogWriter> rec(new SampleLogWriter(cfg, hub, std::move(file)));
   v1::Record record;
   v1::RecordHeader* h = record.mutable_header();
   h->set_magic(kSampleLogMagic);
@@ -107,8 +114,12 @@ Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogCo
   return rec;
 }
 
-SampleLogWriter::SampleLogWriter(const SampleLogConfig& config, const TelemetryHub& hub, int fd)
-    : config_(config), hub_(hub), fd_(fd), last_flush_(std::chrono::steady_clock::now()) {
+SampleLogWriter::SampleLogWriter(const SampleLogConfig& config, const TelemetryHub& hub,
+                                 OutputFile file)
+    : config_(config),
+      hub_(hub),
+      file_(std::move(file)),
+      last_flush_(std::chrono::steady_clock::now()) {
   buffer_.reserve(kWriteBufferBytes + (64u << 10));
 }
 
@@ -179,20 +190,9 @@ bool SampleLogWriter::AppendRecord(const std::string& body) {
 }
 
 bool SampleLogWriter::WriteBytes(const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      Fail(ErrnoError(err, "cannot write sample log \"" + config_.path + "\"",
-                      err == ENOSPC ? "free disk space or record to another file system"
-                                    : "check the file and its file system"));
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
+  const Status s = file_.Write(std::string_view(data, size));
+  if (!s.ok()) Fail(s);
+  return s.ok();
 }
 
 bool SampleLogWriter::FlushBuffer() {
@@ -248,18 +248,31 @@ Status SampleLogWriter::Close() {
     AppendRecord(Serialize(record));
   }
   FlushBuffer();
-  if (fd_ >= 0) {
-    if (config_.fsync_on_close && !failed() && ::fsync(fd_) != 0 && errno != EINVAL &&
-        errno != EROFS) {
-      Fail(ErrnoError(errno, "cannot sync sample log \"" + config_.path + "\" to disk"));
-    }
-    if (::close(fd_) != 0 && !failed()) {
-      Fail(ErrnoError(errno, "cannot close sample log \"" + config_.path + "\""));
-    }
-    fd_ = -1;
-  }
   closed_ = true;
-  return status();
+  if (!failed()) {
+    // A failed sync or rename keeps PATH.partial: the samples in it are still readable.
+    const Status s = file_.Commit(config_.fsync_on_close, /*keep_partial_on_error=*/true);
+    if (!s.ok()) Fail(s);
+  } else {
+    (void)file_.KeepPartial();
+  }
+  const Status s = status();
+  if (s.ok() || file_.target().kind != OutputKind::kRegular) return s;
+  return Status(s.code(),
+                s.message() + "; the " + std::to_string(samples_recorded()) +
+                    " samples recorded before are in '" + file_.target().partial_path + "'",
+                s.sys_errno());
+}
+
+void SampleLogWriter::Abandon() {
+  if (closed_) return;
+  closed_ = true;
+  file_.Discard();
+  for (std::unique_ptr<Pending>& p : pending_) {
+    if (p) p->samples.clear();
+  }
+  buffer_.clear();
+  buffered_samples_ = 0;
 }
 
 // ---------------------------------------------------------------------------------------------

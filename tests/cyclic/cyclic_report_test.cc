@@ -628,14 +628,20 @@ TEST(CyclicReport, SpikesAreMergedByTimeAndCappedAtTheNodeCount) {
   EXPECT_EQ(FormatSpikes({}, 0), "");
 }
 
-TEST(CyclicReport, JsonAvgOfAThreadWithoutCyclesIsNan) {
+// Strict JSON: a thread without cycles (a run stopped at once) has no min, max or avg.
+TEST(CyclicReport, JsonOfAThreadWithoutCyclesHasNullStatistics) {
   ThreadReport t;
-  JsonExtras plain;
-  plain.enabled = false;
   const std::vector<ThreadReport> threads = {t};
-  const std::string json = FormatJson(JsonRunInfo{}, threads, ReportFormat{}, plain);
-  EXPECT_NE(json.find("\"avg\": -nan,\n"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"min\": 1000000,\n"), std::string::npos);
+  for (const bool extras_on : {false, true}) {
+    JsonExtras extras;
+    extras.enabled = extras_on;
+    const std::string json = FormatJson(JsonRunInfo{}, threads, ReportFormat{}, extras);
+    EXPECT_NE(json.find("\"min\": null,\n      \"max\": null,\n      \"avg\": null,\n"),
+              std::string::npos)
+        << json;
+    EXPECT_EQ(json.find("nan"), std::string::npos) << json;
+    EXPECT_EQ(json.find("1000000"), std::string::npos) << json;
+  }
 }
 
 TEST(CyclicReport, JsonAddsTheRtloopObjectAfterTheCyclictestKeys) {

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "grpc_test_util.h"
 #include "rtloop/framework/readiness.h"
 #include "rtloop/telemetry/client.h"
 #include "telemetry_rig.h"
@@ -35,139 +36,23 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using testing::Cfg;
+using testing::Command;
+using testing::Connect;
+using testing::CountOf;
+using testing::HaveOpenssl;
+using testing::ReadAll;
+using testing::ReadStream;
 using testing::Rig;
 using testing::RigConfig;
+using testing::RunCommand;
+using testing::ScratchDir;
+using testing::StreamCheck;
+using testing::WaitFor;
+using testing::Watchdog;
 
 constexpr char kChildStreamEnv[] = "RTLOOP_IT_CHILD_STREAM";
 constexpr char kChildVerifyEnv[] = "RTLOOP_IT_CHILD_VERIFY";  // "ADDR CYCLES"
-
-// A fresh folder under the system's temp directory, removed with everything in it when the test
-// ends (an ASSERT included).
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() /
-              ("rtloop_it_" + name + "_" + std::to_string(getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::filesystem::path operator/(const char* name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
-
-RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t cycles) {
-  RigConfig rc;
-  rc.tasks = tasks;
-  rc.period = period;
-  rc.cycles = cycles;
-  return rc;
-}
-
-std::unique_ptr<Client> Connect(const std::string& address, const std::string& token_file = {},
-                                const std::string& ca = {}) {
-  ClientConfig cc;
-  cc.address = address;
-  cc.token_file = token_file;
-  cc.tls_ca_file = ca;
-  Result<std::unique_ptr<Client>> c = Client::Create(cc);
-  RTLOOP_CHECK(c.ok(), "Client::Create failed in a test");
-  return std::move(*c);
-}
-
-// Cancels `stream` when `timeout` passes before Disarm(): no test can hang on a stream.
-template <typename Stream>
-class Watchdog {
- public:
-  Watchdog(Stream& stream, std::chrono::milliseconds timeout)
-      : thread_([this, &stream, timeout] {
-          std::unique_lock lock(mu_);
-          if (!cv_.wait_for(lock, timeout, [this] { return disarmed_; })) {
-            fired_ = true;
-            stream.Cancel();
-          }
-        }) {}
-  ~Watchdog() { Disarm(); }
-  void Disarm() {
-    {
-      std::lock_guard lock(mu_);
-      disarmed_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  bool fired() const { return fired_; }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool disarmed_ = false;
-  bool fired_ = false;
-  std::thread thread_;
-};
-
-// Checks a sample stream batch by batch: per task, seqs strictly increasing, every gap covered by
-// the stream's reported loss or (the rest) by ring drops; columns of equal length.
-struct StreamCheck {
-  std::map<std::uint32_t, std::uint64_t> next_seq;  // per task: the seq expected next
-  std::map<std::uint32_t, std::uint64_t> received;
-  std::map<std::uint32_t, std::uint64_t> lost;      // sum of lost_before
-  std::map<std::uint32_t, std::uint64_t> ring_gap;  // gap not covered by lost_before
-  std::string error;
-  std::uint64_t batches = 0;
-
-  void Add(const v1::StreamSamplesResponse& r) {
-    const v1::SampleBatch& b = r.batch();
-    const int n = b.release_ns_size();
-    ++batches;
-    if (b.latency_ns_size() != n || b.execution_ns_size() != n || b.flags_size() != n ||
-        b.missed_releases_size() != n || n == 0) {
-      error = "batch with columns of different or zero length";
-      return;
-    }
-    const std::uint32_t task = b.task_id();
-    const std::uint64_t expected = next_seq[task];
-    if (b.first_seq() < expected) {
-      error = "seq went back or repeated: task " + std::to_string(task) + " first_seq " +
-              std::to_string(b.first_seq()) + " < expected " + std::to_string(expected);
-      return;
-    }
-    const std::uint64_t gap = b.first_seq() - expected;
-    if (gap < b.lost_before()) {
-      error = "lost_before larger than the seq gap";
-      return;
-    }
-    ring_gap[task] += gap - b.lost_before();
-    lost[task] += b.lost_before();
-    if (r.lost_total() != lost[task]) error = "lost_total is not the sum of lost_before";
-    received[task] += static_cast<std::uint64_t>(n);
-    next_seq[task] = b.first_seq() + static_cast<std::uint64_t>(n);
-  }
-  std::uint64_t accounted(std::uint32_t task) { return received[task] + lost[task]; }
-};
-
-// Reads `stream` into `check` until `done()` or the stream ends or `timeout` passes.
-template <typename Done>
-Status ReadStream(SampleStream& stream, StreamCheck& check, Done done, milliseconds timeout) {
-  Watchdog<SampleStream> dog(stream, timeout);
-  v1::StreamSamplesResponse r;
-  while (!done()) {
-    if (!stream.Next(&r)) {
-      dog.Disarm();
-      if (dog.fired()) return Status(StatusCode::kUnavailable, "timed out reading the stream");
-      return stream.Finish();
-    }
-    check.Add(r);
-    if (!check.error.empty()) return InternalError(check.error);
-  }
-  return Status::Ok();
-}
 
 // ----------------------------------------------------------------------------------------------
 
@@ -362,25 +247,6 @@ TEST(GrpcEndToEnd, TokenIsRequiredWhenConfigured) {
   Result<v1::ListTasksResponse> right = Connect(rig.address(), good)->ListTasks();
   EXPECT_TRUE(right.ok()) << right.status().ToString();
 }
-
-struct Command {
-  int exit_code = -1;
-  std::string output;
-};
-
-Command RunCommand(const std::string& cmd) {
-  Command c;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return c;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.output.append(buf, n);
-  const int status = pclose(p);
-  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return c;
-}
-
-bool HaveOpenssl() { return std::system("command -v openssl >/dev/null 2>&1") == 0; }
 
 TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
   if (!HaveOpenssl()) GTEST_SKIP() << "needs the openssl command to generate a test certificate";
@@ -775,33 +641,6 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   EXPECT_EQ(c.exit_code, 2) << c.output;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-std::size_t CountOf(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (std::size_t pos = text.find(part); pos != std::string::npos;
-       pos = text.find(part, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
-// Waits up to `timeout` for `pred()`.
-template <typename Pred>
-bool WaitFor(Pred pred, milliseconds timeout) {
-  const auto deadline = steady_clock::now() + timeout;
-  while (!pred()) {
-    if (steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
-}
-
 TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   const ScratchDir dir("top_live");
   const std::string out = (dir / "out").string();
@@ -1045,6 +884,9 @@ int main(int argc, char** argv) {
   }
   if (const char* spec = std::getenv(rtloop::telemetry::kChildVerifyEnv)) {
     return rtloop::telemetry::RunChildVerify(spec);
+  }
+  if (const char* spec = std::getenv("RTLOOP_IT_CHILD_SERVER")) {
+    return rtloop::telemetry::testing::RunChildServer(spec);
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

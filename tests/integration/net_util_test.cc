@@ -2,10 +2,12 @@
 #include "net_util.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "rtloop/telemetry/input_file.h"
 
 namespace rtloop::telemetry::internal {
 namespace {
@@ -52,23 +54,17 @@ TEST(NetUtil, ConstantTimeEqualsComparesWholeStrings) {
   EXPECT_FALSE(ConstantTimeEquals(std::string_view("a\0", 2), "a"));
 }
 
-TEST(NetUtil, TokenFileIsTrimmedAndValidated) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("rtloop_netutil_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "token").string();
-  std::ofstream(path) << "  tok3n\n";
-  Result<std::string> t = ReadTokenFile(path);
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(*t, "tok3n");
-  std::ofstream(path, std::ios::trunc) << "\n \n";
-  EXPECT_EQ(ReadTokenFile(path).status().code(), StatusCode::kInvalidArgument);
-  std::ofstream(path, std::ios::trunc) << "two words\n";
-  EXPECT_EQ(ReadTokenFile(path).status().code(), StatusCode::kInvalidArgument);
-  Result<std::string> missing = ReadTokenFile((dir / "missing").string());
-  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(missing.status().message().find("missing"), std::string::npos);
-  std::filesystem::remove_all(dir);
+// Token files are read by input_file.h (tests/telemetry/input_file_test.cc); the server parses
+// the authorization value strictly: one scheme, one space, one token.
+TEST(NetUtil, BearerTokenAcceptsExactlyOneWellFormedValue) {
+  EXPECT_EQ(BearerToken("Bearer s3cret-token"), std::optional<std::string_view>("s3cret-token"));
+  EXPECT_EQ(BearerToken("bearer s3cret-token"), std::optional<std::string_view>("s3cret-token"));
+  for (const char* bad : {"s3cret-token", "Bearer", "Bearer ", "Bearer  s3cret-token",
+                          "Bearers3cret-token", "Basic s3cret-token", "Bearer s3cret token",
+                          "Bearer s3cret-token ", "Bearer s3cret\x01", "Token s3cret-token"}) {
+    EXPECT_EQ(BearerToken(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(BearerToken("Bearer " + std::string(kMaxBearerTokenBytes + 1, 'a')), std::nullopt);
 }
 
 TEST(NetUtil, ProbeBindReportsAPortInUse) {

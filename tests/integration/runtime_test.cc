@@ -261,6 +261,14 @@ TEST(RuntimeTest, StopDeliversEverySampleToAStreamThenEndsIt) {
   reader.join();                           // the stream ended: Stop() did not leave it open
   EXPECT_EQ(received + lost, kCycles);
   EXPECT_EQ(lost, 0u);
+  // A normal end, not a server going away: OK, and the final message names the last seq.
+  const Status end = stream->Finish();
+  EXPECT_TRUE(end.ok()) << end.ToString();
+  ASSERT_NE(stream->end(), nullptr);
+  ASSERT_EQ(stream->end()->tasks_size(), 1);
+  EXPECT_EQ(stream->end()->tasks(0).samples(), kCycles);
+  EXPECT_EQ(stream->end()->tasks(0).last_seq(), kCycles - 1);
+  EXPECT_EQ(stream->end()->tasks(0).sent(), kCycles);
 }
 
 TEST(RuntimeTest, SampleLogHoldsEverySampleOfTheRun) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "file_test_util.h"
 #include "rtloop/telemetry/proto_convert.h"
 #include "rtloop/telemetry/sample_log_file.h"
 #include "test_util.h"
@@ -17,6 +18,7 @@
 namespace rtloop::telemetry {
 namespace {
 
+using rtloop::testing::FileSizeLimit;
 using testing::MakeCycle;
 using testing::MakeTaskConfig;
 
@@ -245,28 +247,64 @@ TEST_F(SampleLogTest, UnwritablePathFailsAtOpenWithAClearMessage) {
 }
 
 TEST_F(SampleLogTest, FullDiskStopsRecordingWithoutDisturbingTheCollectorOrSubscribers) {
-  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "needs /dev/full";
+  const std::string path = TempPath("full");
+  cleanup_.push_back(path);
+  cleanup_.push_back(path + ".partial");
   int errors = 0;
-  SampleLogConfig config{.path = "/dev/full", .flush_interval = std::chrono::nanoseconds(0)};
+  SampleLogConfig config{.path = path, .flush_interval = std::chrono::nanoseconds(0)};
   config.on_error = [&errors](const Status&) { ++errors; };
   Result<std::unique_ptr<SampleLogWriter>> rec = SampleLogWriter::Open(config, hub_, FakeSystem());
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   Collector collector(hub_);
   ASSERT_TRUE(collector.AddSink(rec->get()).ok());
   auto sub = collector.Subscribe({});
-  for (std::uint64_t i = 0; i < 1000; ++i) {
-    fed_.OnCycle(MakeCycle(0, i, 1000, 100));
-    if (i % 100 == 99) collector.DrainOnce();
+  Status closed;
+  {
+    const FileSizeLimit limit(2048);  // the header fits, the batches do not
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+      fed_.OnCycle(MakeCycle(0, i, 1000, 100));
+      if (i % 100 == 99) collector.DrainOnce();
+    }
+    collector.Stop();
+    EXPECT_TRUE((*rec)->failed());
+    closed = (*rec)->Close();
   }
-  collector.Stop();
-  EXPECT_TRUE((*rec)->failed());
-  const Status s = (*rec)->Close();
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.ToString();
+  EXPECT_FALSE(closed.ok());
+  EXPECT_NE(closed.message().find("File too large"), std::string::npos) << closed.ToString();
+  EXPECT_NE(closed.message().find(path + ".partial"), std::string::npos) << closed.ToString();
   EXPECT_EQ(errors, 1);
   EXPECT_EQ((*rec)->samples_recorded() + (*rec)->samples_not_recorded(), 1000u);
   EXPECT_EQ(sub->stats().offered, 1000u);
   EXPECT_EQ(hub_.task(0)->ring().writer().dropped(), 0u);
+  // The failed recording never appears under its name; what it wrote stays readable.
+  EXPECT_FALSE(std::filesystem::exists(path));
+  Result<SampleLogContents> partial = ReadSampleLog(path + ".partial");
+  ASSERT_TRUE(partial.ok()) << partial.status().ToString();
+  EXPECT_EQ(partial->header.tasks_size(), 2);
+  EXPECT_FALSE(partial->trailer.has_value());
+}
+
+TEST_F(SampleLogTest, NonRegularTargetsAreRefusedAtOpen) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "needs /dev/full";
+  Result<std::unique_ptr<SampleLogWriter>> rec =
+      SampleLogWriter::Open({.path = "/dev/full"}, hub_, FakeSystem());
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.status().message().find("character device"), std::string::npos)
+      << rec.status().message();
+}
+
+TEST_F(SampleLogTest, AbandonLeavesNoFileBehind) {
+  const std::string path = TempPath("abandoned");
+  cleanup_.push_back(path);
+  Result<std::unique_ptr<SampleLogWriter>> rec =
+      SampleLogWriter::Open({.path = path}, hub_, FakeSystem());
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_TRUE(std::filesystem::exists(path + ".partial"));
+  (*rec)->Abandon();
+  EXPECT_TRUE((*rec)->Close().ok());
+  rec->reset();
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST_F(SampleLogTest, HeaderIsOnDiskAsSoonAsTheWriterIsOpen) {
@@ -275,14 +313,18 @@ TEST_F(SampleLogTest, HeaderIsOnDiskAsSoonAsTheWriterIsOpen) {
   Result<std::unique_ptr<SampleLogWriter>> rec =
       SampleLogWriter::Open({.path = path}, hub_, FakeSystem());
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
-  // As a reader sees the file of a run killed now: the header, then the end.
-  Result<SampleLogContents> file = ReadSampleLog(path);
+  // As a reader sees the file of a run killed now: PATH.partial, the header, then the end.
+  EXPECT_EQ((*rec)->current_path(), path + ".partial");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  Result<SampleLogContents> file = ReadSampleLog(path + ".partial");
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_EQ(file->header.tasks_size(), 2);
   EXPECT_EQ(file->error.code(), StatusCode::kDataLoss);
   EXPECT_NE(file->error.message().find("without a trailer"), std::string::npos)
       << file->error.message();
   EXPECT_TRUE((*rec)->Close().ok());
+  EXPECT_TRUE(std::filesystem::exists(path)) << "Close() renames it";
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
 }
 
 TEST_F(SampleLogTest, ReaderRejectsAFileThatIsNotARecording) {

@@ -4,10 +4,13 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <optional>
 #include <utility>
 
+#include "grpc_log.h"
 #include "grpc_status.h"
 #include "net_util.h"
+#include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
 
 namespace rtloop::telemetry {
@@ -62,6 +65,11 @@ Status FromGrpcStatus(const grpc::Status& status, std::string_view what,
 // ---------------------------------------------------------------------------------------------
 // Streams
 
+// A message that only marks the end (a sample stream's last message has no batch) is not handed
+// out; a stats stream's last message holds the final statistics and is.
+bool OnlyMarksTheEnd(const v1::StreamSamplesResponse& m) { return !m.has_batch(); }
+bool OnlyMarksTheEnd(const v1::GetStatsResponse& /*m*/) { return false; }
+
 template <typename Message>
 class ClientStream<Message>::Impl {
  public:
@@ -76,31 +84,57 @@ class ClientStream<Message>::Impl {
     return true;
   }
   bool Next(Message* message) {
-    if (done_) return false;
-    if (reader->Read(message)) return true;
-    done_ = true;
-    return false;
+    if (done_ || end_.has_value()) return Drain();
+    if (!reader->Read(message)) {
+      done_ = true;
+      return false;
+    }
+    ++received_;
+    if (!message->has_end()) return true;
+    end_ = message->end();
+    if (!OnlyMarksTheEnd(*message)) return true;
+    return Drain();
   }
   Status Finish() {
     if (!finished_) {
       if (!done_) {  // drain what is left, as gRPC requires before Finish()
-        context.TryCancel();
+        if (!end_.has_value()) context.TryCancel();
         Message discard;
         while (reader->Read(&discard)) {
         }
         done_ = true;
       }
-      final_ = FromGrpcStatus(reader->Finish(), what_, address_);
+      const grpc::Status s = reader->Finish();
+      // A stream that was served and then ended by the server: no connectivity hint.
+      final_ = received_ > 0 && s.error_code() == grpc::StatusCode::UNAVAILABLE
+                   ? Status(StatusCode::kUnavailable,
+                            what_ + " on " + address_ +
+                                ": the server ended the stream: " + s.error_message())
+                   : FromGrpcStatus(s, what_, address_);
       finished_ = true;
     }
     return final_;
   }
+  const v1::StreamEnd* end() const { return end_.has_value() ? &*end_ : nullptr; }
 
  private:
+  // After the final message only the stream's end (OK) may follow.
+  bool Drain() {
+    if (!done_) {
+      Message extra;
+      while (reader->Read(&extra)) {
+      }
+      done_ = true;
+    }
+    return false;
+  }
+
   std::string what_;
   std::string address_;
   bool done_ = false;
   bool finished_ = false;
+  std::uint64_t received_ = 0;
+  std::optional<v1::StreamEnd> end_;
   Status final_;
 };
 
@@ -130,6 +164,11 @@ Status ClientStream<Message>::Finish() {
 template <typename Message>
 void ClientStream<Message>::Cancel() {
   impl_->context.TryCancel();
+}
+
+template <typename Message>
+const v1::StreamEnd* ClientStream<Message>::end() const {
+  return impl_->end();
 }
 
 template class ClientStream<v1::StreamSamplesResponse>;
@@ -163,11 +202,14 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->token = config.token;
-  if (impl->token.empty() && !config.token_file.empty()) {
-    Result<std::string> token = internal::ReadTokenFile(config.token_file);
+  if (!impl->token.empty()) {
+    RTLOOP_RETURN_IF_ERROR(CheckBearerToken(impl->token, "ClientConfig.token"));
+  } else if (!config.token_file.empty()) {
+    Result<std::string> token = ReadTokenFile(config.token_file);
     if (!token.ok()) return token.status();
     impl->token = *token;
   }
+  internal::SetUpGrpcLogging();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   if (!config.bdp_probe) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
@@ -177,7 +219,8 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (!config.tls_ca_file.empty()) {
-    Result<std::string> ca = internal::ReadFileContent(config.tls_ca_file, "TLS CA file");
+    Result<std::string> ca =
+        ReadInputFile(config.tls_ca_file, {.what = "TLS CA file", .max_bytes = 1u << 20});
     if (!ca.ok()) return ca.status();
     if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
       return InvalidArgumentError("TLS CA file \"" + config.tls_ca_file +

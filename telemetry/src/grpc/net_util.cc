@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "rtloop/telemetry/input_file.h"
 
 namespace rtloop::telemetry::internal {
 
@@ -61,49 +61,30 @@ bool IsLoopbackHost(std::string_view host) {
   return false;
 }
 
-Result<std::string> ReadFileContent(const std::string& path, std::string_view what) {
-  if (path.empty()) return InvalidArgumentError(std::string(what) + ": empty path");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return ErrnoError(errno, "cannot open " + std::string(what) + " \"" + path + "\"",
-                      "check the path and its permissions");
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) return ErrnoError(errno, "cannot read " + std::string(what) + " \"" + path + "\"");
-  return content.str();
-}
-
-Result<std::string> ReadTokenFile(const std::string& path) {
-  Result<std::string> content = ReadFileContent(path, "token file");
-  if (!content.ok()) return content.status();
-  std::string_view token = *content;
-  constexpr std::string_view kSpace = " \t\r\n";
-  const std::size_t first = token.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) {
-    return InvalidArgumentError("token file \"" + path +
-                                "\" is empty — write the bearer token (one line) into it");
-  }
-  token = token.substr(first, token.find_last_not_of(kSpace) - first + 1);
-  for (const char c : token) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) {
-      return InvalidArgumentError("token file \"" + path +
-                                  "\" holds whitespace or control characters inside the token — "
-                                  "the token must be one word of printable characters");
+std::optional<std::string_view> BearerToken(std::string_view value) noexcept {
+  constexpr std::string_view kScheme = "bearer";
+  if (value.size() <= kScheme.size() + 1 || value[kScheme.size()] != ' ') return std::nullopt;
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    const char c = value[i];
+    if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c) != kScheme[i]) {
+      return std::nullopt;
     }
   }
-  return std::string(token);
+  const std::string_view token = value.substr(kScheme.size() + 1);
+  if (token.size() > kMaxBearerTokenBytes) return std::nullopt;
+  for (const char c : token) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f) return std::nullopt;
+  }
+  return token;
 }
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) noexcept {
-  // Walk the longer length so the time depends on lengths only; fold the length difference in.
-  const std::size_t n = a.size() > b.size() ? a.size() : b.size();
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
-    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
-    diff |= static_cast<unsigned>(x ^ y);
+bool ConstantTimeEquals(std::string_view given, std::string_view expected) noexcept {
+  // One pass over `expected` whatever `given` holds; the length difference is folded in.
+  unsigned diff = given.size() == expected.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto x = static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+    diff |= static_cast<unsigned>(x ^ static_cast<unsigned char>(expected[i]));
   }
   return diff == 0;
 }

@@ -1,11 +1,12 @@
 // Helpers of the gRPC server and client that need no gRPC headers: address parsing, loopback
-// detection, reading token/certificate files, constant-time comparison, and a bind probe that turns
-// a failed listen into an errno-based message. Internal to rtloop_telemetry.
+// detection, the bearer-token check (parsing, constant-time comparison), and a bind probe that
+// turns a failed listen into an errno-based message. Internal to rtloop_telemetry.
 //
 // Not RT-safe: every function here allocates or makes system calls. Thread-safe (no shared state).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,15 +29,14 @@ std::string FormatAddress(const std::string& host, int port);
 // True for "localhost", 127.0.0.0/8 and ::1; false for everything else (0.0.0.0 and :: included).
 bool IsLoopbackHost(std::string_view host);
 
-// The whole content of a file. `what` names the file's role in the message ("token file").
-Result<std::string> ReadFileContent(const std::string& path, std::string_view what);
+// The token of an "authorization" metadata value "Bearer <token>" (the scheme in any case, one
+// space, then 1..kMaxBearerTokenBytes printable ASCII characters without spaces); nullopt for
+// anything else. (Token and TLS files are read with input_file.h.)
+std::optional<std::string_view> BearerToken(std::string_view value) noexcept;
 
-// A bearer token from a file: surrounding whitespace trimmed; empty or containing whitespace or
-// control characters -> InvalidArgument.
-Result<std::string> ReadTokenFile(const std::string& path);
-
-// Compares in time that depends only on the lengths, never on where the first difference is.
-bool ConstantTimeEquals(std::string_view a, std::string_view b) noexcept;
+// Compares `given` with `expected` in time that depends only on expected.size(), never on where
+// the first difference is or how long `given` is.
+bool ConstantTimeEquals(std::string_view given, std::string_view expected) noexcept;
 
 // Tries to bind a TCP socket to host:port (SO_REUSEADDR as gRPC does) and reports why it fails:
 // EADDRINUSE -> AlreadyExists "port in use", EADDRNOTAVAIL -> "no such local address", unknown

@@ -13,6 +13,7 @@
 //   v1::StreamSamplesResponse batch;
 //   while (stream->Next(&batch)) Consume(batch);      // blocks; false at the end
 //   rtloop::Status end = stream->Finish();             // why the stream ended
+//   if (end.ok() && stream->end() != nullptr) ...      // the run ended: last seq per task
 //
 // Errors are rtloop Statuses whose message names the address and the RPC; a missing or wrong
 // token is kUnauthenticated, an unreachable server or a TLS mismatch kUnavailable.
@@ -39,9 +40,11 @@ namespace v1 = ::rtloop::telemetry::v1;
 struct ClientConfig {
   // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051").
   std::string address = "127.0.0.1:50051";
-  // Bearer token sent with every call; empty: none (see also token_file).
+  // Bearer token sent with every call (1..4096 printable ASCII characters, no spaces); empty:
+  // none (see also token_file).
   std::string token;
-  // File holding the bearer token (one line); used when `token` is empty. Empty: none.
+  // File holding the bearer token (one line, read with input_file.h's ReadTokenFile: a regular
+  // file of at most 16 KiB); used when `token` is empty. Empty: none.
   std::string token_file;
   // PEM file with the root certificate(s) that signed the server's certificate: use TLS. Empty:
   // plaintext.
@@ -72,10 +75,17 @@ class ClientStream {
   // stream the server refused (bad request, token, limit) also returns true: Next() then returns
   // false and Finish() says why.
   bool WaitForReady();
-  // Blocks for the next message; false when the stream ended (then call Finish()).
+  // Blocks for the next message; false when the stream ended (then call Finish()). A sample
+  // stream's final message (StreamEnd only, no batch) is not handed out: it is in end(). A stats
+  // stream's final message holds the final statistics: it is handed out, with `end` set.
   bool Next(Message* message);
-  // After Next() returned false: OK when the server ended the stream normally, else why not.
+  // After Next() returned false: OK when the server ended the stream normally (the run ended:
+  // end() is set), else why not. A stream the server served and then stopped is kUnavailable
+  // "the server ended the stream: ..."; one it never served carries the usual connectivity hint.
   Status Finish();
+  // The server's final message when the run ended normally (reason, and for a sample stream per
+  // task the last seq and what this stream sent and lost); nullptr otherwise or before it came.
+  const v1::StreamEnd* end() const;
   // Any thread: ends the stream; a blocked Next() returns false soon.
   void Cancel();
 
@@ -88,8 +98,11 @@ using StatsStream = ClientStream<v1::GetStatsResponse>;
 
 class Client {
  public:
-  // Validates the config and reads the token and CA files; does not connect yet (the first call
-  // does). Errors: bad address, unreadable file.
+  // Validates the config and reads the token and CA files (bounded, never blocking: a FIFO,
+  // /dev/zero or a huge file is an error naming it); does not connect yet (the first call does).
+  // Errors: bad address, bad token, unreadable file. The first Client or Server of a process
+  // sets gRPC's log function (see server.h: gRPC's log stays off stderr unless
+  // RTLOOP_GRPC_VERBOSE=1).
   static Result<std::unique_ptr<Client>> Create(const ClientConfig& config);
 
   ~Client();

@@ -35,6 +35,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -92,6 +93,10 @@ class Subscription {
   // Idempotent.
   void Close();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  // Losses not yet reported in a batch's lost_before, per task id, and clears them: a task whose
+  // dropped samples were followed by no queued sample of it. For the final account of a stream
+  // once no samples come any more and Pop() emptied the queue. Any (non-RT) thread.
+  std::vector<std::uint64_t> TakeUnreportedLoss();
   // True when `task` passes this subscription's filter.
   bool Wants(TaskId task) const noexcept;
   SubscriptionStats stats() const;
@@ -144,7 +149,8 @@ class Collector {
   // Adds a sink (not owned; must outlive the collector's Stop() or destruction). Before Start()
   // only: FailedPrecondition afterwards.
   Status AddSink(SampleSink* sink);
-  // Creates the collector thread. FailedPrecondition when already started.
+  // Creates the collector thread and returns once it runs with its CPUs and scheduling (tid() is
+  // set). FailedPrecondition when already started.
   Status Start();
   // Stops the thread (if started), then drains every ring until empty, delivers, and flushes the
   // sinks. Stop the executor first to collect every sample. Safe to call more than once, but not
@@ -167,7 +173,7 @@ class Collector {
   int tid() const noexcept { return tid_.load(std::memory_order_acquire); }
 
  private:
-  void Run();
+  void Run(std::promise<void>* ready);  // `ready` is set once the thread is set up
   std::size_t DrainPass();
   // The time to the next pass: the drain period with a consumer, longer without (see above).
   std::chrono::nanoseconds NextWait();

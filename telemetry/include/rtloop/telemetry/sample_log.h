@@ -22,6 +22,11 @@
 // This header is part of the telemetry core (rtloop::telemetry_core): no protobuf in it; the
 // writer uses protobuf privately.
 //
+// The file goes through OutputFile (output_file.h): while recording it is PATH.partial, and
+// Close() renames it to PATH once the trailer is on disk. A run killed meanwhile leaves
+// PATH.partial, readable up to the cut ("ends without a trailer"); a recording that failed keeps
+// what it wrote in PATH.partial and never appears as PATH; Abandon() removes it.
+//
 // Threading: OnSamples()/OnDrainEnd() are called by the collector (one thread at a time); Close()
 // after the collector stopped. status()/counters may be read from any thread. Not RT-safe: file
 // I/O. SampleLogReader is a single-thread value.
@@ -43,6 +48,7 @@
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/sample.h"
 #include "rtloop/telemetry/task_telemetry.h"
 
@@ -55,7 +61,7 @@ inline constexpr std::uint32_t kSampleLogFormatVersion = 1;
 inline constexpr std::uint64_t kMaxRecordBytes = 64u << 20;
 
 struct SampleLogConfig {
-  std::string path;                    // file to create (truncated if it exists)
+  std::string path;                    // file to create or replace; see above
   std::string tool_name = "rtloop";    // written in the header
   std::string tool_version = "0.1.0";  // written in the header
   std::string command_line = {};       // written in the header
@@ -70,10 +76,16 @@ struct SampleLogConfig {
 
 class SampleLogWriter final : public SampleSink {
  public:
-  // Creates the file and writes the header (system, every task of `hub`: open it after the tasks
-  // are added). Errors name the path and the errno. `hub` must outlive the writer. Not RT-safe.
+  // Creates config.path (as PATH.partial) and writes the header (system, every task of `hub`:
+  // open it after the tasks are added). Errors name the path and the errno. `hub` must outlive the
+  // writer. Not RT-safe.
   static Result<std::unique_ptr<SampleLogWriter>> Open(const SampleLogConfig& config,
                                                        const TelemetryHub& hub,
+                                                       const SystemInfo& system);
+  // The same into a file opened beforehand (e.g. when a run validates and opens all its outputs
+  // before it starts measuring); config.path is taken from it.
+  static Result<std::unique_ptr<SampleLogWriter>> Open(const SampleLogConfig& config,
+                                                       OutputFile file, const TelemetryHub& hub,
                                                        const SystemInfo& system);
   ~SampleLogWriter() override;  // Close() if not closed
   SampleLogWriter(const SampleLogWriter&) = delete;
@@ -83,9 +95,13 @@ class SampleLogWriter final : public SampleSink {
   void OnSamples(TaskId task, std::span<const Sample> samples) override;
   void OnDrainEnd() override;
 
-  // Writes pending batches and the trailer (final statistics and histograms from the hub), then
-  // closes the file. Returns the first write error, if any. Idempotent.
+  // Writes pending batches and the trailer (final statistics and histograms from the hub), syncs,
+  // closes and renames PATH.partial to PATH. Returns the first error, if any; its message then
+  // says that what was recorded before it is in PATH.partial. Idempotent.
   Status Close();
+  // Drops the recording: closes and removes PATH.partial, writes no trailer (for a run whose
+  // set-up failed before anything was measured). Close() afterwards returns OK. Idempotent.
+  void Abandon();
   std::uint64_t batches_recorded() const noexcept { return batches_recorded_; }  // after Close()
 
   // The first error (OK while recording works). Any thread.
@@ -98,10 +114,12 @@ class SampleLogWriter final : public SampleSink {
     return samples_not_recorded_.load(std::memory_order_relaxed);
   }
   const std::string& path() const noexcept { return config_.path; }
+  // Where the bytes are now: PATH.partial until Close() succeeded, then PATH.
+  const std::string& current_path() const noexcept { return file_.current_path(); }
 
  private:
   struct Pending;
-  SampleLogWriter(const SampleLogConfig& config, const TelemetryHub& hub, int fd);
+  SampleLogWriter(const SampleLogConfig& config, const TelemetryHub& hub, OutputFile file);
   // Frames one serialized rtloop.telemetry.v1.Record (length prefix, CRC) into buffer_.
   bool AppendRecord(const std::string& body);
   bool WriteBytes(const char* data, std::size_t size);
@@ -112,7 +130,7 @@ class SampleLogWriter final : public SampleSink {
 
   const SampleLogConfig config_;
   const TelemetryHub& hub_;
-  int fd_ = -1;
+  OutputFile file_;
   std::string buffer_;
   std::vector<std::unique_ptr<Pending>> pending_;  // by task id
   std::chrono::steady_clock::time_point last_flush_;

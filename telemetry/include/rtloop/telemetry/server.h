@@ -9,15 +9,36 @@
 //   if (!server.ok()) return Fail(server.status());     // port in use, bad TLS file, ...
 //   std::printf("telemetry on %s\n", (*server)->address().c_str());
 //   ...
-//   (*server)->Stop();                                  // open streams end with UNAVAILABLE
+//   ... executor->Stop(); collector.Stop();           // the run ended, the rings are drained
+//   (*server)->Finish();                                // streams get the tail, a final message
+//                                                       // (last seq per task) and OK
+//   // or (*server)->Stop();                            // abort: streams end with UNAVAILABLE
 //
 // Safety: the server only reads. It binds loopback unless another address is named; on a
 // non-loopback address without a token it prints a warning. With a token file, every call must
-// carry "authorization: Bearer <token>" (compared in constant time) or fails with UNAUTHENTICATED.
-// Each stream has its own bounded drop-oldest queue (a Collector Subscription): a slow or stalled
-// client loses its own oldest samples (reported in the stream as lost_before) and never slows an
-// RT task or another client. Beyond max_streams concurrent streams, calls fail with
-// RESOURCE_EXHAUSTED.
+// carry exactly one "authorization: Bearer <token>" value (the token compared in constant time) or
+// fails with UNAUTHENTICATED. Each stream has its own bounded drop-oldest queue (a Collector
+// Subscription): a slow client loses its own oldest samples (reported in the stream as
+// lost_before) and never slows an RT task or another client. Beyond max_streams concurrent
+// streams, calls fail with RESOURCE_EXHAUSTED.
+//
+// What a client can hold: a stream whose write has not completed for stall_timeout (its client
+// reads nothing) is cancelled and its slot freed; a connection that does not finish its handshake
+// within handshake_timeout, or carries no call for max_connection_idle, is closed; a connection
+// carries at most max_calls_per_connection calls at once; a client pinging more often than
+// min_client_ping_interval without calls is sent away (GOAWAY too_many_pings); gRPC's memory for
+// connections is bounded by memory_limit_bytes (beyond it new connections are closed at once).
+// gRPC 1.51 has no limit on the number of connections: their number, and so the memory they take
+// at the peak of a flood, is bounded by the descriptor limit and handshake_timeout; afterwards the
+// freed memory is given back (trim_memory).
+//
+// Descriptors: gRPC 1.51 stops accepting on a port for good once accept() fails (EMFILE: the
+// process ran out of file descriptors). The server raises RLIMIT_NOFILE's soft limit to the hard
+// limit at Start() (raise_fd_limit), and when accepting fails anyway it restarts its gRPC server
+// on the same port (open streams end with UNAVAILABLE, clients reconnect), retrying until
+// descriptors are free again. gRPC's own log lines stay off stderr unless RTLOOP_GRPC_VERBOSE=1
+// (or GRPC_VERBOSITY/GRPC_TRACE) is set in the environment; rtloop then also sets gRPC's log
+// function for the whole process.
 //
 // Threads: gRPC's threads and the server's pump thread are created from a helper thread that
 // Start() switches to SCHED_OTHER (nice unchanged) and, when `cpus` is set, to those CPUs; else
@@ -35,6 +56,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtloop/framework/status.h"
@@ -76,8 +98,33 @@ struct ServerConfig {
   // that also runs RT tasks costs them latency (measured: bench/cyclic/README.md), so keep it
   // coarse there. 1..1000 ms.
   std::chrono::milliseconds poll_period{10};
-  // How long Stop() lets open streams flush their last message before cancelling them.
+  // How long Stop() lets open streams flush their last message before cancelling them, and how
+  // long Finish() lets them deliver what is queued (the rest then counts as lost).
   std::chrono::milliseconds stop_grace{300};
+  // A stream whose write has been in flight this long (its client reads nothing, the transport's
+  // windows are full) is cancelled: the client sees CANCELLED, its slot is free for the next one,
+  // GetStats counts it (stalled_streams_cancelled). 0: never.
+  std::chrono::milliseconds stall_timeout{30'000};
+  // A connection that has not finished its HTTP/2 (and TLS) handshake after this is closed. > 0.
+  std::chrono::milliseconds handshake_timeout{5'000};
+  // A connection that carries no call for this long is closed (gRPC clients reconnect by
+  // themselves). > 0.
+  std::chrono::milliseconds max_connection_idle{60'000};
+  // Calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). >= 1.
+  int max_calls_per_connection = 64;
+  // Clients that ping more often than this without a call get GOAWAY after 2 strikes. > 0.
+  std::chrono::milliseconds min_client_ping_interval{10'000};
+  // Memory gRPC may use for this server's connections and calls (a grpc::ResourceQuota); under
+  // pressure gRPC closes new connections at once. >= 1 MiB.
+  std::size_t memory_limit_bytes = 64u << 20;
+  // Raise RLIMIT_NOFILE's soft limit to the hard limit at Start() (see "Descriptors" above). Keep
+  // false in a process that uses select() with descriptors of its own.
+  bool raise_fd_limit = true;
+  // Every 5 s, when the process' resident memory is 64 MiB above what it was at Start(), give
+  // freed heap memory back to the system (glibc's malloc_trim; backing off to once a minute while
+  // that frees little): after a flood of connections gRPC's freed per-connection memory otherwise
+  // stays resident. Process-wide; false: never.
+  bool trim_memory = true;
   // CPUs for the server's threads; empty: the caller's affinity.
   std::vector<int> cpus;
   // Print "serving on ADDR" to stderr. Warnings about exposure (a non-loopback address without a
@@ -85,9 +132,14 @@ struct ServerConfig {
   bool log_to_stderr = true;
 };
 
+// Checks a server address (HOST:PORT, port 0..65535) without binding it: the same check Start()
+// makes first, for validating a command line. InvalidArgument with the expected form.
+Status CheckServerAddress(std::string_view address);
+
 class Server {
  public:
-  // Validates the config, reads the token and TLS files, binds and starts serving. `hub` and
+  // Validates the config, reads the token and TLS files (input_file.h: bounded, never blocking),
+  // binds and starts serving. `hub` and
   // `collector` (and `executor`, optional: effective scheduling after a fallback) must outlive the
   // server. A hub without a stats source is attached to `executor`; with neither, Start() fails
   // (FailedPrecondition). Errors say what failed and how to fix it: bad address, port in use,
@@ -105,7 +157,17 @@ class Server {
   int port() const noexcept;
   // Streams open now.
   std::size_t open_streams() const;
+  // Streams cancelled so far because their client read nothing for stall_timeout.
+  std::uint64_t stalled_streams_cancelled() const;
+  // How often the server restarted after accepting connections failed (descriptors ran out).
+  std::uint64_t restarts() const;
 
+  // The normal end of a run; call once the tasks stopped and the collector drained the rings
+  // (Collector::Stop()). Every open stream first sends what is queued for it (within stop_grace;
+  // what is still queued then counts as lost), then a final message with StreamEnd (the run
+  // ended; per task the last seq and what the stream sent and lost), then ends with OK. New
+  // streams are refused with UNAVAILABLE meanwhile. Then stops as Stop() does. Idempotent.
+  void Finish();
   // Ends every open stream with UNAVAILABLE ("server stopping"; within stop_grace plus a little),
   // stops accepting calls and returns once no handler runs any more. Idempotent.
   void Stop();

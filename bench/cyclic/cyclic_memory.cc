@@ -1,0 +1,119 @@
+#include "cyclic_memory.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "cyclic_recorder.h"
+#include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/sample.h"
+
+namespace rtloop::cyclic {
+namespace {
+
+constexpr std::uint64_t kMiB = 1u << 20;
+// A measurement thread's stack (TaskConfig::stack_size) plus its guard page, rounded up.
+constexpr std::uint64_t kThreadStackBytes = 512u << 10;
+// What gRPC's and the collector's threads map (8 MiB default stacks) and libraries grow by.
+constexpr std::uint64_t kTelemetryThreadsBytes = 256 * kMiB;
+constexpr std::uint64_t kBaseSlackBytes = 64 * kMiB;
+
+// "/proc/<file>" line "<key>: <n> kB" in bytes, or 0.
+std::uint64_t ReadKilobytes(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    unsigned long long kb = 0;
+    if (std::sscanf(line.c_str() + key.size(), " %llu", &kb) == 1) return kb * 1024;
+  }
+  return 0;
+}
+
+std::string Gib(std::uint64_t bytes) {
+  char buf[32];
+  if (bytes >= 1024 * kMiB) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * kMiB));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / kMiB);
+  }
+  return buf;
+}
+
+}  // namespace
+
+MemoryPlan PlanMemory(const CyclicOptions& o) {
+  MemoryPlan plan;
+  plan.threads = static_cast<int>(o.threads.size());
+  RecorderConfig rc;
+  rc.histogram_buckets = o.histogram;
+  rc.verbose = o.verbose;
+  rc.spike_threshold = o.spike;
+  rc.spike_nodes = o.spike_nodes;
+  const std::uint64_t buckets = o.histogram;
+  // The final report holds the histogram and (at worst) as many overflow cycle indices.
+  plan.per_thread_bytes = CyclicRecorder::MemoryBytes(rc) + 2 * buckets * sizeof(std::uint64_t);
+  if (o.telemetry || !o.record_path.empty()) {
+    // Two histograms and a ring per task; the ring is at least 8192 samples (sized for 10 ms).
+    std::uint64_t per_task = 2 * telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
+    for (const ThreadPlan& t : o.threads) {
+      const std::uint64_t per_20ms =
+          20'000 / static_cast<std::uint64_t>(std::max<std::int64_t>(t.interval_us, 1));
+      plan.telemetry_bytes +=
+          per_task + std::max<std::uint64_t>(8192, 2 * per_20ms) * sizeof(telemetry::Sample);
+    }
+  }
+  if (buckets > 0) {
+    // One row per bucket: "%06u" and a tab-separated "%06lu" per thread (a sum column with -H).
+    const std::uint64_t columns = o.threads.size() + (o.histofall ? 1 : 0);
+    plan.output_bytes = buckets * (8 + 7 * columns);
+  }
+  plan.total_bytes = static_cast<std::uint64_t>(plan.threads) * plan.per_thread_bytes +
+                     plan.telemetry_bytes + plan.output_bytes;
+  return plan;
+}
+
+MemoryLimits ReadMemoryLimits(int threads, bool telemetry) {
+  MemoryLimits limits;
+  if (const std::uint64_t available = ReadKilobytes("/proc/meminfo", "MemAvailable:");
+      available > 0) {
+    limits.mem_available = available;
+  }
+  rlimit rl{};
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    limits.address_space_limit = rl.rlim_cur;
+    const std::uint64_t reserved = ReadKilobytes("/proc/self/status", "VmSize:") +
+                                   static_cast<std::uint64_t>(threads) * kThreadStackBytes +
+                                   (telemetry ? kTelemetryThreadsBytes : 0) + kBaseSlackBytes;
+    limits.address_space_left = rl.rlim_cur > reserved ? rl.rlim_cur - reserved : 0;
+  }
+  return limits;
+}
+
+Status CheckMemory(const MemoryPlan& plan, const MemoryLimits& limits, const CyclicOptions& o) {
+  const bool by_limit = plan.total_bytes > limits.address_space_left;
+  const bool by_ram = plan.total_bytes > limits.mem_available;
+  if (!by_limit && !by_ram) return Status::Ok();
+  std::string need = "-t " + std::to_string(plan.threads) +
+                     (o.histogram > 0 ? " -h " + std::to_string(o.histogram) : std::string()) +
+                     " needs about " + Gib(plan.total_bytes) + " (" + std::to_string(plan.threads) +
+                     " threads x " + Gib(plan.per_thread_bytes) +
+                     " of histogram buffers and report";
+  if (plan.output_bytes > 0) need += ", plus " + Gib(plan.output_bytes) + " of histogram text";
+  if (plan.telemetry_bytes > 0) need += ", plus " + Gib(plan.telemetry_bytes) + " of telemetry";
+  need += ")";
+  if (by_limit) {
+    return Status(StatusCode::kResourceExhausted,
+                  need + ", but this process may map only " + Gib(limits.address_space_left) +
+                      " more (ulimit -v " + std::to_string(limits.address_space_limit / 1024) +
+                      " KiB): lower -h or -t, or raise ulimit -v");
+  }
+  return Status(StatusCode::kResourceExhausted,
+                need + ", but only " + Gib(limits.mem_available) +
+                    " of memory is available (MemAvailable): lower -h or -t, or free memory");
+}
+
+}  // namespace rtloop::cyclic

@@ -1,0 +1,108 @@
+#include "cyclic_option_checks.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rtloop/telemetry/input_file.h"
+#include "rtloop/telemetry/output_file.h"
+#include "rtloop/telemetry/server.h"
+
+namespace rtloop::cyclic {
+namespace {
+
+Status Invalid(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
+// A -D run gives each thread ceil(D / interval) cycles; a --warmup that eats all of a thread's
+// would leave it without a statistic.
+Status CheckWarmup(const CyclicOptions& o) {
+  if (o.warmup == 0 || o.duration_s <= 0) return Status::Ok();
+  for (const ThreadPlan& t : o.threads) {
+    const std::uint64_t d_us = static_cast<std::uint64_t>(o.duration_s) * 1'000'000u;
+    const auto i_us = static_cast<std::uint64_t>(t.interval_us);
+    const std::uint64_t cycles = (d_us + i_us - 1) / i_us;
+    if (o.warmup >= cycles) {
+      return Invalid("--warmup=" + std::to_string(o.warmup) + " leaves nothing to measure: -D " +
+                     std::to_string(o.duration_s) + "s gives thread " + std::to_string(t.index) +
+                     " " + std::to_string(cycles) + " cycles at " + std::to_string(t.interval_us) +
+                     " us; lower --warmup or lengthen -D");
+    }
+  }
+  return Status::Ok();
+}
+
+// The server's address, token and TLS files, checked with the other options.
+Status CheckTelemetry(const CyclicOptions& o) {
+  if (!o.telemetry &&
+      (!o.token_file.empty() || !o.tls_cert_file.empty() || !o.tls_key_file.empty())) {
+    return Invalid(
+        "--token-file, --tls-cert and --tls-key configure the telemetry server: add "
+        "--telemetry[=ADDR]");
+  }
+  if (!o.telemetry) return Status::Ok();
+  if (!o.telemetry_address.empty()) {
+    if (Status s = telemetry::CheckServerAddress(o.telemetry_address); !s.ok()) {
+      return Invalid("invalid value '" + o.telemetry_address + "' for --telemetry: " + s.message());
+    }
+  }
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return Invalid(
+        "--tls-cert and --tls-key go together: give both (PEM certificate chain "
+        "and its private key)");
+  }
+  if (!o.token_file.empty()) {
+    Result<std::string> token = telemetry::ReadTokenFile(o.token_file);
+    if (!token.ok()) return Invalid("--token-file: " + token.status().message());
+  }
+  for (const auto& [option, path] :
+       {std::pair<const char*, const std::string*>{"--tls-cert", &o.tls_cert_file},
+        {"--tls-key", &o.tls_key_file}}) {
+    if (path->empty()) continue;
+    Result<std::string> pem = telemetry::ReadInputFile(*path, {.what = "PEM file"});
+    if (!pem.ok()) return Invalid(std::string(option) + ": " + pem.status().message());
+  }
+  return Status::Ok();
+}
+
+// Two outputs on one file would overwrite each other: refused. (Several on stdout ("-") are
+// printed one after the other, in cyclictest's order.)
+Status CheckDistinctOutputs(const CyclicOptions& o) {
+  struct Named {
+    const char* option;
+    telemetry::OutputTarget target;
+  };
+  std::vector<Named> outputs;
+  const auto add = [&](const char* option, Result<telemetry::OutputTarget> target) {
+    if (target.ok() && target->kind == telemetry::OutputKind::kRegular) {
+      outputs.push_back({option, std::move(*target)});
+    }
+  };
+  if (!o.json_path.empty()) add("--json", telemetry::ResolveOutputPath(o.json_path));
+  if (!o.histfile.empty()) add("--histfile", telemetry::ResolveOutputPath(o.histfile));
+  if (!o.record_path.empty()) add("--record", telemetry::ResolveOutputPath(o.record_path));
+  if (!o.fifo_path.empty()) {
+    add("-F/--fifo", telemetry::OutputFifo::ResolveFifoPath(o.fifo_path, "-F/--fifo"));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      if (outputs[i].target.SameAs(outputs[j].target)) {
+        return Invalid(std::string(outputs[i].option) + " and " + outputs[j].option +
+                       " both write to '" + outputs[j].target.path +
+                       "': give each output its own file");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckOptionsTogether(const CyclicOptions& o) {
+  RTLOOP_RETURN_IF_ERROR(CheckWarmup(o));
+  RTLOOP_RETURN_IF_ERROR(CheckTelemetry(o));
+  return CheckDistinctOutputs(o);
+}
+
+}  // namespace rtloop::cyclic

@@ -1,0 +1,686 @@
+// ServerCore and the Telemetry service's reactors (see server_core.h).
+#include "server_core.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <utility>
+
+#include "net_util.h"
+#include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
+#include "service_fill.h"
+
+namespace rtloop::telemetry::internal {
+namespace {
+
+constexpr std::size_t kMaxBatchSamples = 65536;
+constexpr std::uint32_t kDefaultWatchIntervalMs = 1000;
+
+grpc::Status ToGrpc(const Status& s) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (s.code()) {
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case StatusCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case StatusCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case StatusCode::kUnauthenticated:
+      code = grpc::StatusCode::UNAUTHENTICATED;
+      break;
+    case StatusCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case StatusCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case StatusCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    default:
+      break;
+  }
+  return grpc::Status(code, s.message());
+}
+
+grpc::Status Unauthenticated(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
+}
+
+// A stream that fails at once (bad request, missing token, stream limit).
+template <typename Response>
+class ErrorReactor final : public grpc::ServerWriteReactor<Response> {
+ public:
+  ErrorReactor(ServerCore* core, const grpc::Status& status) : core_(core) {
+    core_->HandlerStarted();
+    this->Finish(status);
+  }
+  void OnDone() override {
+    ServerCore* core = core_;
+    delete this;
+    core->HandlerDone();
+  }
+
+ private:
+  ServerCore* core_;
+};
+
+// The write/finish state machine shared by both streams. Subclasses fill the messages.
+template <typename Response>
+class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBase {
+ public:
+  StreamReactor(ServerCore* core, grpc::CallbackServerContext* context)
+      : core_(core), context_(context) {}
+  ~StreamReactor() override { core_->ReleaseStream(); }
+
+  void Kick() override {
+    enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
+    grpc::Status status;
+    {
+      std::lock_guard lock(mu_);
+      if (writing_ || finished_) return;
+      if (finish_requested_) {
+        finished_ = true;
+        status = finish_status_;
+        action = Action::kFinish;
+      } else if (ending_) {
+        // The run ended: what is queued (until the deadline), then the final message, then OK.
+        if (!end_sent_ && SteadyClock::now() < end_deadline_ && FillQueued(&message_)) {
+          action = Action::kWrite;
+        } else if (!end_sent_) {
+          FillEnd(&message_);
+          end_sent_ = true;
+          action = Action::kWrite;
+        } else {
+          finished_ = true;
+          status = grpc::Status::OK;
+          action = Action::kFinish;
+        }
+      } else if (Fill(&message_)) {
+        action = Action::kWrite;
+      }
+      if (action == Action::kWrite) {
+        writing_ = true;
+        write_started_ = SteadyClock::now();
+      }
+    }
+    if (action == Action::kWrite) {
+      this->StartWrite(&message_);
+    } else if (action == Action::kFinish) {
+      this->Finish(status);
+    }
+  }
+
+  void RequestFinish(const grpc::Status& status) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!finish_requested_) {
+        finish_requested_ = true;
+        finish_status_ = status;
+      }
+    }
+    Kick();
+  }
+
+  void RequestEnd(SteadyClock::time_point deadline) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!ending_ && !finish_requested_) {
+        ending_ = true;
+        end_deadline_ = deadline;
+      }
+    }
+    Kick();
+  }
+
+  bool CancelIfStalled(SteadyClock::time_point now, std::chrono::milliseconds timeout) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!writing_ || stall_cancelled_ || finished_ || now - write_started_ < timeout) {
+        return false;
+      }
+      stall_cancelled_ = true;
+      if (!finish_requested_) {
+        finish_requested_ = true;
+        finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream stalled");
+      }
+      cancelling_ = true;
+      canceller_ = std::this_thread::get_id();
+    }
+    // The write in flight then completes with ok=false and OnCancel() follows; Kick() finishes.
+    // The context lives until OnDone(), which waits for this call to return.
+    context_->TryCancel();
+    {
+      std::lock_guard lock(mu_);
+      cancelling_ = false;
+    }
+    cancel_cv_.notify_all();
+    return true;
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      if (!ok && !finish_requested_) {
+        finish_requested_ = true;
+        finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
+      }
+    }
+    Kick();
+  }
+
+  void OnCancel() override {
+    RequestFinish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnDone() override {
+    {
+      // gRPC may run OnDone inline in TryCancel(): then it is the cancelling thread and must not
+      // wait for itself.
+      std::unique_lock lock(mu_);
+      cancel_cv_.wait(lock,
+                      [this] { return !cancelling_ || canceller_ == std::this_thread::get_id(); });
+    }
+    Closing();
+    core_->Unregister(this);  // may destroy this
+  }
+
+ protected:
+  // Under the lock, with no write in flight: puts the next message into `out`, or returns false
+  // when none is ready yet.
+  virtual bool Fill(Response* out) = 0;
+  // After the end was requested: the next message of data already queued, or false.
+  virtual bool FillQueued(Response* out) = 0;
+  // The final message (StreamEnd); what is still queued then counts as lost.
+  virtual void FillEnd(Response* out) = 0;
+  // Once, from OnDone, before the reactor is released.
+  virtual void Closing() {}
+
+  ServerCore* const core_;
+
+ private:
+  grpc::CallbackServerContext* const context_;
+  std::mutex mu_;
+  bool writing_ = false;
+  bool finished_ = false;
+  bool finish_requested_ = false;
+  bool ending_ = false;
+  bool end_sent_ = false;
+  bool stall_cancelled_ = false;
+  bool cancelling_ = false;  // CancelIfStalled() is in TryCancel()
+  std::thread::id canceller_;
+  std::condition_variable cancel_cv_;
+  SteadyClock::time_point end_deadline_;
+  SteadyClock::time_point write_started_;
+  grpc::Status finish_status_;
+  Response message_;  // the message being written; untouched until OnWriteDone
+};
+
+class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
+ public:
+  WatchStatsReactor(ServerCore* core, grpc::CallbackServerContext* context, std::vector<TaskId> ids,
+                    bool histogram, std::chrono::milliseconds interval)
+      : StreamReactor(core, context),
+        ids_(std::move(ids)),
+        histogram_(histogram),
+        interval_(interval),
+        next_(SteadyClock::now()) {}
+
+ protected:
+  bool Fill(v1::GetStatsResponse* out) override {
+    const SteadyClock::time_point now = SteadyClock::now();
+    if (now < next_) return false;
+    next_ += interval_;
+    if (next_ < now) next_ = now + interval_;  // fell behind (slow client): no burst
+    out->Clear();
+    core_->FillStats(ids_, histogram_, out);
+    return true;
+  }
+  bool FillQueued(v1::GetStatsResponse* /*out*/) override { return false; }
+  // The final statistics, marked as the end.
+  void FillEnd(v1::GetStatsResponse* out) override {
+    out->Clear();
+    core_->FillStats(ids_, histogram_, out);
+    out->mutable_end()->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
+  }
+
+ private:
+  const std::vector<TaskId> ids_;
+  const bool histogram_;
+  const std::chrono::milliseconds interval_;
+  SteadyClock::time_point next_;
+};
+
+class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse> {
+ public:
+  SampleStreamReactor(ServerCore* core, grpc::CallbackServerContext* context,
+                      std::shared_ptr<Subscription> subscription, std::vector<TaskId> tasks,
+                      std::size_t max_batch)
+      : StreamReactor(core, context),
+        subscription_(std::move(subscription)),
+        tasks_(std::move(tasks)),
+        max_batch_(max_batch) {}
+
+ protected:
+  bool Fill(v1::StreamSamplesResponse* out) override {
+    if (next_ >= pending_.size()) {
+      next_ = 0;
+      if (subscription_->Pop(&pending_, std::chrono::nanoseconds(0), max_batch_) == 0) {
+        pending_.clear();
+        return false;
+      }
+    }
+    const SampleBatch& batch = pending_[next_++];
+    AddLost(batch.task, batch.lost_before);
+    Count(sent_, batch.task, batch.samples.size());
+    out->Clear();
+    internal::FillSampleBatch(batch, lost_total_[batch.task], out);
+    return true;
+  }
+  bool FillQueued(v1::StreamSamplesResponse* out) override { return Fill(out); }
+  void FillEnd(v1::StreamSamplesResponse* out) override {
+    // Whatever is still queued now was not delivered in time: lost for this stream.
+    for (; next_ < pending_.size(); ++next_) {
+      AddLost(pending_[next_].task, pending_[next_].lost_before + pending_[next_].samples.size());
+    }
+    pending_.clear();
+    next_ = 0;
+    std::vector<SampleBatch> rest;
+    while (subscription_->Pop(&rest, std::chrono::nanoseconds(0), kMaxBatchSamples) > 0) {
+      for (const SampleBatch& b : rest) AddLost(b.task, b.lost_before + b.samples.size());
+    }
+    subscription_->Close();
+    const std::vector<std::uint64_t> unreported = subscription_->TakeUnreportedLoss();
+    for (std::size_t t = 0; t < unreported.size(); ++t) {
+      AddLost(static_cast<TaskId>(t), unreported[t]);
+    }
+    out->Clear();
+    v1::StreamEnd* end = out->mutable_end();
+    end->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
+    for (const TaskId id : tasks_) {
+      Result<TaskTelemetrySnapshot> snap = core_->hub().Snapshot(id);
+      v1::TaskStreamEnd* t = end->add_tasks();
+      t->set_task_id(id);
+      if (snap.ok()) {
+        t->set_samples(snap->samples);
+        t->set_last_seq(snap->samples > 0 ? snap->samples - 1 : 0);
+        t->set_ring_dropped(snap->ring_dropped);
+      }
+      t->set_sent(At(sent_, id));
+      t->set_lost_total(At(lost_total_, id));
+    }
+  }
+  void Closing() override { core_->collector().Unsubscribe(subscription_); }
+
+ private:
+  static void Count(std::vector<std::uint64_t>& v, TaskId task, std::uint64_t n) {
+    if (v.size() <= task) v.resize(std::size_t{task} + 1, 0);
+    v[task] += n;
+  }
+  static std::uint64_t At(const std::vector<std::uint64_t>& v, TaskId task) {
+    return task < v.size() ? v[task] : 0;
+  }
+  void AddLost(TaskId task, std::uint64_t n) {
+    Count(lost_total_, task, n);
+    if (n > 0) core_->AddStreamLoss(task, n);
+  }
+
+  const std::shared_ptr<Subscription> subscription_;
+  const std::vector<TaskId> tasks_;  // the stream's tasks, for the final message
+  const std::size_t max_batch_;
+  std::vector<SampleBatch> pending_;
+  std::size_t next_ = 0;
+  std::vector<std::uint64_t> lost_total_;  // per task id
+  std::vector<std::uint64_t> sent_;        // per task id
+};
+
+class TelemetryService final : public v1::Telemetry::CallbackService {
+ public:
+  explicit TelemetryService(ServerCore* core) : core_(core) {}
+
+  grpc::ServerUnaryReactor* GetSystemInfo(grpc::CallbackServerContext* context,
+                                          const v1::GetSystemInfoRequest* /*request*/,
+                                          v1::GetSystemInfoResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::Status status = core_->Authorize(context);
+    if (status.ok()) internal::FillSystemInfo(core_->address(), response);
+    reactor->Finish(status);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* ListTasks(grpc::CallbackServerContext* context,
+                                      const v1::ListTasksRequest* /*request*/,
+                                      v1::ListTasksResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::Status status = core_->Authorize(context);
+    if (status.ok()) internal::FillTaskList(core_->hub(), core_->executor(), response);
+    reactor->Finish(status);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const v1::GetStatsRequest* request,
+                                     v1::GetStatsResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::Status status = core_->Authorize(context);
+    if (status.ok()) {
+      Result<std::vector<TaskId>> ids = internal::ResolveTaskIds(core_->hub(), request->task_ids());
+      if (ids.ok()) {
+        core_->FillStats(*ids, request->include_histogram(), response);
+      } else {
+        status = ToGrpc(ids.status());
+      }
+    }
+    reactor->Finish(status);
+    return reactor;
+  }
+
+  grpc::ServerWriteReactor<v1::GetStatsResponse>* WatchStats(
+      grpc::CallbackServerContext* context, const v1::WatchStatsRequest* request) override {
+    using Error = ErrorReactor<v1::GetStatsResponse>;
+    if (grpc::Status s = core_->Authorize(context); !s.ok()) return new Error(core_, s);
+    Result<std::vector<TaskId>> ids = internal::ResolveTaskIds(core_->hub(), request->task_ids());
+    if (!ids.ok()) return new Error(core_, ToGrpc(ids.status()));
+    const std::uint32_t interval_ms =
+        request->interval_ms() == 0 ? kDefaultWatchIntervalMs : request->interval_ms();
+    const auto min_ms = core_->config().min_watch_interval.count();
+    if (interval_ms < min_ms) {
+      return new Error(
+          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "interval_ms " + std::to_string(interval_ms) +
+                                  " is below the minimum of " + std::to_string(min_ms) + " ms"));
+    }
+    if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
+    auto reactor = std::make_shared<WatchStatsReactor>(core_, context, std::move(*ids),
+                                                       request->include_histogram(),
+                                                       std::chrono::milliseconds(interval_ms));
+    WatchStatsReactor* raw = reactor.get();
+    core_->Register(reactor);
+    raw->Kick();  // the first snapshot right away
+    return raw;
+  }
+
+  grpc::ServerWriteReactor<v1::StreamSamplesResponse>* StreamSamples(
+      grpc::CallbackServerContext* context, const v1::StreamSamplesRequest* request) override {
+    using Error = ErrorReactor<v1::StreamSamplesResponse>;
+    if (grpc::Status s = core_->Authorize(context); !s.ok()) return new Error(core_, s);
+    Result<std::vector<TaskId>> ids = internal::ResolveTaskIds(core_->hub(), request->task_ids());
+    if (!ids.ok()) return new Error(core_, ToGrpc(ids.status()));
+    if (request->max_batch_samples() > kMaxBatchSamples) {
+      return new Error(
+          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "max_batch_samples " + std::to_string(request->max_batch_samples()) +
+                                  " is above the limit of " + std::to_string(kMaxBatchSamples)));
+    }
+    const std::size_t max_buffer = core_->config().max_stream_buffer_samples;
+    if (request->buffer_samples() > max_buffer) {
+      return new Error(
+          core_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "buffer_samples " + std::to_string(request->buffer_samples()) +
+                                  " is above the server's limit of " + std::to_string(max_buffer)));
+    }
+    const std::size_t max_batch = request->max_batch_samples() == 0
+                                      ? core_->config().max_batch_samples
+                                      : request->max_batch_samples();
+    if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
+    SubscriptionConfig sc;
+    if (request->task_ids_size() > 0) sc.tasks = *ids;
+    sc.capacity = request->buffer_samples() == 0 ? core_->config().stream_buffer_samples
+                                                 : request->buffer_samples();
+    auto reactor = std::make_shared<SampleStreamReactor>(
+        core_, context, core_->collector().Subscribe(sc), std::move(*ids), max_batch);
+    SampleStreamReactor* raw = reactor.get();
+    // Send the response headers now: the client then knows the subscription exists (every sample
+    // from here on reaches it) even before the first batch. Before Register(): no other thread
+    // can reach the reactor yet.
+    raw->StartSendInitialMetadata();
+    core_->Register(reactor);
+    return raw;
+  }
+
+ private:
+  ServerCore* const core_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ServerCore
+
+ServerCore::ServerCore(const ServerConfig& config, std::string token, TelemetryHub& hub,
+                       Collector& collector, const Executor* executor)
+    : config_(config),
+      token_(std::move(token)),
+      hub_(hub),
+      collector_(collector),
+      executor_(executor) {}
+
+ServerCore::~ServerCore() { StopPump(); }
+
+std::string ServerCore::address() const {
+  std::lock_guard lock(mu_);
+  return address_;
+}
+
+void ServerCore::set_address(std::string address) {
+  std::lock_guard lock(mu_);
+  address_ = std::move(address);
+}
+
+grpc::Status ServerCore::Authorize(const grpc::CallbackServerContext* context) const {
+  if (token_.empty()) return grpc::Status::OK;
+  const auto& metadata = context->client_metadata();
+  const auto [first, last] = metadata.equal_range("authorization");
+  const auto count = std::distance(first, last);
+  if (count == 0) {
+    return Unauthenticated(
+        "this server requires a bearer token (\"authorization: Bearer <token>\" metadata, e.g. "
+        "rtloop-top --token-file FILE)");
+  }
+  if (count > 1) {
+    return Unauthenticated("the call carries " + std::to_string(count) +
+                           " authorization values; send exactly one \"Bearer <token>\"");
+  }
+  const std::optional<std::string_view> given =
+      internal::BearerToken(std::string_view(first->second.data(), first->second.size()));
+  if (!given) {
+    return Unauthenticated(
+        "malformed authorization value: expected \"Bearer <token>\" (one space, no other "
+        "characters)");
+  }
+  if (!internal::ConstantTimeEquals(*given, token_)) return Unauthenticated("wrong bearer token");
+  return grpc::Status::OK;
+}
+
+grpc::Status ServerCore::ReserveStream() {
+  std::lock_guard lock(mu_);
+  if (stopping_) {
+    return stop_status_.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "server stopping")
+                             : stop_status_;
+  }
+  if (live_streams_ >= config_.max_streams) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "too many open streams (" + std::to_string(config_.max_streams) +
+                            "): close one or raise ServerConfig::max_streams");
+  }
+  ++live_streams_;
+  return grpc::Status::OK;
+}
+
+void ServerCore::ReleaseStream() {
+  std::lock_guard lock(mu_);
+  --live_streams_;
+  idle_cv_.notify_all();
+}
+
+void ServerCore::Register(const std::shared_ptr<StreamBase>& stream) {
+  bool stopping = false;
+  std::optional<SteadyClock::time_point> end;
+  grpc::Status status;
+  {
+    std::lock_guard lock(mu_);
+    streams_.emplace(stream.get(), stream);
+    stopping = stopping_;
+    end = end_deadline_;
+    status = stop_status_;
+  }
+  pump_cv_.notify_all();
+  if (!stopping) return;
+  if (end) {
+    stream->RequestEnd(*end);
+  } else {
+    stream->RequestFinish(status);
+  }
+}
+
+void ServerCore::Unregister(StreamBase* stream) {
+  std::shared_ptr<StreamBase> keep;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = streams_.find(stream);
+    if (it == streams_.end()) return;
+    keep = std::move(it->second);
+    streams_.erase(it);
+  }
+  // `keep` goes out of scope here, outside the lock (the destructor takes the lock).
+}
+
+void ServerCore::HandlerStarted() {
+  std::lock_guard lock(mu_);
+  ++live_handlers_;
+}
+
+void ServerCore::HandlerDone() {
+  std::lock_guard lock(mu_);
+  --live_handlers_;
+  idle_cv_.notify_all();
+}
+
+std::size_t ServerCore::open_streams() const {
+  std::lock_guard lock(mu_);
+  return live_streams_;
+}
+
+void ServerCore::AddStreamLoss(TaskId task, std::uint64_t lost) {
+  std::lock_guard lock(mu_);
+  stream_loss_[task] += lost;
+}
+
+std::uint64_t ServerCore::stalled_streams_cancelled() const {
+  std::lock_guard lock(mu_);
+  return stalled_cancelled_;
+}
+
+void ServerCore::FillStats(const std::vector<TaskId>& ids, bool histogram,
+                           v1::GetStatsResponse* out) {
+  internal::FillStats(hub_, ids, histogram, out);
+  std::lock_guard lock(mu_);
+  for (const v1::TaskStats& t : out->tasks()) {
+    v1::StreamLoss* loss = out->add_stream_loss();
+    loss->set_task_id(t.task_id());
+    const auto it = stream_loss_.find(t.task_id());
+    loss->set_lost(it == stream_loss_.end() ? 0 : it->second);
+  }
+  out->set_open_streams(static_cast<std::uint32_t>(live_streams_));
+  out->set_stalled_streams_cancelled(stalled_cancelled_);
+}
+
+void ServerCore::StartPump() {
+  {
+    std::lock_guard lock(mu_);
+    pump_stop_ = false;
+  }
+  pump_ = std::thread([this] { PumpLoop(); });
+}
+
+void ServerCore::StopPump() {
+  {
+    std::lock_guard lock(mu_);
+    pump_stop_ = true;
+  }
+  pump_cv_.notify_all();
+  if (pump_.joinable()) pump_.join();
+}
+
+void ServerCore::FinishAll(const grpc::Status& status) {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    stop_status_ = status;
+    end_deadline_.reset();
+  }
+  for (const std::shared_ptr<StreamBase>& s : Snapshot()) s->RequestFinish(status);
+}
+
+void ServerCore::EndAll(SteadyClock::time_point deadline) {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    end_deadline_ = deadline;
+  }
+  for (const std::shared_ptr<StreamBase>& s : Snapshot()) s->RequestEnd(deadline);
+}
+
+void ServerCore::Resume() {
+  std::lock_guard lock(mu_);
+  stopping_ = false;
+  stop_status_ = grpc::Status::OK;
+  end_deadline_.reset();
+}
+
+bool ServerCore::WaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_cv_.wait_for(lock, timeout,
+                           [this] { return live_streams_ == 0 && live_handlers_ == 0; });
+}
+
+std::vector<std::shared_ptr<StreamBase>> ServerCore::Snapshot() {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<StreamBase>> out;
+  out.reserve(streams_.size());
+  for (const auto& [key, stream] : streams_) out.push_back(stream);
+  return out;
+}
+
+void ServerCore::PumpLoop() {
+  std::unique_lock lock(mu_);
+  while (!pump_stop_) {
+    if (streams_.empty()) {
+      pump_cv_.wait(lock, [this] { return pump_stop_ || !streams_.empty(); });
+      continue;
+    }
+    lock.unlock();
+    const SteadyClock::time_point now = SteadyClock::now();
+    std::uint64_t stalled = 0;
+    for (const std::shared_ptr<StreamBase>& s : Snapshot()) {
+      if (config_.stall_timeout.count() > 0 && s->CancelIfStalled(now, config_.stall_timeout)) {
+        ++stalled;
+      } else {
+        s->Kick();
+      }
+    }
+    if (stalled > 0 && config_.log_to_stderr) {
+      std::fprintf(stderr,
+                   "rtloop telemetry: cancelled %llu stream(s) whose client read nothing for "
+                   "%lld ms; their slots are free again\n",
+                   static_cast<unsigned long long>(stalled),
+                   static_cast<long long>(config_.stall_timeout.count()));
+    }
+    lock.lock();
+    stalled_cancelled_ += stalled;
+    pump_cv_.wait_for(lock, config_.poll_period, [this] { return pump_stop_; });
+  }
+}
+
+std::unique_ptr<grpc::Service> MakeTelemetryService(ServerCore* core) {
+  return std::make_unique<TelemetryService>(core);
+}
+
+}  // namespace rtloop::telemetry::internal
