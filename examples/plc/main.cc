@@ -111,7 +111,9 @@ int main(int argc, char** argv) {
   const rtloop::Result<plc::PlcConfig> config =
       plc::LoadPlcConfig(o.config_path, rtloop::ReadSystemInfo().online_cpus);
   if (!config.ok()) {
-    std::fprintf(stderr, "rtloop-plc: %s\n", config.status().message().c_str());
+    const bool missing = config.status().code() == rtloop::StatusCode::kNotFound;
+    std::fprintf(stderr, "rtloop-plc: %s%s\n", config.status().message().c_str(),
+                 missing ? " (--config=FILE; the default is relative to the repository root)" : "");
     return 2;
   }
   plc::Plc plc(*config);

@@ -37,11 +37,11 @@ std::string Approx(std::int64_t ns) {
 std::string FormatFaultReport(const FaultReport& f, const PlcConfig& config) {
   if (!f.faulted) return "no fault";
   const TaskSpec& spec = config.task(f.program);
-  std::string out = "PLC FAULT: watchdog of task \"" + spec.name + "\" (" +
-                    FormatDuration(spec.period) + ", watchdog " +
-                    FormatDuration(nanoseconds(f.watchdog_ns)) + " x " +
-                    std::to_string(f.sensitivity) + ") tripped at cycle " +
-                    std::to_string(f.cycle) + " (t=" + Seconds(f.since_start_ns) + "): execution " + Approx(f.execution_ns) + ", ";
+  std::string out =
+      "PLC FAULT: watchdog of task \"" + spec.name + "\" (" + FormatDuration(spec.period) +
+      ", watchdog " + FormatDuration(nanoseconds(f.watchdog_ns)) + " x " +
+      std::to_string(f.sensitivity) + ") tripped at cycle " + std::to_string(f.cycle) +
+      " (t=" + Seconds(f.since_start_ns) + "): execution " + Approx(f.execution_ns) + ", ";
   if (f.single_cycle) {
     out += "one cycle longer than watchdog x sensitivity";
   } else {
