@@ -114,6 +114,7 @@ enum OptionId {
   kOptNoop,  // -n
   // rtloop extensions
   kOptTelemetry,
+  kOptMetrics,
   kOptRecord,
   kOptPercentiles,
   kOptFailAbove,
@@ -180,6 +181,7 @@ constexpr OptionSpec kOptions[] = {
     {'x', "posix_timers", Arg::kNone, kOptPosixTimers, false},
     {'n', nullptr, Arg::kNone, kOptNoop, false},
     {0, "telemetry", Arg::kOptional, kOptTelemetry, false},
+    {0, "metrics", Arg::kOptional, kOptMetrics, false},
     {0, "record", Arg::kRequired, kOptRecord, false},
     {0, "percentiles", Arg::kNone, kOptPercentiles, false},
     {0, "fail-above", Arg::kRequired, kOptFailAbove, false},
@@ -508,6 +510,11 @@ struct Parser {
         if (arg && value.empty()) return BadValue(spec, value, "expected an address HOST:PORT");
         o.telemetry = true;
         o.telemetry_address = value;
+        return Status::Ok();
+      case kOptMetrics:
+        if (arg && value.empty()) return BadValue(spec, value, "expected an address HOST:PORT");
+        o.metrics = true;
+        o.metrics_address = value;
         return Status::Ok();
       case kOptRecord:
         if (value == "-" || value == "/dev/stdout") {
@@ -941,6 +948,8 @@ rtloop extensions:
          --token-file=FILE        clients must send this bearer token (needs --telemetry)
          --tls-cert=FILE          serve TLS with this PEM certificate chain (with --tls-key)
          --tls-key=FILE           the certificate's PEM private key (with --tls-cert)
+         --metrics[=ADDR]         serve Prometheus /metrics and the live page at / over HTTP
+                                  while measuring (127.0.0.1:9101)
          --record=FILE            write every sample to FILE (binary sample log; FILE.partial
                                   until the run ended)
          --percentiles            print p50..p99.999 and max per thread after the run

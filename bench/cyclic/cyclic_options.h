@@ -142,6 +142,8 @@ struct CyclicOptions {
   std::string token_file;                         // --token-file=FILE (needs --telemetry)
   std::string tls_cert_file;                      // --tls-cert=FILE (with --tls-key)
   std::string tls_key_file;                       // --tls-key=FILE (with --tls-cert)
+  bool metrics = false;                           // --metrics[=ADDR]: Prometheus + live page
+  std::string metrics_address;                    // empty: the HTTP default (127.0.0.1:9101)
   std::string record_path;                        // --record=FILE
   bool percentiles = false;                       // --percentiles
   std::optional<std::int64_t> fail_above_us;      // --fail-above=US

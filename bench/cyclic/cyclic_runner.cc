@@ -34,6 +34,7 @@
 #include "rtloop/framework/system_info.h"
 #include "rtloop/framework/time.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/sample_log.h"
@@ -372,6 +373,8 @@ class Run {
   std::unique_ptr<MaxOverTime> max_over_time_;  // --max-over-time
   // Declared after everything its threads use, so that it is destroyed (stopped) first.
   std::unique_ptr<Executor> executor_;
+  // --metrics: reads the hub, the collector and the executor, so it is destroyed before them.
+  std::unique_ptr<telemetry::HttpServer> http_;
   std::vector<ThreadReport> base_;  // the static fields of every thread's report
   std::vector<VerboseReducer> reducers_;
   BreakLatch latch_;
@@ -439,7 +442,7 @@ Status Run::Setup() {
   if (o_.resolution) CheckClockResolution(o_);
   if (o_.tracemark && o_.breaktrace > 0) trace_.Open();
 
-  if (o_.telemetry || !o_.record_path.empty()) {
+  if (o_.telemetry || o_.metrics || !o_.record_path.empty()) {
     telemetry::TelemetryHubConfig hc;
     hc.max_tasks = std::max<std::size_t>(n, 1);
     hc.drain_period = kTelemetryDrainPeriod;  // rings sized for it
@@ -564,6 +567,15 @@ Status Run::Setup() {
         telemetry::Server::Start(sc, *hub_, *collector_, executor_.get());
     if (!server.ok()) return server.status();
     server_ = std::move(*server);
+  }
+  if (o_.metrics) {  // binds here too: a port in use stops the run before it measures
+    telemetry::HttpConfig hc;
+    if (!o_.metrics_address.empty()) hc.address = o_.metrics_address;
+    hc.cpus = o_.main_affinity;
+    Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
+        hc, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
+    if (!http.ok()) return http.status();
+    http_ = std::move(*http);
   }
 
   RTLOOP_RETURN_IF_ERROR(executor_->Start());
@@ -751,6 +763,7 @@ void Run::StopAll(bool abandon_outputs) {
   StopFifo();
   if (collector_ != nullptr) collector_->Stop();  // every sample reaches the sinks
   if (server_ != nullptr) server_->Stop();
+  if (http_ != nullptr) http_->Stop();
   if (sample_log_ != nullptr) {
     if (abandon_outputs) {
       sample_log_->Abandon();

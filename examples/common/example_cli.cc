@@ -22,6 +22,8 @@ const char kRunOptionsUsage[] =
     "  --duration=SECONDS  run time, 0.1..86400; 0 (default unless said above): until Ctrl-C\n"
     "  --telemetry=ADDR    gRPC telemetry address (default 127.0.0.1:50051; port 0: any free\n"
     "                      port, printed on stderr), or off\n"
+    "  --metrics[=ADDR]    also serve Prometheus /metrics and the live page at / over HTTP\n"
+    "                      (default ADDR 127.0.0.1:9101; port 0: any free port)\n"
     "  --record=FILE       write every cycle's sample to FILE (rtloop sample log)\n"
     "  --require-rt        fail when SCHED_FIFO is not permitted (default: run as SCHED_OTHER\n"
     "                      and say so loudly)\n";
@@ -142,6 +144,10 @@ bool ParseRunOption(Args& args, RunOptions* options) {
   if (args.Flag("--record", &options->record) || args.Flag("--telemetry", &options->telemetry)) {
     return true;
   }
+  if (std::string address; args.Optional("--metrics", &address, "")) {
+    options->metrics = address;
+    return true;
+  }
   double d = options->duration_s;
   if (!args.Flag("--duration", &d, 0.0, 86400.0)) return false;
   if (d > 0.0 && d < 0.1) {
@@ -157,6 +163,9 @@ std::optional<int> Done(Args& args, const RunOptions& options) {
   if (!args.ok()) return 2;
   if (!options.record.empty() && options.telemetry == "off") {
     return args.Fail("--record needs telemetry: drop --telemetry=off (or give --telemetry=ADDR)");
+  }
+  if (options.metrics && options.telemetry == "off") {
+    return args.Fail("--metrics needs telemetry: drop --telemetry=off (or give --telemetry=ADDR)");
   }
   return std::nullopt;
 }
@@ -174,6 +183,10 @@ void Apply(const RunOptions& options, const std::string& app_name, rtloop::Runti
     config->telemetry.grpc.address = options.telemetry;
   }
   config->telemetry.record_path = options.record;
+  if (options.metrics) {
+    config->telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
+    if (!options.metrics->empty()) config->telemetry.http->address = *options.metrics;
+  }
 }
 
 std::string DescribeDuration(const RunOptions& options) {

@@ -1,7 +1,8 @@
 // Command-line handling shared by the example programs (rtloop-plc, rtloop-motion,
 // rtloop-gpio-toggle, rtloop-two-tasks): "--name=value" flags with range checks whose errors name
 // the flag, the bad value and what to give instead, and the options every example has for how it
-// runs (RunOptions: duration, telemetry address, sample log, RT requirement).
+// runs (RunOptions: duration, the gRPC address, the HTTP /metrics endpoint, sample log, RT
+// requirement).
 //
 //   example_cli::Args args(argc, argv, kUsage);        // kUsage ends with "run options:\n"
 //   example_cli::RunOptions run;                        // defaults: until Ctrl-C, 127.0.0.1:50051
@@ -16,8 +17,7 @@
 //   example_cli::Apply(run, args.program(), &config);
 //
 // A new option every example should have goes into RunOptions, ParseRunOption(), Apply() and
-// kRunOptionsUsage, and nowhere else (the HTTP /metrics endpoint's --metrics=ADDR goes here once
-// the runtime has it).
+// kRunOptionsUsage, and nowhere else.
 //
 // Exit statuses of the examples: 0 after a run, 1 when the runtime could not start or stop (the
 // message says why), 2 for a bad argument; rtloop-plc adds 3 for a PLC fault.
@@ -85,7 +85,10 @@ class Args {
 struct RunOptions {
   double duration_s = 0.0;                    // --duration=SECONDS; 0: until Ctrl-C / SIGTERM
   std::string telemetry = "127.0.0.1:50051";  // --telemetry=ADDR|off: the gRPC API
-  std::string record;                         // --record=FILE: the sample log; empty: none
+  // --metrics[=ADDR]: the HTTP endpoint (Prometheus /metrics, the live page); "" for its default
+  // address (127.0.0.1:9101). nullopt: none.
+  std::optional<std::string> metrics;
+  std::string record;       // --record=FILE: the sample log; empty: none
   bool require_rt = false;  // --require-rt: fail instead of falling back to SCHED_OTHER
 };
 
@@ -96,12 +99,13 @@ extern const char kRunOptionsUsage[];
 bool ParseRunOption(Args& args, RunOptions* options);
 
 // After the argument loop: the exit status when the program should end now (0 after --help, 2
-// after a bad argument, which was printed, or a bad combination such as --record with
-// --telemetry=off, which this prints), or nullopt to run.
+// after a bad argument, which was printed, or a bad combination such as --record or --metrics
+// with --telemetry=off, which this prints), or nullopt to run.
 std::optional<int> Done(Args& args, const RunOptions& options);
 
-// Sets `config` from `options`: app_name, duration, telemetry address (or telemetry off), sample
-// log, locked memory, and the non-RT fallback (on, printed loudly, unless --require-rt).
+// Sets `config` from `options`: app_name, duration, telemetry address (or telemetry off), the
+// HTTP endpoint, sample log, locked memory, and the non-RT fallback (on, printed loudly, unless
+// --require-rt).
 void Apply(const RunOptions& options, const std::string& app_name, rtloop::RuntimeConfig* config);
 
 // "until Ctrl-C" or "for 2.5 s", for an example's first line.

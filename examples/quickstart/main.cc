@@ -1,22 +1,38 @@
 // rtloop-quickstart: the README's loop example as a complete program. The core of the motion
 // example's 2 kHz position loop (examples/motion: a simulated servo with a flexible load, an LQR
 // controller with feed-forward on an S-curve) on rtloop::Runtime with telemetry (gRPC on
-// 127.0.0.1:50051, or the address given as the first argument, "127.0.0.1:0" for any free port)
-// until Ctrl-C or SIGTERM, then the task report. rtloop-motion is the same loop with a second axis
-// for comparison, progress, the tracking error and a recording.
+// 127.0.0.1:50051, or the address given as an argument, "127.0.0.1:0" for any free port) until
+// Ctrl-C or SIGTERM, then the task report. --metrics[=ADDR] adds the HTTP endpoint: Prometheus
+// /metrics and the live page (127.0.0.1:9101 by default). rtloop-motion is the same loop with a
+// second axis for comparison, progress, the tracking error and a recording.
 //
 //   build/bin/rtloop-quickstart                 # watch it: build/bin/rtloop-top
 //   build/bin/rtloop-quickstart 127.0.0.1:0     # prints the port it serves on
+//   build/bin/rtloop-quickstart --metrics       # and open http://127.0.0.1:9101/
 //
 // Without real-time privileges (root, CAP_SYS_NICE or an rtprio limit) the task runs as
 // SCHED_OTHER and the runtime says so loudly (allow_non_rt_fallback); its figures are then not
 // real-time figures.
 #include <chrono>
+#include <string_view>
 
 #include "axis.h"
 #include "rtloop/telemetry/runtime.h"
 
 namespace {
+
+// [GRPC_ADDR] [--metrics[=ADDR]]: where the gRPC API listens; the HTTP endpoint on ADDR.
+void ReadArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--metrics" || arg.starts_with("--metrics=")) {
+      config->telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
+      if (arg.size() > 10) config->telemetry.http->address = arg.substr(10);
+    } else {
+      config->telemetry.grpc.address = arg;
+    }
+  }
+}
 
 // --- the README's example starts here ---
 class Position final : public rtloop::PeriodicTask {
@@ -39,8 +55,8 @@ int main(int argc, char** argv) {
   rtloop::RuntimeConfig config;                  // telemetry on 127.0.0.1:50051
   config.executor.allow_non_rt_fallback = true;  // no RT privilege: SCHED_OTHER, said loudly
   config.report_at_exit = true;                  // the task table when it ends
-  if (argc > 1) config.telemetry.grpc.address = argv[1];
-  auto rt = rtloop::Runtime::Create(config);  // errors say how to fix them
+  ReadArgs(argc, argv, &config);                 // [GRPC_ADDR] [--metrics[=ADDR]]
+  auto rt = rtloop::Runtime::Create(config);     // errors say how to fix them
   if (!rt.ok()) return rtloop::ExitCode(rt.status());
   auto axis = motion::Axis::Create({});  // plant, LQR design, S-curve: set-up may allocate
   if (!axis.ok()) return rtloop::ExitCode(axis.status());

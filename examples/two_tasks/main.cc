@@ -1,7 +1,7 @@
 // rtloop-two-tasks: two periodic tasks on rtloop::Runtime for ~10 s, with telemetry, then the
 // standard task report.
 //
-//   rtloop-two-tasks [--duration=SECONDS] [--telemetry=ADDR|off]
+//   rtloop-two-tasks [--duration=SECONDS] [--telemetry=ADDR|off] [--metrics[=ADDR]]
 //
 // "control" runs at 1 kHz and does a small fixed-size Eigen computation (a 6-state discrete
 // state-space model with state feedback), "logger" runs at 250 Hz and samples what control
@@ -84,13 +84,15 @@ class LoggerTask final : public rtloop::PeriodicTask {
 void PrintUsage(std::FILE* out) {
   std::fprintf(
       out,
-      "usage: rtloop-two-tasks [--duration=SECONDS] [--telemetry=ADDR|off]\n"
+      "usage: rtloop-two-tasks [--duration=SECONDS] [--telemetry=ADDR|off] [--metrics[=ADDR]]\n"
       "  Runs a 1 kHz \"control\" task and a 250 Hz \"logger\" task on rtloop::Runtime\n"
       "  (SCHED_FIFO 80/70, SCHED_OTHER with a warning when not permitted), then prints\n"
       "  the task report. Ctrl-C stops early.\n"
       "  --duration=SECONDS  run time, 0.1..86400 (default 10)\n"
       "  --telemetry=ADDR    gRPC telemetry address (default 127.0.0.1:50051; port 0: any\n"
-      "                      free port), or off\n");
+      "                      free port), or off\n"
+      "  --metrics[=ADDR]    also serve Prometheus /metrics and the live page at / over\n"
+      "                      HTTP (default 127.0.0.1:9101; port 0: any free port)\n");
 }
 
 // Parses the arguments into `config`; returns 0 to run, or the exit status.
@@ -123,6 +125,11 @@ int ParseArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
       } else {
         config->telemetry.grpc.address = value;
       }
+      continue;
+    }
+    if (arg == "--metrics" || arg.rfind("--metrics=", 0) == 0) {
+      config->telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
+      if (arg.size() > 10) config->telemetry.http->address = arg.substr(10);
       continue;
     }
     std::fprintf(stderr, "rtloop-two-tasks: unknown argument \"%s\"\n", arg.c_str());
@@ -165,12 +172,13 @@ int main(int argc, char** argv) {
   const rtloop::SystemInfo sys = rtloop::ReadSystemInfo();
   std::printf(
       "rtloop-two-tasks: kernel %s (preempt %s), CPUs %s, isolated %s; running %.1f s "
-      "(Ctrl-C stops early), telemetry %s\n",
+      "(Ctrl-C stops early), telemetry %s, metrics %s\n",
       sys.kernel_release.c_str(), rtloop::PreemptModelName(sys.preempt_model),
       rtloop::FormatCpuList(sys.online_cpus).c_str(),
       sys.isolated_cpus.empty() ? "none" : rtloop::FormatCpuList(sys.isolated_cpus).c_str(),
       std::chrono::duration<double>(config.duration).count(),
-      (*rt)->grpc_address().empty() ? "off" : (*rt)->grpc_address().c_str());
+      (*rt)->grpc_address().empty() ? "off" : (*rt)->grpc_address().c_str(),
+      (*rt)->http_address().empty() ? "off" : (*rt)->http_address().c_str());
   std::fflush(stdout);
 
   if (rtloop::Status s = (*rt)->RunUntilSignal(); !s.ok()) return rtloop::ExitCode(s);

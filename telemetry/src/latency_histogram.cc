@@ -28,11 +28,14 @@ inline void AddI64(std::atomic<std::int64_t>& c, std::int64_t by) noexcept {
           std::memory_order_relaxed);
 }
 
-// The 1-based rank of `percentile` among `total` values: the nearest-rank definition
-// ceil(percentile / 100 * total), computed in integers so that decimal percentiles are exact (in
-// doubles, 99.9 / 100 * 1000 is 999.0000000000001 and would give rank 1000, not 999). The
-// percentile is taken to 1e-9 percent; NaN and values <= 0 give rank 1, values >= 100 give total.
-std::uint64_t RankOf(double percentile, std::uint64_t total) noexcept {
+// `v` clamped to [lo, hi]; unchanged when a concurrent reader saw lo > hi.
+std::int64_t ClampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) noexcept {
+  return lo > hi ? v : std::clamp(v, lo, hi);
+}
+
+}  // namespace
+
+std::uint64_t NearestRank(double percentile, std::uint64_t total) noexcept {
   if (total == 0) return 0;
   const double p = percentile > 0.0 ? std::min(percentile, 100.0) : 0.0;
   __extension__ using U128 = unsigned __int128;
@@ -43,13 +46,6 @@ std::uint64_t RankOf(double percentile, std::uint64_t total) noexcept {
   if (rank >= total) return total;
   return static_cast<std::uint64_t>(rank);
 }
-
-// `v` clamped to [lo, hi]; unchanged when a concurrent reader saw lo > hi.
-std::int64_t ClampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) noexcept {
-  return lo > hi ? v : std::clamp(v, lo, hi);
-}
-
-}  // namespace
 
 std::size_t LatencyHistogram::BucketIndex(std::int64_t value_ns) noexcept {
   if (value_ns < kExactLimit) return static_cast<std::size_t>(value_ns < 0 ? 0 : value_ns);
@@ -240,9 +236,9 @@ void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles, 
   std::size_t next = 0;
   auto advance = [&](std::int64_t v) {
     out[next++] = v;
-    return next < out.size() ? RankOf(percentiles[next], total) : std::uint64_t{0};
+    return next < out.size() ? NearestRank(percentiles[next], total) : std::uint64_t{0};
   };
-  std::uint64_t want = out.empty() ? 0 : RankOf(percentiles[0], total);
+  std::uint64_t want = out.empty() ? 0 : NearestRank(percentiles[0], total);
   if (negatives > 0) {
     // Negative values have no buckets: a rank among them reports their mean.
     const std::int64_t mean =

@@ -45,6 +45,25 @@ void PinThreads(const std::vector<int>& tids, const std::vector<int>& cpus) {
   for (int tid : tids) (void)sched_setaffinity(tid, sizeof(set), &set);
 }
 
+// The threads created since `before` (a ThreadIds() result).
+std::vector<int> ThreadsSince(const std::vector<int>& before) {
+  std::vector<int> created;
+  for (int tid : ThreadIds()) {
+    if (!std::binary_search(before.begin(), before.end(), tid)) created.push_back(tid);
+  }
+  return created;
+}
+
+// A server's start error as the runtime reports it: prefixed with `what`, and for a port in use
+// or not permitted, `fix` (the config field to change).
+Status ServerStartError(const Status& s, const char* what, const char* fix) {
+  std::string message = s.message();
+  if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
+    message += std::string(" (") + fix + ")";
+  }
+  return Status(s.code(), std::string(what) + ": " + message, s.sys_errno());
+}
+
 Status ValidateConfig(const RuntimeConfig& c) {
   if (c.duration.count() < 0) {
     return InvalidArgumentError("RuntimeConfig::duration is negative (" +
@@ -52,7 +71,14 @@ Status ValidateConfig(const RuntimeConfig& c) {
                                 " ns) — use 0 (until a signal) or a positive duration");
   }
   const TelemetryConfig& t = c.telemetry;
-  if (!t.enabled) return Status::Ok();
+  if (!t.enabled) {
+    if (t.http.has_value()) {
+      return InvalidArgumentError(
+          "RuntimeConfig::telemetry.http needs telemetry.enabled — the HTTP endpoint serves the "
+          "telemetry hub's figures");
+    }
+    return Status::Ok();
+  }
   if (t.drain_period.count() <= 0) {
     return InvalidArgumentError("RuntimeConfig::telemetry.drain_period must be > 0 (got " +
                                 std::to_string(t.drain_period.count()) +
@@ -91,6 +117,7 @@ Status Runtime::Init() {
   hub_->AttachExecutor(*executor_);
   collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period
   if (config_.telemetry.serve_grpc) RTLOOP_RETURN_IF_ERROR(StartServer());
+  if (config_.telemetry.http.has_value()) RTLOOP_RETURN_IF_ERROR(StartHttp());
   return Status::Ok();
 }
 
@@ -100,20 +127,27 @@ Status Runtime::StartServer() {
   Result<std::unique_ptr<telemetry::Server>> server =
       telemetry::Server::Start(config_.telemetry.grpc, *hub_, *collector_, executor_.get());
   if (!server.ok()) {
-    Status s = server.status();
-    if (s.code() == StatusCode::kAlreadyExists || s.code() == StatusCode::kPermissionDenied) {
-      s = Status(s.code(),
-                 s.message() +
-                     " (set RuntimeConfig::telemetry.grpc.address, e.g. \"127.0.0.1:0\" for any "
-                     "free port, or telemetry.serve_grpc = false)",
-                 s.sys_errno());
-    }
-    return Status(s.code(), "telemetry: " + s.message(), s.sys_errno());
+    return ServerStartError(server.status(), "telemetry",
+                            "set RuntimeConfig::telemetry.grpc.address, e.g. \"127.0.0.1:0\" for "
+                            "any free port, or telemetry.serve_grpc = false");
   }
   server_ = std::move(*server);
-  for (int tid : ThreadIds()) {
-    if (!std::binary_search(before.begin(), before.end(), tid)) server_tids_.push_back(tid);
+  server_tids_ = ThreadsSince(before);
+  return Status::Ok();
+}
+
+Status Runtime::StartHttp() {
+  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  const std::vector<int> before = ThreadIds();
+  Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
+      *config_.telemetry.http, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
+  if (!http.ok()) {
+    return ServerStartError(http.status(), "telemetry http",
+                            "set RuntimeConfig::telemetry.http->address, e.g. \"127.0.0.1:0\" "
+                            "for any free port, or leave telemetry.http unset");
   }
+  http_ = std::move(*http);
+  http_tids_ = ThreadsSince(before);
   return Status::Ok();
 }
 
@@ -209,6 +243,9 @@ Status Runtime::Start() {
     if (!telemetry_cpus_.empty() && config_.telemetry.grpc.cpus.empty()) {
       PinThreads(server_tids_, telemetry_cpus_);
     }
+    if (!telemetry_cpus_.empty() && http_ != nullptr && config_.telemetry.http->cpus.empty()) {
+      PinThreads(http_tids_, telemetry_cpus_);
+    }
     Status s = OpenSampleLog();
     if (s.ok()) s = StartCollector();
     if (!s.ok()) {
@@ -236,6 +273,7 @@ Status Runtime::StopLocked() {
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
   // A run that started ends normally: every stream gets its tail, a final message and OK.
   if (server_ != nullptr) started ? server_->Finish() : server_->Stop();
+  if (http_ != nullptr) http_->Stop();  // the page's last poll gets the final figures
   Status status;
   if (sample_log_ != nullptr) status = sample_log_->Close();
   return status;
@@ -270,6 +308,10 @@ std::vector<TaskReport> Runtime::Reports() const { return MakeTaskReports(*execu
 
 std::string Runtime::grpc_address() const {
   return server_ != nullptr ? server_->address() : std::string();
+}
+
+std::string Runtime::http_address() const {
+  return http_ != nullptr ? http_->address() : std::string();
 }
 
 int ExitCode(const Status& status) {

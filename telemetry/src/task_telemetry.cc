@@ -136,6 +136,13 @@ Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_bucket
   return s;
 }
 
+TaskStatsSnapshot TelemetryHub::Stats(TaskId id) const {
+  const TaskTelemetry* t = task(id);
+  if (t == nullptr) return {};
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_source_ ? stats_source_(id) : TaskStatsSnapshot{};
+}
+
 std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll(bool with_buckets) const {
   std::vector<TaskTelemetrySnapshot> all;
   for (TaskId id : TaskIds()) {

@@ -1,8 +1,10 @@
 // End-to-end tests of the rtloop-cyclic binary, run as a subprocess: exit codes, which stream
 // carries what, output files, signals. Every run is short (-l/-D of well under a second). No test
 // asserts a latency value.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "cyclic_cli_fixture.h"
+#include "port_holder.h"
 #include "rtloop/telemetry/sample_log_file.h"
 
 namespace {
@@ -263,6 +266,27 @@ TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
   for (const auto& batch : file->batches)
     samples += static_cast<std::size_t>(batch.latency_ns_size());
   EXPECT_EQ(samples, 50u) << "every sample of the run is in the log";
+}
+
+TEST_F(CyclicCliTest, MetricsOnAPortInUseStopsBeforeMeasuringWithTheReason) {
+  const rtloop::testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
+  const std::string port = std::to_string(busy.port());
+  const Outcome r =
+      Run({"-q", "-i1000", "-l50", "--default-system", "--metrics=127.0.0.1:" + port});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find(port), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("T:"), std::string::npos) << "nothing measured: " << r.out;
+}
+
+TEST_F(CyclicCliTest, MetricsServesTheEndpointWhileMeasuring) {
+  const Outcome r = Run({"-q", "-i1000", "-l50", "--default-system", "--metrics=127.0.0.1:0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << "stdout unchanged: " << r.out;
+  EXPECT_NE(r.err.find("serving /metrics and the live page on http://127.0.0.1:"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(CyclicCliTest, RefreshOnMaxEndsWithTheCursorDownEscape) {

@@ -367,6 +367,16 @@ TEST(CyclicOptionsTest, Extensions) {
   EXPECT_EQ(ParseOk({"--histogram-style=2.4"}).histogram_style, HistogramStyle::kFull);
 }
 
+TEST(CyclicOptionsTest, MetricsServesTheHttpEndpointAtTheDefaultOrTheGivenAddress) {
+  const CyclicOptions plain = ParseOk({"--metrics"});
+  EXPECT_TRUE(plain.metrics);
+  EXPECT_TRUE(plain.metrics_address.empty());
+  EXPECT_FALSE(plain.telemetry);
+  EXPECT_EQ(ParseOk({"--metrics=127.0.0.1:9101"}).metrics_address, "127.0.0.1:9101");
+  EXPECT_FALSE(ParseOk({}).metrics);
+  EXPECT_NE(ParseError({"--metrics="}).find("--metrics"), std::string::npos);
+}
+
 TEST(CyclicOptionsTest, HelpRequests) {
   EXPECT_TRUE(ParseOk({"--help"}).help);
   EXPECT_TRUE(ParseOk({"-?"}).help);

@@ -102,6 +102,16 @@ class Child {
     const std::size_t end = e.find(' ', at);
     return end == std::string::npos ? std::string() : e.substr(at, end - at);
   }
+  // The address in "serving /metrics and the live page on http://ADDR/" on its stderr (the
+  // runtime's HTTP endpoint), waiting up to 10 s; "" if none came.
+  std::string WaitForHttpAddress() const {
+    const std::string marker = "live page on http://";
+    if (!WaitFor(err(), marker, std::chrono::seconds(10))) return {};
+    const std::string e = ReadFile(err());
+    const std::size_t begin = e.find(marker) + marker.size();
+    const std::size_t end = e.find('/', begin);
+    return end == std::string::npos ? std::string() : e.substr(begin, end - begin);
+  }
   // WaitForAddress() and ConnectClient() on it: nullptr (and a test failure) when either fails.
   std::unique_ptr<telemetry::Client> ConnectTelemetry() const {
     const std::string address = WaitForAddress();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
 
 namespace rtloop::telemetry {
@@ -171,8 +172,8 @@ TEST(ExamplesTest, EveryExampleProgramPrintsItsUsageWithTheRunOptions) {
     const std::string out = ReadFile(child.out());
     const std::string name = std::filesystem::path(path).filename().string();
     EXPECT_EQ(out.rfind("usage: " + name + " ", 0), 0u) << out;
-    for (const char* option : {"--duration=SECONDS", "--telemetry=ADDR", "--record=FILE",
-                               "--require-rt", "kill -USR1 PID"}) {
+    for (const char* option : {"--duration=SECONDS", "--telemetry=ADDR", "--metrics[=ADDR]",
+                               "--record=FILE", "--require-rt", "kill -USR1 PID"}) {
       EXPECT_NE(out.find(option), std::string::npos) << option << " in:\n" << out;
     }
     EXPECT_EQ(ReadFile(child.err()), "") << "nothing started";
@@ -191,6 +192,44 @@ TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
   Child bad({RTLOOP_TWO_TASKS_PATH, "--duration=-3"}, /*drop_rt=*/false);
   EXPECT_EQ(bad.Stop(0), 2);
   EXPECT_NE(ReadFile(bad.err()).find("bad --duration"), std::string::npos);
+}
+
+TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {
+  const std::string plc_config = std::string(RTLOOP_SOURCE_DIR) + "/examples/plc/conveyor.toml";
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs = {
+      {{RTLOOP_QUICKSTART_PATH, "127.0.0.1:0", "--metrics=127.0.0.1:0"}, {"position"}},
+      {{RTLOOP_TWO_TASKS_PATH, "--duration=20", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+       {"control", "logger"}},
+      {{RTLOOP_PLC_PATH, "--config=" + plc_config, "--telemetry=127.0.0.1:0",
+        "--metrics=127.0.0.1:0"},
+       {"io_scan", "logic", "housekeeping"}},
+      {{RTLOOP_MOTION_PATH, "--duration=0", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+       {"position"}},
+      {{RTLOOP_GPIO_TOGGLE_PATH, "--sim", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+       {"toggle"}},
+  };
+  for (const auto& [argv, tasks] : runs) {
+    Child child(argv, /*drop_rt=*/true);
+    const std::string address = child.WaitForHttpAddress();
+    ASSERT_FALSE(address.empty()) << argv[0] << ": " << ReadFile(child.err());
+    const int port = std::atoi(address.substr(address.rfind(':') + 1).c_str());
+    testing::HttpReply metrics;
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    do {  // the task threads start right after the server listens
+      metrics = testing::HttpGet(port, "/metrics");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (metrics.body.find("rtloop_task_cycles_total{task=\"" + tasks[0] + "\"") ==
+                 std::string::npos &&
+             Clock::now() < deadline);
+    EXPECT_EQ(metrics.status, 200) << argv[0] << ": " << metrics.error;
+    for (const std::string& task : tasks) {
+      EXPECT_NE(metrics.body.find("rtloop_task_cycles_total{task=\"" + task + "\""),
+                std::string::npos)
+          << argv[0] << ": " << task;
+    }
+    EXPECT_EQ(testing::HttpGet(port, "/").status, 200) << argv[0];
+    EXPECT_EQ(child.Stop(SIGTERM), 0) << argv[0] << ": " << ReadFile(child.err());
+  }
 }
 
 }  // namespace

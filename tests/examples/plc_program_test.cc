@@ -9,9 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "child_process.h"
+#include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
 
 namespace rtloop::telemetry {
@@ -81,6 +85,23 @@ class PlcProgramTest : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
+// True when `exposition` has a line of the series `name` with every one of `labels` and ending in
+// `value`.
+bool HasSeries(const std::string& exposition, const std::string& name,
+               const std::vector<std::string>& labels, const std::string& value) {
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0 || line.size() < value.size() ||
+        line.compare(line.size() - value.size(), value.size(), value) != 0) {
+      continue;
+    }
+    bool all = true;
+    for (const std::string& l : labels) all = all && line.find(l) != std::string::npos;
+    if (all) return true;
+  }
+  return false;
+}
+
 // The task of `stats` named `name`; nullptr if none.
 const v1::TaskStats* Find(const v1::GetStatsResponse& stats, const std::string& name) {
   for (const v1::TaskStats& t : stats.tasks()) {
@@ -144,7 +165,7 @@ TEST_F(PlcProgramTest, RunsItsTasksServesThemAndPrintsTheMonitorOnSigusr1AndAtEx
 
 TEST_F(PlcProgramTest, InjectedOverrunTripsTheWatchdogMakesOutputsSafeAndFaultsTheTask) {
   Child plc({RTLOOP_PLC_PATH, "--config=" + WriteConfig(kTestConfig), "--duration=3",
-             "--inject-overrun=logic", "--telemetry=127.0.0.1:0"},
+             "--inject-overrun=logic", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
             /*drop_rt=*/true);
   std::unique_ptr<Client> client = plc.ConnectTelemetry();
   ASSERT_NE(client, nullptr);
@@ -163,6 +184,17 @@ TEST_F(PlcProgramTest, InjectedOverrunTripsTheWatchdogMakesOutputsSafeAndFaultsT
   Result<v1::ListTasksResponse> tasks = client->ListTasks();
   ASSERT_TRUE(tasks.ok());
   EXPECT_EQ(tasks->tasks(1).task().state(), v1::TASK_STATE_FAULT);
+  // And on the HTTP endpoint: the logic task's state series says fault, its fault is counted.
+  const std::string http = plc.WaitForHttpAddress();
+  ASSERT_FALSE(http.empty()) << ReadFile(plc.err());
+  const testing::HttpReply metrics =
+      testing::HttpGet(std::atoi(http.substr(http.rfind(':') + 1).c_str()), "/metrics");
+  ASSERT_EQ(metrics.status, 200) << metrics.error;
+  EXPECT_TRUE(
+      HasSeries(metrics.body, "rtloop_task_state{", {"task=\"logic\"", "state=\"fault\""}, " 1"))
+      << metrics.body;
+  EXPECT_TRUE(HasSeries(metrics.body, "rtloop_task_faults_total{", {"task=\"logic\""}, " 1"))
+      << metrics.body;
 
   EXPECT_EQ(plc.Stop(0), 3) << "exit status 3: the PLC faulted\n" << ReadFile(plc.err());
   const std::string out = ReadFile(plc.out());
@@ -198,6 +230,7 @@ TEST_F(PlcProgramTest, BadInputIsAOneLineErrorAndNothingStarts) {
            "housekeeping"},
       {{"--duration=soon"}, 2, "bad --duration \"soon\""},
       {{"--record=x.rtlog", "--telemetry=off"}, 2, "--record needs telemetry"},
+      {{"--metrics", "--telemetry=off"}, 2, "--metrics needs telemetry"},
       {{"--frobnicate"}, 2, "unknown argument \"--frobnicate\""},
       {{"--config=" + WriteConfig(kTestConfig), "--require-rt", "--telemetry=off"},
        1,

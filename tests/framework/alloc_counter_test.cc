@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace rtloop::testing {
 namespace {
@@ -50,6 +51,26 @@ TEST(AllocationCounterTest, StdStringGrowthIsSeen) {
   }
   EXPECT_GE(counter.Allocations(), 1u);
   EXPECT_GE(counter.Deallocations(), 1u);
+}
+
+TEST(AllocationCounterTest, ThreadAllocationsCountsOnlyTheCallingThread) {
+  if (!AllocationCountingEnabled()) GTEST_SKIP() << "allocation counting is compiled out";
+  const std::uint64_t mine = ThreadAllocations();
+  std::uint64_t theirs = 0;
+  std::thread other([&] {
+    const std::uint64_t start = ThreadAllocations();
+    std::string s(100, 'y');
+    g_sink = s.data();
+    theirs = ThreadAllocations() - start;
+  });
+  other.join();  // creating the thread may allocate here; the string was allocated there
+  EXPECT_EQ(theirs, 1u);
+  const std::uint64_t before = ThreadAllocations();
+  void* p = std::malloc(8);
+  g_sink = p;
+  std::free(p);
+  EXPECT_EQ(ThreadAllocations() - before, 1u);
+  EXPECT_GE(ThreadAllocations(), mine);
 }
 
 }  // namespace

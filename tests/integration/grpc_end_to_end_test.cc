@@ -27,6 +27,7 @@
 #include "grpc_test_util.h"
 #include "rtloop/framework/readiness.h"
 #include "rtloop/telemetry/client.h"
+#include "scratch_dir.h"
 #include "telemetry_rig.h"
 
 extern char** environ;

@@ -624,7 +624,7 @@ TEST(GrpcHardening, TokenAndTlsFilesAreReadBoundedAndNeverBlock) {
     std::string token, cert, why;
   };
   std::vector<Case> cases = {{fifo, "", "named pipe (FIFO)"},
-                             {dir.path(), "", "is a directory"},
+                             {dir.path().string(), "", "is a directory"},
                              {big, "", "bytes"},
                              {"", fifo, "named pipe (FIFO)"},
                              {"", big, "bytes"}};

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "rtloop/telemetry/client.h"
+#include "scratch_dir.h"
 #include "telemetry_rig.h"
 
 extern char** environ;
@@ -31,28 +32,6 @@ namespace rtloop::telemetry::testing {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// A fresh folder under the system's temp directory, removed with everything in it when the test
-// ends (an ASSERT included).
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() /
-              ("rtloop_it_" + name + "_" + std::to_string(getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::filesystem::path operator/(const char* name) const { return path_ / name; }
-  std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t cycles) {
   RigConfig rc;

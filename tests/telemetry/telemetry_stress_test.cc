@@ -12,6 +12,7 @@
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/windowed_stats.h"
 #include "test_util.h"
 
 namespace rtloop::telemetry {
@@ -192,6 +193,44 @@ TEST(TelemetryStressTest, HistogramSummaryIsConsistentWhileTheWriterRuns) {
   writer.join();
   EXPECT_EQ(h.count(), 2'000'000u);
   EXPECT_GT(reads, 0);
+}
+
+TEST(TelemetryStressTest, WindowedStatsPutEveryValueInExactlyOneTickWhileTheWriterRuns) {
+  TelemetryHub hub;
+  ASSERT_TRUE(hub.AddTask(0, testing::MakeTaskConfig("w")).ok());
+  WindowedStats windows(hub, {.window = std::chrono::seconds(1),
+                              .history = std::chrono::seconds(86400),
+                              .tick = std::chrono::milliseconds(10)});
+  windows.Tick();  // baseline before the first value
+  constexpr std::uint64_t kValues = kPerTask;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    hub.OnRtThreadStart(0);
+    for (std::uint64_t i = 0; i < kValues; ++i) {
+      hub.OnCycle(testing::MakeCycle(0, i, static_cast<std::int64_t>(500 + (i * 7919) % 200'000),
+                                     static_cast<std::int64_t>(100 + i % 3000)));
+    }
+    done.store(true);
+  });
+  int ticks = 0;
+  while (!done.load()) {
+    windows.Tick();
+    ++ticks;
+  }
+  writer.join();
+  windows.Tick();  // the tail
+  std::uint64_t latency = 0;
+  std::uint64_t execution = 0;
+  std::int64_t max = 0;
+  for (const SecondStats& s : windows.History(0)) {
+    latency += s.latency_count;
+    execution += s.execution_count;
+    max = std::max(max, s.latency_max_ns);
+  }
+  EXPECT_EQ(latency, kValues);
+  EXPECT_EQ(execution, kValues);
+  EXPECT_EQ(max, hub.task(0)->latency().max_ns());
+  EXPECT_GT(ticks, 0);
 }
 
 }  // namespace

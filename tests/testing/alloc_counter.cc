@@ -15,6 +15,9 @@
 namespace {
 std::atomic<std::uint64_t> g_allocations{0};
 std::atomic<std::uint64_t> g_deallocations{0};
+// Per thread. initial-exec: the executable's own TLS block, so reading it never allocates (a
+// dynamic TLS access could call malloc from inside malloc).
+thread_local std::uint64_t t_allocations __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
 namespace rtloop::testing {
@@ -23,6 +26,7 @@ std::uint64_t TotalAllocations() noexcept { return g_allocations.load(std::memor
 std::uint64_t TotalDeallocations() noexcept {
   return g_deallocations.load(std::memory_order_relaxed);
 }
+std::uint64_t ThreadAllocations() noexcept { return t_allocations; }
 }  // namespace rtloop::testing
 
 #if RTLOOP_COUNT_ALLOCATIONS
@@ -39,27 +43,33 @@ void __libc_free(void* p);
 
 void* malloc(std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   return __libc_malloc(size);
 }
 void* calloc(std::size_t n, std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   return __libc_calloc(n, size);
 }
 void* realloc(void* p, std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   return __libc_realloc(p, size);
 }
 void* memalign(std::size_t alignment, std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   return __libc_memalign(alignment, size);
 }
 void* aligned_alloc(std::size_t alignment, std::size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   return __libc_memalign(alignment, size);
 }
 int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
   if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   void* p = __libc_memalign(alignment, size);
   if (p == nullptr) return ENOMEM;
   *out = p;
@@ -79,6 +89,7 @@ void* CountedNew(std::size_t size) {
 }
 void* CountedAlignedNew(std::size_t size, std::align_val_t align) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  ++t_allocations;
   void* p = __libc_memalign(static_cast<std::size_t>(align), size == 0 ? 1 : size);
   if (p == nullptr) throw std::bad_alloc();
   return p;

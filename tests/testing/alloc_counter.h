@@ -21,6 +21,9 @@ namespace rtloop::testing {
 bool AllocationCountingEnabled() noexcept;
 // Allocations (new, new[], malloc, calloc, realloc, aligned variants) since process start.
 std::uint64_t TotalAllocations() noexcept;
+// Allocations made by the calling thread since it started (e.g. read by an RT task's Step()
+// before and after a stretch of steady state). RT-safe.
+std::uint64_t ThreadAllocations() noexcept;
 // Frees of non-null pointers (delete, delete[], free) since process start.
 std::uint64_t TotalDeallocations() noexcept;
 

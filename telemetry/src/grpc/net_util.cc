@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -132,6 +134,32 @@ Status ProbeBind(const HostPort& address) {
   }
   freeaddrinfo(list);
   return status;
+}
+
+Status MakeHousekeepingThread(const std::vector<int>& cpus, std::string_view field) {
+  sched_param param{};
+  param.sched_priority = 0;
+  if (const int rc = pthread_setschedparam(pthread_self(), SCHED_OTHER, &param); rc != 0) {
+    return ErrnoError(rc, "cannot switch a telemetry server's set-up thread to SCHED_OTHER");
+  }
+  if (!cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (const int cpu : cpus) {
+      if (cpu < 0 || cpu >= CPU_SETSIZE) {
+        return InvalidArgumentError(std::string(field) + ": CPU " + std::to_string(cpu) +
+                                    " is out of range");
+      }
+      CPU_SET(static_cast<std::size_t>(cpu), &set);
+    }
+    if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set); rc != 0) {
+      return ErrnoError(rc,
+                        std::string("cannot pin the telemetry server's threads to the CPUs of ") +
+                            std::string(field),
+                        "use online CPUs of this process' affinity");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace rtloop::telemetry::internal

@@ -1,6 +1,6 @@
-// Helpers of the gRPC server and client that need no gRPC headers: address parsing, loopback
-// detection, the bearer-token check (parsing, constant-time comparison), and a bind probe that
-// turns a failed listen into an errno-based message. Internal to rtloop_telemetry.
+// Helpers of the gRPC and HTTP servers and the gRPC client that need no gRPC headers: address
+// parsing, loopback detection, the bearer-token check (parsing, constant-time comparison), and a
+// bind probe that turns a failed listen into an errno-based message. Internal to rtloop_telemetry.
 //
 // Not RT-safe: every function here allocates or makes system calls. Thread-safe (no shared state).
 #pragma once
@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rtloop/framework/status.h"
 
@@ -42,5 +43,10 @@ bool ConstantTimeEquals(std::string_view given, std::string_view expected) noexc
 // EADDRINUSE -> AlreadyExists "port in use", EADDRNOTAVAIL -> "no such local address", unknown
 // host -> InvalidArgument. OK when the bind works (the socket is closed again).
 Status ProbeBind(const HostPort& address);
+
+// Moves the calling thread to SCHED_OTHER (nice unchanged) and, when `cpus` is not empty, onto
+// those CPUs: the thread a server creates its threads from (they inherit both). `field` names the
+// config field in messages ("HttpConfig.cpus").
+Status MakeHousekeepingThread(const std::vector<int>& cpus, std::string_view field);
 
 }  // namespace rtloop::telemetry::internal

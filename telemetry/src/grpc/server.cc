@@ -80,31 +80,6 @@ Status ValidateConfig(const ServerConfig& c) {
   return Status::Ok();
 }
 
-// Moves the calling thread to SCHED_OTHER (nice unchanged) and, when given, onto `cpus`.
-Status MakeHousekeepingThread(const std::vector<int>& cpus) {
-  sched_param param{};
-  param.sched_priority = 0;
-  if (const int rc = pthread_setschedparam(pthread_self(), SCHED_OTHER, &param); rc != 0) {
-    return ErrnoError(rc, "cannot switch the telemetry server's set-up thread to SCHED_OTHER");
-  }
-  if (!cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (const int cpu : cpus) {
-      if (cpu < 0 || cpu >= CPU_SETSIZE) {
-        return InvalidArgumentError("ServerConfig.cpus: CPU " + std::to_string(cpu) +
-                                    " is out of range");
-      }
-      CPU_SET(static_cast<std::size_t>(cpu), &set);
-    }
-    if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set); rc != 0) {
-      return ErrnoError(rc, "cannot pin the telemetry server's threads to the CPUs given",
-                        "use online CPUs of this process' affinity");
-    }
-  }
-  return Status::Ok();
-}
-
 // More descriptors before gRPC ever sees EMFILE (it stops accepting for good then).
 void RaiseFdLimit() {
   rlimit rl{};
@@ -460,7 +435,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
   Status status;
   int selected_port = 0;
   std::thread builder_thread([&] {
-    status = MakeHousekeepingThread(config.cpus);
+    status = internal::MakeHousekeepingThread(config.cpus, "ServerConfig.cpus");
     if (!status.ok()) return;
     impl->credentials = tls ? grpc::SslServerCredentials(ssl) : grpc::InsecureServerCredentials();
     selected_port = impl->Build(config.address);

@@ -86,6 +86,12 @@ struct HistogramBucket {
   std::uint64_t count = 0;
 };
 
+// The 1-based rank of `percentile` (0..100) among `total` values by the nearest-rank definition,
+// ceil(percentile / 100 * total), computed in integers so that decimal percentiles are exact (in
+// doubles, 99.9 / 100 * 1000 is 999.000...1 and would give rank 1000). NaN and values <= 0 give
+// rank 1, values >= 100 give `total`; 0 when total is 0. RT-safe.
+std::uint64_t NearestRank(double percentile, std::uint64_t total) noexcept;
+
 class LatencyHistogram {
  public:
   static constexpr std::int64_t kExactLimit = 2048;  // values below are exact
@@ -125,6 +131,10 @@ class LatencyHistogram {
   }
   std::uint64_t overflow_count() const noexcept {
     return overflow_count_.load(std::memory_order_relaxed);
+  }
+  // Sum of the negative values (0 when there are none).
+  std::int64_t negative_sum_ns() const noexcept {
+    return negative_sum_.load(std::memory_order_relaxed);
   }
   // The value at `percentile` (0..100; outside clamped, NaN as 0) by the nearest-rank definition:
   // the value of rank ceil(percentile / 100 * count), computed exactly in integers. Two passes

@@ -21,7 +21,10 @@
 // executor alone, TaskReport without percentiles), moves the API elsewhere (grpc.address,
 // "127.0.0.1:0" for any free port) or records a sample log (record_path).
 //
-// Where the telemetry threads run: the collector and gRPC threads are housekeeping. With
+// TelemetryConfig::http adds the HTTP endpoint (Prometheus /metrics and the live page at /,
+// http_server.h); it listens from Create() on, like the gRPC server.
+//
+// Where the telemetry threads run: the collector, gRPC and HTTP threads are housekeeping. With
 // ExecutorConfig::housekeeping_cpus they run there. Otherwise, when the tasks' pinned CPUs
 // (TaskConfig::cpus) leave some of the process's CPUs free, Start() moves them to those free CPUs,
 // so that their wake-ups do not land on RT CPUs; telemetry_cpus() says which. The collector wakes
@@ -29,7 +32,8 @@
 //
 // Stop order (Stop(), RunUntilSignal(), the destructor): the executor's tasks stop; the collector
 // drains what the rings still hold into the streams and the sample log; the gRPC streams end with
-// their final message and the server stops; the sample log gets its trailer and is closed.
+// their final message and the server stops; the HTTP endpoint stops; the sample log gets its
+// trailer and is closed.
 //
 // Signals: RunUntilSignal() takes SIGINT/SIGTERM on the calling thread (StopSignals,
 // framework/stop_signals.h). Every thread the Runtime creates (tasks, collector, gRPC) has them
@@ -47,6 +51,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,7 @@
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/task_config.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/sample_log.h"
 #include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_report.h"
@@ -79,6 +85,9 @@ struct TelemetryConfig {
   // Address 127.0.0.1:50051 by default; "127.0.0.1:0" picks a free port (grpc_address() tells
   // which). Token, TLS and stream limits: server.h.
   telemetry::ServerConfig grpc;
+  // The HTTP endpoint: Prometheus /metrics and the live page (http_server.h; needs `enabled`).
+  // Off unless set; set it to {} for 127.0.0.1:9101 (http_address() tells the bound one).
+  std::optional<telemetry::HttpConfig> http;
 };
 
 struct RuntimeConfig {
@@ -131,9 +140,13 @@ class Runtime {
   telemetry::TelemetryHub* hub() noexcept { return hub_.get(); }           // nullptr: telemetry off
   telemetry::Collector* collector() noexcept { return collector_.get(); }  // nullptr: telemetry off
   telemetry::Server* server() noexcept { return server_.get(); }           // nullptr: not serving
+  telemetry::HttpServer* http() noexcept { return http_.get(); }  // nullptr: no HTTP endpoint
   // The bound gRPC address ("127.0.0.1:50051"); "" when not serving.
   std::string grpc_address() const;
-  // CPUs the collector and gRPC threads were moved to at Start(); empty: left where they were.
+  // The bound HTTP address ("127.0.0.1:9101"); "" without TelemetryConfig::http.
+  std::string http_address() const;
+  // CPUs the collector, gRPC and HTTP threads were moved to at Start(); empty: left where they
+  // were.
   const std::vector<int>& telemetry_cpus() const noexcept { return telemetry_cpus_; }
   const RuntimeConfig& config() const noexcept { return config_; }
 
@@ -142,6 +155,7 @@ class Runtime {
   explicit Runtime(const RuntimeConfig& config);
   Status Init();
   Status StartServer();
+  Status StartHttp();
   Status OpenSampleLog();
   std::vector<int> ChooseTelemetryCpus() const;
   Status StartCollector();
@@ -155,6 +169,9 @@ class Runtime {
   std::unique_ptr<telemetry::Collector> collector_;
   std::unique_ptr<telemetry::Server> server_;
   std::vector<int> server_tids_;  // the threads Server::Start() created
+  // Reads the hub, the collector and the executor: declared after them, destroyed first.
+  std::unique_ptr<telemetry::HttpServer> http_;
+  std::vector<int> http_tids_;  // the threads HttpServer::Start() created
   std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
   std::vector<int> telemetry_cpus_;
   // Serialises Start() and Stop() (Stop() may come from another thread).

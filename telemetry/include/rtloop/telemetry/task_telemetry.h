@@ -171,6 +171,11 @@ class TelemetryHub final : public CycleObserver {
   Result<TaskTelemetrySnapshot> Snapshot(TaskId id, bool with_buckets = false) const;
   // Every task's snapshot, by id; empty without a stats source.
   std::vector<TaskTelemetrySnapshot> SnapshotAll(bool with_buckets = false) const;
+  // The task's statistics as Snapshot() reports them (from the attached stats source), without
+  // the histogram passes that make a Snapshot() cost ~0.1 ms: for exporters that take histograms
+  // from WindowedStats. Zeroes (state kCreated) for an unknown id or when no stats source is
+  // attached. Any thread.
+  TaskStatsSnapshot Stats(TaskId id) const;
   // Samples for task ids that were never added (they are ignored). Any thread.
   std::uint64_t unknown_task_samples() const noexcept {
     return unknown_task_samples_.load(std::memory_order_relaxed);

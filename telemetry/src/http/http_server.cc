@@ -1,0 +1,383 @@
+#include "rtloop/telemetry/http_server.h"
+
+#include <arpa/inet.h>
+#include <civetweb.h>
+#include <netinet/in.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "metrics.h"
+#include "net_util.h"
+#include "page_json.h"
+#include "rtloop/telemetry/input_file.h"
+#include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/windowed_stats.h"
+#include "web_assets.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+constexpr const char* kLogPrefix = "rtloop http";
+constexpr std::size_t kMaxHistorySeconds = 86400;
+
+std::int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+Status ValidateConfig(const HttpConfig& c) {
+  using std::chrono::milliseconds;
+  if (!c.tls_cert_file.empty() || !c.tls_key_file.empty()) {
+    return InvalidArgumentError(
+        "HttpConfig.tls_cert_file/tls_key_file: TLS is not available for the HTTP endpoint: "
+        "Debian 12's civetweb 1.15 cannot use OpenSSL 3 (it looks up SSL_get_peer_certificate, "
+        "which OpenSSL 3 no longer exports, and crashes on the first HTTPS connection); serve on "
+        "loopback, put a TLS proxy in front, or use the gRPC API's TLS");
+  }
+  if (c.threads < 1 || c.threads > 64) {
+    return InvalidArgumentError("HttpConfig.threads must be 1..64, not " +
+                                std::to_string(c.threads));
+  }
+  if (c.queue < 1 || c.queue > 1024) {
+    return InvalidArgumentError("HttpConfig.queue must be 1..1024, not " + std::to_string(c.queue));
+  }
+  if (c.max_in_flight < 1 || c.max_in_flight > c.threads) {
+    return InvalidArgumentError("HttpConfig.max_in_flight must be 1..threads (" +
+                                std::to_string(c.threads) + "), not " +
+                                std::to_string(c.max_in_flight));
+  }
+  if (c.request_timeout < milliseconds(100) || c.request_timeout > milliseconds(60'000)) {
+    return InvalidArgumentError("HttpConfig.request_timeout must be 100 ms .. 60 s, not " +
+                                std::to_string(c.request_timeout.count()) + " ms");
+  }
+  return WindowedStats::Validate({.window = c.window, .history = c.history});
+}
+
+// Answers with `code`, `type` and `body` (HEAD: headers only). Returns the code for civetweb.
+int Send(mg_connection* conn, int code, std::string_view type, std::string_view body,
+         const char* extra_headers = "") {
+  const char* reason = code == 200   ? "OK"
+                       : code == 401 ? "Unauthorized"
+                       : code == 404 ? "Not Found"
+                       : code == 405 ? "Method Not Allowed"
+                                     : "Service Unavailable";
+  mg_printf(
+      conn,
+      "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
+      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%sConnection: close\r\n\r\n",
+      code, reason, static_cast<int>(type.size()), type.data(), body.size(), extra_headers);
+  const mg_request_info* ri = mg_get_request_info(conn);
+  if (ri != nullptr && ri->request_method != nullptr &&
+      std::string_view(ri->request_method) == "HEAD") {
+    return code;
+  }
+  // A client that does not read makes this wait up to request_timeout, then fail: fine, the
+  // worker is released either way.
+  if (!body.empty()) mg_write(conn, body.data(), body.size());
+  return code;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  HttpConfig config;
+  const TelemetryHub* hub = nullptr;
+  HttpSources sources;
+  std::unique_ptr<WindowedStats> own_windows;
+  std::string token;
+  std::string address;
+  std::string host;
+  int port = 0;
+  mg_context* ctx = nullptr;
+  internal::HttpCounters counters;
+  std::atomic<std::size_t> in_flight{0};
+  std::atomic<std::uint64_t> requests{0};
+  std::mutex stop_mu;
+
+  internal::MetricsInput Input() const {
+    return {.hub = hub,
+            .windows = sources.windows,
+            .executor = sources.executor,
+            .collector = sources.collector,
+            .http = &counters};
+  }
+
+  bool Authorized(mg_connection* conn) const {
+    if (token.empty()) return true;
+    const char* header = mg_get_header(conn, "Authorization");
+    if (header == nullptr) return false;
+    std::string_view h(header);
+    constexpr std::string_view kBearer = "Bearer ";
+    if (h.size() < kBearer.size() || strncasecmp(h.data(), kBearer.data(), kBearer.size()) != 0) {
+      return false;
+    }
+    h.remove_prefix(kBearer.size());
+    while (!h.empty() && h.front() == ' ') h.remove_prefix(1);
+    return internal::ConstantTimeEquals(h, token);
+  }
+
+  int Handle(mg_connection* conn) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    const mg_request_info* ri = mg_get_request_info(conn);
+    const std::string_view method = ri->request_method != nullptr ? ri->request_method : "";
+    const std::string_view uri = ri->local_uri != nullptr ? ri->local_uri : "";
+    if (method != "GET" && method != "HEAD") {
+      counters.bad_method.fetch_add(1, std::memory_order_relaxed);
+      return Send(conn, 405, "text/plain; charset=utf-8", "only GET and HEAD\n",
+                  "Allow: GET, HEAD\r\n");
+    }
+    // The page's files carry no data: served without the token, and without counting against
+    // max_in_flight (they are constant and cheap).
+    for (const internal::WebAsset& a : internal::WebAssets()) {
+      if (uri == a.path || (a.path == "/" && uri == "/index.html")) {
+        counters.ok.fetch_add(1, std::memory_order_relaxed);
+        return Send(conn, 200, a.content_type, a.body);
+      }
+    }
+    const bool metrics = uri == "/metrics";
+    const bool tasks = uri == "/api/v1/tasks";
+    if (!metrics && !tasks) {
+      counters.not_found.fetch_add(1, std::memory_order_relaxed);
+      return Send(conn, 404, "text/plain; charset=utf-8",
+                  "not found: rtloop serves /metrics, /api/v1/tasks and the page at /\n");
+    }
+    if (!Authorized(conn)) {
+      counters.unauthorized.fetch_add(1, std::memory_order_relaxed);
+      return Send(conn, 401, "text/plain; charset=utf-8",
+                  "this endpoint needs \"Authorization: Bearer <token>\" (the server's token "
+                  "file)\n",
+                  "WWW-Authenticate: Bearer realm=\"rtloop\"\r\n");
+    }
+    // Bounded work at once: beyond max_in_flight a request is refused at once, never queued.
+    if (in_flight.fetch_add(1, std::memory_order_acq_rel) >= config.max_in_flight) {
+      in_flight.fetch_sub(1, std::memory_order_acq_rel);
+      counters.busy.fetch_add(1, std::memory_order_relaxed);
+      return Send(conn, 503, "text/plain; charset=utf-8",
+                  "too many requests at once (HttpConfig.max_in_flight); retry\n",
+                  "Retry-After: 1\r\n");
+    }
+    int code = 0;
+    if (metrics) {
+      const std::int64_t cpu0 = ThreadCpuNs();
+      const std::string body = internal::RenderMetrics(Input());
+      counters.last_scrape_cpu_ns.store(ThreadCpuNs() - cpu0, std::memory_order_relaxed);
+      counters.ok.fetch_add(1, std::memory_order_relaxed);
+      code = Send(conn, 200, "text/plain; version=0.0.4; charset=utf-8", body);
+    } else {
+      std::size_t history = 0;
+      if (ri->query_string != nullptr) {
+        char value[16];
+        const std::size_t len = std::strlen(ri->query_string);
+        if (mg_get_var(ri->query_string, len, "history", value, sizeof value) > 0) {
+          history = std::min<std::size_t>(std::strtoul(value, nullptr, 10), kMaxHistorySeconds);
+        }
+      }
+      const std::string body = internal::RenderTasksJson(Input(), history);
+      counters.ok.fetch_add(1, std::memory_order_relaxed);
+      code = Send(conn, 200, "application/json", body);
+    }
+    in_flight.fetch_sub(1, std::memory_order_acq_rel);
+    return code;
+  }
+
+  static int OnRequest(mg_connection* conn, void* self) {
+    return static_cast<Impl*>(self)->Handle(conn);
+  }
+  // civetweb's own messages (a client that sent garbage, a timeout): not ours to print.
+  static int OnLog(const mg_connection* /*conn*/, const char* /*message*/) { return 1; }
+
+  // mg_start2 with our options and handlers; nullptr with civetweb's reason in `error`.
+  mg_context* StartCivetweb(const internal::HostPort& hp, std::string* error) {
+    const std::string ports = internal::FormatAddress(hp.host, hp.port);
+    const std::string threads = std::to_string(config.threads);
+    const std::string queue = std::to_string(config.queue);
+    const std::string timeout = std::to_string(config.request_timeout.count());
+    const char* options[] = {"listening_ports",
+                             ports.c_str(),
+                             "num_threads",
+                             threads.c_str(),
+                             "connection_queue",
+                             queue.c_str(),
+                             "request_timeout_ms",
+                             timeout.c_str(),
+                             "enable_keep_alive",
+                             "no",
+                             "decode_url",
+                             "yes",
+                             nullptr};
+    mg_callbacks callbacks{};
+    callbacks.log_message = &Impl::OnLog;
+    mg_init_data init{};
+    init.callbacks = &callbacks;
+    init.user_data = this;
+    init.configuration_options = options;
+    char error_text[256] = {};
+    mg_error_data error_data{};
+    error_data.text = error_text;
+    error_data.text_buffer_size = sizeof error_text;
+    mg_context* started = mg_start2(&init, &error_data);
+    if (started == nullptr) {
+      *error = error_text[0] != '\0' ? error_text : "no reason given";
+      return nullptr;
+    }
+    mg_set_request_handler(started, "/", &Impl::OnRequest, this);
+    return started;
+  }
+
+  // "serving on" (when asked) and the exposure warnings (always).
+  void PrintExposure() const {
+    if (config.log_to_stderr) {
+      std::fprintf(stderr, "%s: serving /metrics and the live page on http://%s/ (%s)\n",
+                   kLogPrefix, address.c_str(), token.empty() ? "no token" : "bearer token");
+    }
+    if (internal::IsLoopbackHost(host)) return;
+    if (token.empty()) {
+      std::fprintf(stderr,
+                   "%s: WARNING: %s is reachable from the network and no token is set: anyone "
+                   "who reaches it can read this machine's telemetry; set a token file\n",
+                   kLogPrefix, address.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "%s: WARNING: the token travels in plaintext on %s (no TLS with Debian's "
+                   "civetweb): use a trusted network or a TLS proxy\n",
+                   kLogPrefix, address.c_str());
+    }
+  }
+
+  void Stop() {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    if (ctx != nullptr) {
+      // mg_stop() joins civetweb's threads; each open request ends within request_timeout. Its
+      // master thread only sees the stop flag when its poll() returns, every 2 s
+      // (SOCKET_TIMEOUT_QUANTUM) when idle: a connection to the listening socket wakes it at once.
+      // The connection must come after mg_stop() set the flag (then the master no longer accepts
+      // it): civetweb 1.15 never closes a socket it accepted but did not hand to a worker before
+      // the flag was set. Hence the handshake and the pause before the first wake-up.
+      std::atomic<bool> entering{false};
+      std::atomic<bool> stopped{false};
+      std::thread stopper([this, &entering, &stopped] {
+        entering.store(true, std::memory_order_release);
+        mg_stop(ctx);
+        stopped.store(true, std::memory_order_release);
+      });
+      while (!entering.load(std::memory_order_acquire)) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      while (!stopped.load(std::memory_order_acquire)) {
+        WakeListener();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      stopper.join();
+      ctx = nullptr;
+    }
+    if (own_windows != nullptr) own_windows->Stop();
+  }
+
+  // Opens and closes one connection to the listening socket (0.0.0.0 is reached on loopback).
+  void WakeListener() const {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1 || addr.sin_addr.s_addr == 0) {
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // "localhost", 0.0.0.0
+    }
+    (void)connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    close(fd);
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() { Stop(); }
+
+const std::string& HttpServer::address() const noexcept { return impl_->address; }
+int HttpServer::port() const noexcept { return impl_->port; }
+std::size_t HttpServer::in_flight() const noexcept {
+  return impl_->in_flight.load(std::memory_order_relaxed);
+}
+std::uint64_t HttpServer::requests() const noexcept {
+  return impl_->requests.load(std::memory_order_relaxed);
+}
+std::string HttpServer::RenderMetrics() const { return internal::RenderMetrics(impl_->Input()); }
+void HttpServer::Stop() { impl_->Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
+                                                      const TelemetryHub& hub,
+                                                      const HttpSources& sources) {
+  RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
+  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
+  if (!hp.ok()) {
+    return InvalidArgumentError("HttpConfig.address: " + hp.status().message());
+  }
+  if (hp->host.find(':') != std::string::npos) {
+    return InvalidArgumentError("HttpConfig.address \"" + config.address +
+                                "\": Debian's civetweb is built without IPv6; use an IPv4 "
+                                "address (127.0.0.1, 0.0.0.0 or the board's LAN address)");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->hub = &hub;
+  impl->sources = sources;
+  if (!config.token_file.empty()) {
+    Result<std::string> token = ReadTokenFile(config.token_file);
+    if (!token.ok()) return token.status();
+    impl->token = std::move(token).value();
+  }
+  // Port in use, unknown host, address not on this machine: errno-based messages first.
+  RTLOOP_RETURN_IF_ERROR(internal::ProbeBind(*hp));
+
+  static std::once_flag civetweb_init;
+  std::call_once(civetweb_init, [] { mg_init_library(0); });
+
+  // civetweb's threads (and our WindowedStats thread) inherit the helper's scheduling/affinity.
+  Status status;
+  std::string start_error;
+  std::thread builder([&] {
+    status = internal::MakeHousekeepingThread(config.cpus, "HttpConfig.cpus");
+    if (!status.ok()) return;
+    if (impl->sources.windows == nullptr) {
+      impl->own_windows = std::make_unique<WindowedStats>(
+          hub, WindowedStatsConfig{.window = config.window, .history = config.history});
+      status = impl->own_windows->Start();
+      if (!status.ok()) return;
+      impl->sources.windows = impl->own_windows.get();
+    }
+    impl->ctx = impl->StartCivetweb(*hp, &start_error);
+    if (impl->ctx == nullptr) return;
+    mg_set_request_handler(impl->ctx, "/", &Impl::OnRequest, impl.get());
+  });
+  builder.join();
+  if (!status.ok()) return status;
+  if (impl->ctx == nullptr) {
+    if (impl->own_windows != nullptr) impl->own_windows->Stop();
+    return Status(StatusCode::kUnavailable,
+                  "cannot serve HTTP on " + config.address + ": civetweb: " + start_error);
+  }
+  mg_server_port bound{};
+  if (mg_get_server_ports(impl->ctx, 1, &bound) != 1) {
+    impl->Stop();
+    return InternalError("civetweb started but reports no listening port for " + config.address);
+  }
+  impl->port = bound.port;
+  impl->host = hp->host;
+  impl->address = internal::FormatAddress(hp->host, bound.port);
+  impl->PrintExposure();
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+}  // namespace rtloop::telemetry

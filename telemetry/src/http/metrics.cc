@@ -1,0 +1,242 @@
+#include "metrics.h"
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/text_serializer.h>
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "process_stats.h"
+#include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/windowed_stats.h"
+#include "task_view.h"
+
+namespace rtloop::telemetry::internal {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+constexpr double kNsToSeconds = 1e-9;
+
+double Seconds(std::int64_t ns) { return static_cast<double>(ns) * kNsToSeconds; }
+
+MetricFamily Family(const char* name, const char* help, MetricType type) {
+  MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  return f;
+}
+
+ClientMetric& Add(MetricFamily* f, Labels labels) {
+  f->metric.emplace_back();
+  f->metric.back().label = std::move(labels);
+  return f->metric.back();
+}
+
+void AddCounter(MetricFamily* f, Labels labels, double value) {
+  Add(f, std::move(labels)).counter.value = value;
+}
+
+void AddGauge(MetricFamily* f, Labels labels, double value) {
+  Add(f, std::move(labels)).gauge.value = value;
+}
+
+Labels With(Labels labels, const char* name, std::string value) {
+  labels.push_back({name, std::move(value)});
+  return labels;
+}
+
+// `r.bins` holds the counts per kHistogramBoundsNs bin (WindowedStats::Reading).
+void AddHistogram(MetricFamily* f, const Labels& labels, const HistogramReading& r) {
+  ClientMetric& m = Add(f, labels);
+  m.histogram.bucket.reserve(kHistogramBoundsNs.size() + 1);
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < kHistogramBoundsSeconds.size(); ++i) {
+    cumulative += r.bins[i];
+    m.histogram.bucket.push_back({cumulative, kHistogramBoundsSeconds[i]});
+  }
+  cumulative += r.bins.back();
+  m.histogram.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  m.histogram.sample_count = cumulative;
+  m.histogram.sample_sum = Seconds(r.total.sum_ns);
+}
+
+// The max gauge and the summary (p99/p99.9/p99.99, count, sum) of one span; nothing when it
+// holds no value ("no data", never 0).
+void AddSpan(MetricFamily* max, MetricFamily* summary, const Labels& labels, const char* window,
+             const WindowSummary& s) {
+  if (!s.valid) return;
+  const Labels w = With(labels, "window", window);
+  AddGauge(max, w, Seconds(s.max_ns));
+  ClientMetric& m = Add(summary, w);
+  m.summary.sample_count = s.count;
+  m.summary.sample_sum = Seconds(s.sum_ns);
+  m.summary.quantile = {
+      {0.99, Seconds(s.p99_ns)}, {0.999, Seconds(s.p99_9_ns)}, {0.9999, Seconds(s.p99_99_ns)}};
+}
+
+// Every per-task family, appended to `out`; the RT threads' tids into `rt_tids`.
+void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
+                     std::vector<MetricFamily>* out, std::vector<int>* rt_tids) {
+  const std::string window = std::to_string(in.windows->config().window.count()) + "s";
+
+  MetricFamily cycles = Family("rtloop_task_cycles_total", "Step() calls", MetricType::Counter);
+  MetricFamily overruns =
+      Family("rtloop_task_overruns_total", "Cycles whose step ended after the next release",
+             MetricType::Counter);
+  MetricFamily missed = Family("rtloop_task_missed_releases_total",
+                               "Releases skipped because of an overrun", MetricType::Counter);
+  MetricFamily faults = Family("rtloop_task_faults_total", "Faults: watchdog trips and faults the task reported (StepResult::kFault)", MetricType::Counter);
+  MetricFamily state = Family("rtloop_task_state",
+                              "Always 1; the label state is the task's current state (created, "
+                              "starting, running, stopped, fault)",
+                              MetricType::Gauge);
+  MetricFamily dropped = Family("rtloop_task_ring_dropped_samples_total",
+                                "Samples the task's ring had no room for (statistics include "
+                                "them; streams and the sample log miss them)",
+                                MetricType::Counter);
+  MetricFamily lost = Family("rtloop_task_subscriber_lost_samples_total",
+                             "Samples slow stream subscribers lost (oldest first), all streams",
+                             MetricType::Counter);
+  MetricFamily fallback = Family("rtloop_task_rt_fallback",
+                                 "1 when the task runs SCHED_OTHER because its RT policy was not "
+                                 "permitted (allow_non_rt_fallback)",
+                                 MetricType::Gauge);
+  MetricFamily period =
+      Family("rtloop_task_period_seconds", "The task's release period", MetricType::Gauge);
+  MetricFamily latency = Family("rtloop_task_wakeup_latency_seconds",
+                                "Wake-up latency (wake-up minus release time), since start, as "
+                                "of the last reading (<= 1 s old)",
+                                MetricType::Histogram);
+  MetricFamily execution = Family("rtloop_task_execution_time_seconds",
+                                  "Execution time of Step(), since start, as of the last reading",
+                                  MetricType::Histogram);
+  MetricFamily latency_max = Family("rtloop_task_wakeup_latency_max_seconds",
+                                    "Largest wake-up latency in the window (window=\"all\": "
+                                    "since start, exact)",
+                                    MetricType::Gauge);
+  MetricFamily latency_q =
+      Family("rtloop_task_wakeup_latency_window_seconds",
+             "Wake-up latency percentiles (nearest rank), count and sum in the window",
+             MetricType::Summary);
+  MetricFamily execution_max = Family("rtloop_task_execution_time_max_seconds",
+                                      "Largest execution time in the window", MetricType::Gauge);
+  MetricFamily execution_q =
+      Family("rtloop_task_execution_time_window_seconds",
+             "Execution time percentiles (nearest rank), count and sum in the window",
+             MetricType::Summary);
+
+  for (const TaskView& t : tasks) {
+    const Labels labels = {{"task", t.label},
+                           {"cpu", t.cpus},
+                           {"policy", t.policy},
+                           {"priority", std::to_string(t.priority)}};
+    if (t.stats.tid != 0) rt_tids->push_back(t.stats.tid);
+    AddCounter(&cycles, labels, static_cast<double>(t.stats.cycles));
+    AddCounter(&overruns, labels, static_cast<double>(t.stats.overruns));
+    AddCounter(&missed, labels, static_cast<double>(t.stats.missed_releases));
+    AddCounter(&faults, labels, static_cast<double>(t.stats.faults));
+    AddGauge(&state, With(labels, "state", TaskStateName(t.stats.state)), 1.0);
+    AddCounter(&dropped, labels, static_cast<double>(t.ring_dropped));
+    if (t.has_subscriber_lost) AddCounter(&lost, labels, static_cast<double>(t.subscriber_lost));
+    AddGauge(&fallback, labels, t.rt_fallback ? 1.0 : 0.0);
+    AddGauge(&period, labels, Seconds(t.period_ns));
+
+    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, kHistogramBoundsNs);
+    if (r.valid) {
+      AddHistogram(&latency, labels, r.latency);
+      AddHistogram(&execution, labels, r.execution);
+      AddSpan(&latency_max, &latency_q, labels, "all", r.latency.total);
+      AddSpan(&execution_max, &execution_q, labels, "all", r.execution.total);
+    }
+    const TaskWindow w = in.windows->Window(t.id);
+    AddSpan(&latency_max, &latency_q, labels, window.c_str(), w.latency);
+    AddSpan(&execution_max, &execution_q, labels, window.c_str(), w.execution);
+  }
+
+  for (MetricFamily* f :
+       {&cycles, &overruns, &missed, &faults, &state, &dropped, &lost, &fallback, &period, &latency,
+        &execution, &latency_max, &latency_q, &execution_max, &execution_q}) {
+    if (!f->metric.empty()) out->push_back(std::move(*f));
+  }
+}
+
+// The process and HTTP families, appended to `out`.
+void AddProcessFamilies(const MetricsInput& in, std::size_t task_count,
+                        const std::vector<int>& rt_tids, std::vector<MetricFamily>* out_families) {
+  std::vector<MetricFamily>& out = *out_families;
+  const ProcessStats p = ReadProcessStats(rt_tids);
+  if (p.ok) {
+    MetricFamily locked = Family("rtloop_process_memory_locked_bytes",
+                                 "Memory locked by mlockall (VmLck)", MetricType::Gauge);
+    AddGauge(&locked, {}, static_cast<double>(p.locked_bytes));
+    out.push_back(std::move(locked));
+    MetricFamily rss = Family("rtloop_process_resident_memory_bytes", "Resident memory (VmRSS)",
+                              MetricType::Gauge);
+    AddGauge(&rss, {}, static_cast<double>(p.resident_bytes));
+    out.push_back(std::move(rss));
+  }
+  MetricFamily cpu = Family("rtloop_process_cpu_seconds_total",
+                            "CPU time of the whole process (user + system)", MetricType::Counter);
+  AddCounter(&cpu, {}, p.cpu_seconds);
+  out.push_back(std::move(cpu));
+  MetricFamily thread_cpu = Family("rtloop_process_thread_cpu_seconds_total",
+                                   "CPU time of the process's non-RT threads (telemetry, HTTP, "
+                                   "gRPC, main), summed by thread name",
+                                   MetricType::Counter);
+  for (const ThreadCpu& t : p.threads) AddCounter(&thread_cpu, {{"thread", t.name}}, t.cpu_seconds);
+  if (!thread_cpu.metric.empty()) out.push_back(std::move(thread_cpu));
+  MetricFamily tasks_total = Family("rtloop_tasks", "Tasks known to telemetry", MetricType::Gauge);
+  AddGauge(&tasks_total, {}, static_cast<double>(task_count));
+  out.push_back(std::move(tasks_total));
+
+  if (in.http != nullptr) {
+    MetricFamily requests =
+        Family("rtloop_http_requests_total", "Requests the HTTP endpoint answered, by status code",
+               MetricType::Counter);
+    const std::pair<const char*, const std::atomic<std::uint64_t>*> codes[] = {
+        {"200", &in.http->ok},
+        {"401", &in.http->unauthorized},
+        {"404", &in.http->not_found},
+        {"405", &in.http->bad_method},
+        {"503", &in.http->busy}};
+    for (const auto& [code, value] : codes) {
+      AddCounter(&requests, {{"code", code}},
+                 static_cast<double>(value->load(std::memory_order_relaxed)));
+    }
+    out.push_back(std::move(requests));
+    const std::int64_t scrape_ns = in.http->last_scrape_cpu_ns.load(std::memory_order_relaxed);
+    if (scrape_ns >= 0) {
+      MetricFamily scrape =
+          Family("rtloop_http_scrape_cpu_seconds",
+                 "CPU time the previous /metrics scrape took to render", MetricType::Gauge);
+      AddGauge(&scrape, {}, Seconds(scrape_ns));
+      out.push_back(std::move(scrape));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
+  const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+  std::vector<MetricFamily> out;
+  out.reserve(24);
+  std::vector<int> rt_tids;
+  AddTaskFamilies(in, tasks, &out, &rt_tids);
+  AddProcessFamilies(in, tasks.size(), rt_tids, &out);
+  return out;
+}
+
+std::string RenderMetrics(const MetricsInput& in) {
+  const TelemetryCollectable collectable(in);
+  return prometheus::TextSerializer().Serialize(collectable.Collect());
+}
+
+}  // namespace rtloop::telemetry::internal

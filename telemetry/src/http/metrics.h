@@ -1,0 +1,86 @@
+// The /metrics content: prometheus-cpp MetricFamily values built at scrape time from a
+// TelemetryHub, the executor's counters and WindowedStats readings, and the fixed `le` boundaries
+// of the latency histograms. No civetweb here; the names are documented in README.md beside this
+// file. Internal to rtloop_telemetry.
+//
+// Not RT-safe: allocates, reads /proc. Thread-safe: reads only thread-safe accessors.
+#pragma once
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rtloop/telemetry/latency_histogram.h"
+
+namespace rtloop {
+class Executor;
+}  // namespace rtloop
+
+namespace rtloop::telemetry {
+class Collector;
+class TelemetryHub;
+class WindowedStats;
+}  // namespace rtloop::telemetry
+
+namespace rtloop::telemetry::internal {
+
+// The `le` boundaries of rtloop_task_wakeup_latency_seconds and rtloop_task_execution_time_seconds:
+// 1-2-5 steps from 1 us to 10 s, in nanoseconds (and +Inf). An HDR bucket [lower, upper) counts
+// towards the first boundary L with upper - 1 <= L, i.e. only when all of its values are <= L
+// (WindowedStats::Reading's bins). So
+// bucket{le=L} counts exactly the values <= L except those in the one HDR bucket that straddles L
+// (values in (L - w, L], w <= L / 1024), which move to the next boundary: exact for L < 2048 ns
+// (1 us, 2 us), otherwise at most 0.1% of L too strict, never too lenient (a latency is never
+// shown below the boundary it exceeds).
+inline constexpr std::array<std::int64_t, 22> kHistogramBoundsNs = {
+    1'000,         2'000,         5'000,         10'000,        20'000,      50'000,
+    100'000,       200'000,       500'000,       1'000'000,     2'000'000,   5'000'000,
+    10'000'000,    20'000'000,    50'000'000,    100'000'000,   200'000'000, 500'000'000,
+    1'000'000'000, 2'000'000'000, 5'000'000'000, 10'000'000'000};
+// The same boundaries in seconds, as written to `le`.
+inline constexpr std::array<double, 22> kHistogramBoundsSeconds = {
+    1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3,
+    5e-3, 1e-2, 2e-2, 5e-2, 1e-1, 2e-1, 5e-1, 1.0,  2.0,  5.0,  10.0};
+
+// The HTTP endpoint's own counters, shown as rtloop_http_* series.
+struct HttpCounters {
+  std::atomic<std::uint64_t> ok{0};                  // 200
+  std::atomic<std::uint64_t> unauthorized{0};        // 401
+  std::atomic<std::uint64_t> not_found{0};           // 404
+  std::atomic<std::uint64_t> bad_method{0};          // 405
+  std::atomic<std::uint64_t> busy{0};                // 503 (max_in_flight)
+  std::atomic<std::int64_t> last_scrape_cpu_ns{-1};  // -1: no scrape yet
+};
+
+struct MetricsInput {
+  const TelemetryHub* hub = nullptr;
+  const WindowedStats* windows = nullptr;  // required
+  const Executor* executor = nullptr;      // optional
+  const Collector* collector = nullptr;    // optional
+  const HttpCounters* http = nullptr;      // optional
+};
+
+// Every family, in the order of the README's table.
+std::vector<prometheus::MetricFamily> CollectMetrics(const MetricsInput& in);
+
+// The same as a prometheus-cpp Collectable (what a prometheus::Registry or Exposer takes), so an
+// application that already runs prometheus-cpp can register rtloop's metrics with its own.
+class TelemetryCollectable final : public prometheus::Collectable {
+ public:
+  explicit TelemetryCollectable(const MetricsInput& in) : in_(in) {}
+  std::vector<prometheus::MetricFamily> Collect() const override { return CollectMetrics(in_); }
+
+ private:
+  MetricsInput in_;
+};
+
+// A TelemetryCollectable's families in Prometheus's text format (prometheus::TextSerializer).
+std::string RenderMetrics(const MetricsInput& in);
+
+}  // namespace rtloop::telemetry::internal

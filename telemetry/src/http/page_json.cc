@@ -1,0 +1,228 @@
+#include "page_json.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "rtloop/telemetry/windowed_stats.h"
+#include "task_view.h"
+
+namespace rtloop::telemetry::internal {
+namespace {
+
+// A minimal JSON writer: objects, arrays, numbers, escaped strings.
+class Json {
+ public:
+  Json& Key(const char* key) {
+    Comma();
+    String(key);
+    out_ += ':';
+    fresh_ = true;
+    return *this;
+  }
+  Json& Begin(char bracket) {
+    Comma();
+    out_ += bracket;
+    fresh_ = true;
+    return *this;
+  }
+  Json& End(char bracket) {
+    out_ += bracket;
+    fresh_ = false;
+    return *this;
+  }
+  Json& Int(long long v) {
+    Comma();
+    out_ += std::to_string(v);
+    return *this;
+  }
+  Json& Number(double v) {
+    Comma();
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return *this;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    out_ += buf;
+    return *this;
+  }
+  Json& Bool(bool v) {
+    Comma();
+    out_ += v ? "true" : "false";
+    return *this;
+  }
+  Json& Null() {
+    Comma();
+    out_ += "null";
+    return *this;
+  }
+  Json& Str(const std::string& s) {
+    Comma();
+    String(s);
+    return *this;
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Comma() {
+    if (!fresh_) out_ += ',';
+    fresh_ = false;
+  }
+  void String(const std::string& s) {
+    out_ += '"';
+    for (const char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (u < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", u);
+        out_ += buf;
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+  std::string out_;
+  bool fresh_ = true;
+};
+
+// `v`, or null when the task has no such data ("no data", never 0).
+void IntOrNull(Json& j, bool valid, long long v) {
+  if (valid) {
+    j.Int(v);
+  } else {
+    j.Null();
+  }
+}
+
+void Stat(Json& j, const char* name, bool has_data, std::int64_t last, std::int64_t min,
+          std::optional<double> avg, std::int64_t max, const WindowSummary& total,
+          const WindowSummary& window) {
+  j.Key(name).Begin('{');
+  j.Key("last");
+  IntOrNull(j, has_data, last);
+  j.Key("min");
+  IntOrNull(j, has_data, min);
+  j.Key("avg");
+  if (has_data && avg.has_value()) {
+    j.Number(*avg);
+  } else {
+    j.Null();
+  }
+  j.Key("max");
+  IntOrNull(j, has_data, max);
+  j.Key("p99");
+  IntOrNull(j, total.valid, total.p99_ns);
+  j.Key("p99_99");
+  IntOrNull(j, total.valid, total.p99_99_ns);
+  j.Key("window_max");
+  IntOrNull(j, window.valid, window.max_ns);
+  j.Key("window_p99");
+  IntOrNull(j, window.valid, window.p99_ns);
+  j.End('}');
+}
+
+// Upper bounds (ns) of the page's log-spaced bins: kPageBinsPerOctave per power of two from
+// 256 ns to 2^37 ns; the first bin also holds everything below 256 ns (early wake-ups included).
+const std::vector<std::int64_t>& PageBinBounds() {
+  static const std::vector<std::int64_t> bounds = [] {
+    std::vector<std::int64_t> b;
+    for (int k = 8 * kPageBinsPerOctave; k <= 37 * kPageBinsPerOctave; ++k) {
+      b.push_back(std::llround(std::exp2(static_cast<double>(k) / kPageBinsPerOctave)));
+    }
+    return b;
+  }();
+  return bounds;
+}
+
+// The non-empty bins as [lower_ns, upper_ns, count] (the overflow bin, beyond 2^37 ns, is left
+// out: the max shows it).
+void LogBins(Json& j, const std::vector<std::uint64_t>& bins) {
+  const std::vector<std::int64_t>& bounds = PageBinBounds();
+  j.Key("histogram").Begin('[');
+  for (std::size_t i = 0; i + 1 < bins.size(); ++i) {
+    if (bins[i] == 0) continue;
+    j.Begin('[');
+    j.Int(i == 0 ? 0 : bounds[i - 1]);
+    j.Int(bounds[i]);
+    j.Int(static_cast<long long>(bins[i]));
+    j.End(']');
+  }
+  j.End(']');
+}
+
+}  // namespace
+
+std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds) {
+  const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+  Json j;
+  j.Begin('{');
+  j.Key("unix_ms").Int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+  j.Key("window_s").Int(in.windows->config().window.count());
+  j.Key("tick_ms").Int(in.windows->config().tick.count());
+  j.Key("tasks").Begin('[');
+  for (const TaskView& t : tasks) {
+    const TaskStatsSnapshot& s = t.stats;
+    const bool has_data = s.cycles > 0;
+    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, PageBinBounds());
+    const TaskWindow w = in.windows->Window(t.id);
+    j.Begin('{');
+    j.Key("id").Int(t.id);
+    j.Key("name").Str(t.name);
+    j.Key("cpu").Str(t.cpus);
+    j.Key("policy").Str(t.policy);
+    j.Key("priority").Int(t.priority);
+    j.Key("rt_fallback").Bool(t.rt_fallback);
+    j.Key("state").Str(TaskStateName(s.state));
+    j.Key("period_ns").Int(t.period_ns);
+    j.Key("has_data").Bool(has_data);
+    j.Key("cycles").Int(static_cast<long long>(s.cycles));
+    j.Key("overruns").Int(static_cast<long long>(s.overruns));
+    j.Key("missed").Int(static_cast<long long>(s.missed_releases));
+    j.Key("faults").Int(static_cast<long long>(s.faults));
+    j.Key("ring_dropped").Int(static_cast<long long>(t.ring_dropped));
+    j.Key("subscriber_lost");
+    IntOrNull(j, t.has_subscriber_lost, static_cast<long long>(t.subscriber_lost));
+    Stat(j, "latency", has_data, s.latency_last_ns, s.latency_min_ns, s.latency_avg_ns(),
+         s.latency_max_ns, r.latency.total, w.latency);
+    Stat(j, "execution", has_data, s.execution_last_ns, s.execution_min_ns, s.execution_avg_ns(),
+         s.execution_max_ns, r.execution.total, w.execution);
+    const bool has_jitter = s.cycles > 1;
+    j.Key("jitter").Begin('{');
+    j.Key("min");
+    IntOrNull(j, has_jitter, s.jitter_min_ns);
+    j.Key("max");
+    IntOrNull(j, has_jitter, s.jitter_max_ns);
+    j.Key("last");
+    IntOrNull(j, has_jitter, s.jitter_last_ns);
+    j.End('}');
+    LogBins(j, r.latency.bins);
+    j.Key("history").Begin('[');
+    if (history_seconds > 0) {
+      for (const SecondStats& h : in.windows->History(t.id, history_seconds)) {
+        j.Begin('[');
+        j.Int(h.unix_ms);
+        IntOrNull(j, h.latency_count > 0, h.latency_max_ns);
+        IntOrNull(j, h.latency_count > 0, h.latency_p99_ns);
+        IntOrNull(j, h.execution_count > 0, h.execution_max_ns);
+        IntOrNull(j, h.execution_count > 0, h.execution_p99_ns);
+        j.End(']');
+      }
+    }
+    j.End(']');
+    j.End('}');
+  }
+  j.End(']');
+  j.End('}');
+  return j.Take();
+}
+
+}  // namespace rtloop::telemetry::internal

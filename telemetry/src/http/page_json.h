@@ -1,0 +1,20 @@
+// The live page's data feed, GET /api/v1/tasks: every task's monitor row, its latency histogram
+// in log-spaced bins and its per-second max/p99, as JSON. Internal to rtloop_telemetry.
+//
+// Not RT-safe: allocates. Thread-safe: reads only thread-safe accessors.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "metrics.h"
+
+namespace rtloop::telemetry::internal {
+
+// Bins per power of two in the page's histograms.
+inline constexpr int kPageBinsPerOctave = 8;
+
+// `history_seconds`: per-second entries to include per task (0: none), the newest ones.
+std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds);
+
+}  // namespace rtloop::telemetry::internal

@@ -1,0 +1,166 @@
+// rtloop's live page: polls /api/v1/tasks once per tick and draws the task-monitor table, a
+// log-scale latency histogram per task and the per-second max/p99 of the last minutes (dygraphs).
+'use strict';
+
+(function () {
+  const HISTORY_SECONDS = 300;
+  const errors = document.getElementById('errors');
+  function noteError(message) {  // counted in the DOM so a headless browser test can read it
+    errors.dataset.count = String(Number(errors.dataset.count) + 1);
+    errors.textContent += message + '\n';
+  }
+  window.addEventListener('error', (e) => noteError('error: ' + e.message));
+  window.addEventListener('unhandledrejection', (e) => noteError('rejection: ' + e.reason));
+
+  const status = document.getElementById('status');
+  const rows = document.getElementById('rows');
+  const cards = document.getElementById('tasks');
+  const tasks = new Map();  // id -> {row, hist, time, history: [[Date, max, p99]]}
+
+  let token = sessionStorage.getItem('rtloop-token') || '';
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get('token')) {
+    token = fragment.get('token');
+    sessionStorage.setItem('rtloop-token', token);
+    history.replaceState(null, '', location.pathname);
+  }
+  document.getElementById('token-save').addEventListener('click', () => {
+    token = document.getElementById('token-input').value.trim();
+    sessionStorage.setItem('rtloop-token', token);
+    document.getElementById('token').style.display = 'none';
+    poll();
+  });
+
+  const us = (ns) => (ns === null || ns === undefined) ? null : ns / 1000;
+  function fmt(ns) {
+    if (ns === null || ns === undefined) return 'no data';
+    const v = ns / 1000;
+    return Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1);
+  }
+  function cell(tr, text, cls) {
+    const td = document.createElement('td');
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function createTask(t) {
+    const tr = document.createElement('tr');
+    tr.dataset.taskId = String(t.id);
+    rows.appendChild(tr);
+    const card = document.createElement('div');
+    card.className = 'task';
+    card.dataset.taskId = String(t.id);
+    const h2 = document.createElement('h2');
+    h2.textContent = t.name;
+    card.appendChild(h2);
+    const charts = document.createElement('div');
+    charts.className = 'charts';
+    const histDiv = document.createElement('div');
+    histDiv.className = 'chart';
+    const timeDiv = document.createElement('div');
+    timeDiv.className = 'chart';
+    charts.append(histDiv, timeDiv);
+    card.appendChild(charts);
+    const legend = document.createElement('div');
+    legend.className = 'legend';
+    card.appendChild(legend);
+    const caption = document.createElement('div');
+    caption.className = 'caption';
+    caption.textContent = 'left: wake-up latency histogram since start (log-log); ' +
+        'right: max and p99 per second, last ' + (HISTORY_SECONDS / 60) + ' minutes';
+    card.appendChild(caption);
+    cards.appendChild(card);
+    const hist = new Dygraph(histDiv, [[1, 1]], {
+      labels: ['latency (µs)', 'cycles'], stepPlot: true, fillGraph: true, logscale: true,
+      axes: {x: {logscale: true}}, xlabel: 'latency (µs)', ylabel: 'cycles',
+      colors: ['#3366cc'], legend: 'follow'});
+    const time = new Dygraph(timeDiv, [[new Date(), null, null]], {
+      labels: ['time', 'max per second (µs)', 'p99 per second (µs)'],
+      colors: ['#d62728', '#1f77b4'], ylabel: 'µs', legend: 'always',
+      labelsDiv: legend, strokeWidth: 1.5});
+    const entry = {row: tr, hist, time, history: [], last: 0};
+    tasks.set(t.id, entry);
+    return entry;
+  }
+
+  function updateRow(entry, t) {
+    const tr = entry.row;
+    tr.replaceChildren();
+    cell(tr, t.name, 'name');
+    cell(tr, t.state, t.state === 'fault' ? 'bad' : '');
+    cell(tr, t.policy + ' ' + t.priority + (t.rt_fallback ? ' (fallback)' : ''),
+         t.rt_fallback ? 'bad' : '');
+    cell(tr, String(t.cycles)).dataset.field = 'cycles';
+    const l = t.latency, x = t.execution, j = t.jitter;
+    for (const [v, f] of [[l.last, 'latency.last'], [l.min, 'latency.min'], [l.avg, 'latency.avg'],
+                          [l.max, 'latency.max'], [l.p99, 'latency.p99'],
+                          [l.p99_99, 'latency.p99_99'], [x.last, 'execution.last'],
+                          [x.min, 'execution.min'], [x.avg, 'execution.avg'], [x.max, 'execution.max'],
+                          [x.p99, 'execution.p99'], [j.min, 'jitter.min'],
+                          [j.max, 'jitter.max']]) {
+      const td = cell(tr, fmt(v), v === null ? 'nodata' : '');
+      td.dataset.field = f;
+      if (v !== null) td.dataset.ns = String(Math.round(v));
+    }
+    cell(tr, String(t.overruns), t.overruns > 0 ? 'bad' : '').dataset.field = 'overruns';
+    cell(tr, String(t.missed), t.missed > 0 ? 'bad' : '').dataset.field = 'missed';
+    cell(tr, String(t.ring_dropped), t.ring_dropped > 0 ? 'bad' : '').dataset.field = 'dropped';
+    const lost = t.subscriber_lost === null ? 'no data' : String(t.subscriber_lost);
+    cell(tr, lost, t.subscriber_lost > 0 ? 'bad' : '').dataset.field = 'lost';
+  }
+
+  function updateCharts(entry, t) {
+    if (t.histogram.length > 0) {
+      // Step plot over the bins: each bin's count from its lower edge, closed at the top.
+      const data = t.histogram.map((b) => [us(b[0]), b[2]]);
+      const top = t.histogram[t.histogram.length - 1];
+      data.push([us(top[1]), top[2]]);
+      entry.hist.updateOptions({file: data});
+    }
+    for (const h of t.history) {
+      if (h[0] <= entry.last) continue;
+      entry.last = h[0];
+      entry.history.push([new Date(h[0]), us(h[1]), us(h[2])]);
+    }
+    while (entry.history.length > HISTORY_SECONDS) entry.history.shift();
+    if (entry.history.length > 0) entry.time.updateOptions({file: entry.history});
+  }
+
+  let first = true;
+  let timer = null;
+  async function poll() {
+    clearTimeout(timer);
+    let tick = 1000;
+    try {
+      const headers = token ? {Authorization: 'Bearer ' + token} : {};
+      const history = first ? HISTORY_SECONDS : 5;
+      const r = await fetch('/api/v1/tasks?history=' + history, {headers, cache: 'no-store'});
+      if (r.status === 401) {
+        document.getElementById('token').style.display = 'block';
+        status.textContent = 'token needed';
+        status.className = 'error';
+        return;
+      }
+      if (!r.ok) throw new Error('HTTP ' + r.status);
+      const data = await r.json();
+      first = false;
+      tick = Math.max(250, data.tick_ms);
+      for (const t of data.tasks) {
+        const entry = tasks.get(t.id) || createTask(t);
+        updateRow(entry, t);
+        updateCharts(entry, t);
+      }
+      status.textContent = data.tasks.length + ' tasks, updated ' +
+          new Date(data.unix_ms).toLocaleTimeString() + ', window ' + data.window_s + ' s';
+      status.className = '';
+      document.body.dataset.updates = String(Number(document.body.dataset.updates || 0) + 1);
+    } catch (e) {
+      status.textContent = 'no connection to the board (' + e.message + '), retrying';
+      status.className = 'error';
+    }
+    timer = setTimeout(poll, tick);
+  }
+  poll();
+})();

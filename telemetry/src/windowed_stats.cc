@@ -1,0 +1,475 @@
+#include "rtloop/telemetry/windowed_stats.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <limits>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/task_telemetry.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
+
+// One cumulative reading of a histogram: its non-empty buckets (by layout index, ascending).
+struct CumulativeEntry {
+  std::uint32_t index;
+  std::uint64_t count;
+};
+struct CumulativeReading {
+  bool taken = false;
+  std::vector<CumulativeEntry> buckets;
+  std::vector<std::uint64_t> running;  // running[i]: sum of buckets[0..i].count (for Bin)
+  std::int64_t negative_min = 0;       // lower edge of the negatives' bucket (the all-time min)
+  std::int64_t sum_ns = 0;
+  std::uint64_t negatives = 0;
+  std::int64_t negative_sum = 0;
+  std::uint64_t overflow = 0;
+  std::int64_t max_ns = kI64Min;  // the all-time max at the reading (kI64Min: empty)
+};
+
+// What one tick added to a histogram: bucket count differences (non-zero only, ascending).
+struct DeltaEntry {
+  std::uint32_t index;
+  std::uint32_t count;  // a tick holds far fewer than 2^32 values of one bucket
+};
+struct Delta {
+  std::vector<DeltaEntry> buckets;
+  std::uint64_t negatives = 0;
+  std::int64_t negative_sum = 0;
+  std::uint64_t overflow = 0;
+  std::uint64_t count = 0;  // negatives + buckets + overflow
+  std::int64_t sum_ns = 0;  // of every value of the tick
+  std::int64_t max_ns = 0;  // meaningful when count > 0 (see the header's "Accuracy")
+};
+
+CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* scratch) {
+  CumulativeReading r;
+  r.taken = true;
+  // The max first: a value whose bucket the scan below misses can then not be claimed as this
+  // tick's exact max (it is the next tick's).
+  const bool any = h.count() > 0;
+  r.max_ns = any ? h.max_ns() : kI64Min;
+  r.negative_sum = h.negative_sum_ns();
+  r.sum_ns = h.sum_ns();
+  scratch->clear();
+  h.ExportBuckets(scratch);
+  r.buckets.reserve(scratch->size());
+  r.running.reserve(scratch->size());
+  for (const HistogramBucket& b : *scratch) {
+    if (b.lower_ns < 0) {
+      r.negatives = b.count;
+      r.negative_min = b.lower_ns;
+    } else if (b.lower_ns >= LatencyHistogram::kMaxTrackable) {
+      r.overflow = b.count;
+    } else {
+      r.buckets.push_back(
+          {static_cast<std::uint32_t>(LatencyHistogram::BucketIndex(b.lower_ns)), b.count});
+      r.running.push_back((r.running.empty() ? 0 : r.running.back()) + b.count);
+    }
+  }
+  return r;
+}
+
+// now - prev, bucket by bucket (both ascending by index; counts never shrink).
+Delta Subtract(const CumulativeReading& now, const CumulativeReading& prev) {
+  Delta d;
+  std::size_t j = 0;
+  for (const CumulativeEntry& e : now.buckets) {
+    while (j < prev.buckets.size() && prev.buckets[j].index < e.index) ++j;
+    const std::uint64_t before =
+        j < prev.buckets.size() && prev.buckets[j].index == e.index ? prev.buckets[j].count : 0;
+    if (e.count > before) {
+      const std::uint64_t n = std::min<std::uint64_t>(e.count - before, UINT32_MAX);
+      d.buckets.push_back({e.index, static_cast<std::uint32_t>(n)});
+      d.count += n;
+    }
+  }
+  d.negatives = now.negatives > prev.negatives ? now.negatives - prev.negatives : 0;
+  d.negative_sum = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.negative_sum) -
+                                             static_cast<std::uint64_t>(prev.negative_sum));
+  d.overflow = now.overflow > prev.overflow ? now.overflow - prev.overflow : 0;
+  d.count += d.negatives + d.overflow;
+  d.sum_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.sum_ns) -
+                                       static_cast<std::uint64_t>(prev.sum_ns));
+  if (d.count == 0) return d;
+  if (d.overflow > 0) {
+    d.max_ns = now.max_ns;  // beyond the buckets: only the exact all-time max is known
+  } else if (!d.buckets.empty()) {
+    const std::size_t top = d.buckets.back().index;
+    const bool raised = now.max_ns > prev.max_ns;
+    if (raised && LatencyHistogram::BucketIndex(now.max_ns) == top) {
+      d.max_ns = now.max_ns;  // this tick holds the all-time max: exact
+    } else {
+      d.max_ns = std::min(LatencyHistogram::BucketUpper(top) - 1, now.max_ns);
+    }
+  } else {
+    d.max_ns = -1;  // only early wake-ups: all below 0
+  }
+  return d;
+}
+
+}  // namespace
+
+// One histogram's state: the last reading and the window's ticks (newest last).
+struct Series {
+  CumulativeReading prev;
+  std::deque<Delta> ticks;
+};
+
+struct WindowedStats::TaskState {
+  mutable std::mutex mu;  // guards everything below against readers; Tick() is the only writer
+  Series latency;
+  Series execution;
+  WindowSummary latency_total;  // of latency.prev
+  WindowSummary execution_total;
+  std::int64_t reading_unix_ms = 0;
+  std::deque<Clock::duration> spans;  // of the window's ticks, newest last
+  Clock::time_point last_reading{};
+  std::deque<SecondStats> history;
+  TaskWindow window;
+};
+
+namespace {
+
+// The statistics of values made of `negatives` (summing to `negative_sum`), the layout buckets
+// that `for_each_bucket(visit)` visits in ascending order as visit(index, count), and `overflow`
+// values; `max` is their max (exact or the documented bound).
+template <typename ForEachBucket>
+WindowSummary Rank(std::uint64_t negatives, std::int64_t negative_sum, std::uint64_t overflow,
+                   std::int64_t max, ForEachBucket for_each_bucket) {
+  WindowSummary s;
+  std::uint64_t total = negatives + overflow;
+  for_each_bucket([&](std::size_t, std::uint64_t c) { total += c; });
+  if (total == 0) return s;
+  s.valid = true;
+  s.count = total;
+  s.max_ns = max;
+  constexpr std::array<double, 3> kPercentiles = {99.0, 99.9, 99.99};
+  const std::array<std::int64_t*, 3> out = {&s.p99_ns, &s.p99_9_ns, &s.p99_99_ns};
+  std::size_t next = 0;
+  std::uint64_t want = NearestRank(kPercentiles[0], total);
+  auto fill = [&](std::int64_t v, std::uint64_t cumulative) {
+    while (next < out.size() && want <= cumulative) {
+      *out[next++] = std::min(v, max);
+      if (next < out.size()) want = NearestRank(kPercentiles[next], total);
+    }
+  };
+  std::uint64_t cumulative = negatives;
+  if (negatives > 0) {
+    fill(std::min<std::int64_t>(negative_sum / static_cast<std::int64_t>(negatives), -1),
+         cumulative);
+  }
+  for_each_bucket([&](std::size_t i, std::uint64_t c) {
+    cumulative += c;
+    const std::int64_t lower = LatencyHistogram::BucketLower(i);
+    fill(lower + (LatencyHistogram::BucketUpper(i) - lower) / 2, cumulative);
+  });
+  fill(max, total);  // ranks among the overflow values
+  return s;
+}
+
+// Summarises `deltas` (one or several ticks) with `scratch` (dense, kBucketCount, all zero on
+// entry and exit) and `touched` (its set indices).
+WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::uint64_t>* scratch,
+                        std::vector<std::uint32_t>* touched) {
+  std::uint64_t negatives = 0;
+  std::int64_t negative_sum = 0;
+  std::uint64_t overflow = 0;
+  std::int64_t max = kI64Min;
+  std::int64_t sum = 0;
+  touched->clear();
+  for (const Delta* d : deltas) {
+    if (d->count == 0) continue;
+    negatives += d->negatives;
+    negative_sum += d->negative_sum;
+    overflow += d->overflow;
+    sum += d->sum_ns;
+    max = std::max(max, d->max_ns);
+    for (const DeltaEntry& e : d->buckets) {
+      std::uint64_t& c = (*scratch)[e.index];
+      if (c == 0) touched->push_back(e.index);
+      c += e.count;
+    }
+  }
+  std::sort(touched->begin(), touched->end());
+  WindowSummary s = Rank(negatives, negative_sum, overflow, max, [&](auto visit) {
+    for (const std::uint32_t i : *touched) visit(i, (*scratch)[i]);
+  });
+  if (s.valid) s.sum_ns = sum;
+  for (const std::uint32_t i : *touched) (*scratch)[i] = 0;
+  return s;
+}
+
+// The since-start statistics of a cumulative reading (already sorted: no scratch needed).
+WindowSummary SummarizeReading(const CumulativeReading& r) {
+  WindowSummary s = Rank(r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
+    for (const CumulativeEntry& e : r.buckets) visit(e.index, e.count);
+  });
+  if (s.valid) s.sum_ns = r.sum_ns;
+  return s;
+}
+
+std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
+  std::vector<HistogramBucket> out;
+  out.reserve(r.buckets.size() + 2);
+  if (r.negatives > 0) out.push_back({r.negative_min, 0, r.negatives});
+  for (const CumulativeEntry& e : r.buckets) {
+    out.push_back(
+        {LatencyHistogram::BucketLower(e.index), LatencyHistogram::BucketUpper(e.index), e.count});
+  }
+  if (r.overflow > 0) {
+    out.push_back({LatencyHistogram::kMaxTrackable,
+                   r.max_ns == INT64_MAX ? INT64_MAX : r.max_ns + 1, r.overflow});
+  }
+  return out;
+}
+
+// The reading's buckets summed into the bins of `bounds` (see HistogramReading::bins; bounds
+// ascending and >= 0). The buckets whose every value is <= b are exactly those below the bucket
+// holding b + 1, so each bound costs one binary search over the running sums.
+std::vector<std::uint64_t> Bin(const CumulativeReading& r, std::span<const std::int64_t> bounds) {
+  std::vector<std::uint64_t> bins;
+  bins.reserve(bounds.size() + 1);
+  std::uint64_t before = 0;  // values counted in earlier bins
+  for (const std::int64_t bound : bounds) {
+    const std::size_t first_above = bound + 1 >= LatencyHistogram::kMaxTrackable
+                                        ? LatencyHistogram::kBucketCount
+                                        : LatencyHistogram::BucketIndex(bound + 1);
+    const auto it = std::lower_bound(
+        r.buckets.begin(), r.buckets.end(), first_above,
+        [](const CumulativeEntry& e, std::size_t index) { return e.index < index; });
+    const auto n = static_cast<std::size_t>(it - r.buckets.begin());
+    const std::uint64_t at_or_below = r.negatives + (n == 0 ? 0 : r.running[n - 1]);
+    bins.push_back(at_or_below - before);
+    before = at_or_below;
+  }
+  const std::uint64_t total = r.negatives + (r.running.empty() ? 0 : r.running.back()) + r.overflow;
+  bins.push_back(total - before);  // the rest, overflow (>= 2^37 ns) included
+  return bins;
+}
+
+WindowSummary SummarizeOne(const Delta& d, std::vector<std::uint64_t>* scratch,
+                           std::vector<std::uint32_t>* touched) {
+  const Delta* one[] = {&d};
+  return Summarize(one, scratch, touched);
+}
+
+WindowSummary SummarizeWindow(const Series& series, std::vector<std::uint64_t>* scratch,
+                              std::vector<std::uint32_t>* touched) {
+  std::vector<const Delta*> all;
+  all.reserve(series.ticks.size());
+  for (const Delta& d : series.ticks) all.push_back(&d);
+  return Summarize(all, scratch, touched);
+}
+
+}  // namespace
+
+WindowedStats::WindowedStats(const TelemetryHub& hub, const WindowedStatsConfig& config)
+    : hub_(hub), config_(config) {}
+
+WindowedStats::~WindowedStats() { Stop(); }
+
+Status WindowedStats::Validate(const WindowedStatsConfig& c) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  if (c.tick < milliseconds(10) || c.tick > seconds(60)) {
+    return InvalidArgumentError("WindowedStatsConfig.tick must be 10 ms .. 60 s, not " +
+                                std::to_string(c.tick.count()) + " ms");
+  }
+  if (c.history < c.window || c.history > seconds(86400)) {
+    return InvalidArgumentError("WindowedStatsConfig.history must be window .. 86400 s, not " +
+                                std::to_string(c.history.count()) + " s");
+  }
+  if (c.window < seconds(1) || c.window < c.tick) {
+    return InvalidArgumentError("WindowedStatsConfig.window must be >= 1 s and >= the tick, not " +
+                                std::to_string(c.window.count()) + " s");
+  }
+  return Status::Ok();
+}
+
+Status WindowedStats::Start() {
+  RTLOOP_RETURN_IF_ERROR(Validate(config_));
+  if (started_) return FailedPreconditionError("WindowedStats::Start(): already started");
+  Tick();  // the baseline: the first second covers one second, not the run so far
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stop_ = false;
+  }
+  try {
+    thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "rtloop-window");  // shows in top and thread metrics
+      Run();
+    });
+  } catch (const std::system_error& e) {
+    return InternalError(std::string("cannot create the windowed-statistics thread: ") + e.what());
+  }
+  started_ = true;
+  return Status::Ok();
+}
+
+void WindowedStats::Stop() {
+  if (!started_) return;
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stop_ = true;
+  }
+  run_cv_.notify_all();
+  thread_.join();
+  started_ = false;
+}
+
+void WindowedStats::Run() {
+  Clock::time_point next = Clock::now() + config_.tick;
+  std::unique_lock<std::mutex> lock(run_mu_);
+  while (!run_cv_.wait_until(lock, next, [this] { return stop_; })) {
+    lock.unlock();
+    Tick();
+    lock.lock();
+    next += config_.tick;
+    // After a stall (a suspended VM), tick once and realign instead of catching up in a burst.
+    if (const Clock::time_point now = Clock::now(); next < now) next = now + config_.tick;
+  }
+}
+
+WindowedStats::TaskState* WindowedStats::StateFor(TaskId id) const {
+  std::lock_guard<std::mutex> lock(tasks_mu_);
+  return id < tasks_.size() ? tasks_[id].get() : nullptr;
+}
+
+void WindowedStats::Tick() {
+  if (scratch_.empty()) scratch_.assign(LatencyHistogram::kBucketCount, 0);
+  std::vector<HistogramBucket> buckets;
+  for (const TaskId id : hub_.TaskIds()) {
+    const TaskTelemetry* t = hub_.task(id);
+    if (t == nullptr) continue;
+    TaskState* state = StateFor(id);
+    if (state == nullptr) {
+      std::lock_guard<std::mutex> lock(tasks_mu_);
+      if (tasks_.size() <= id) tasks_.resize(std::size_t{id} + 1);
+      tasks_[id] = std::make_unique<TaskState>();
+      state = tasks_[id].get();
+      state->window.id = id;
+    }
+    TickTask(*t, state, &buckets);
+  }
+  ticks_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state,
+                             std::vector<HistogramBucket>* buckets) {
+  const std::size_t window_ticks = static_cast<std::size_t>(
+      (std::chrono::duration_cast<std::chrono::milliseconds>(config_.window) + config_.tick -
+       std::chrono::milliseconds(1)) /
+      config_.tick);
+  const std::size_t history_ticks = static_cast<std::size_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
+  // Read and subtract without the state's lock: only this thread writes the series.
+  const Clock::time_point now = Clock::now();
+  CumulativeReading latency = Read(t.latency(), buckets);
+  CumulativeReading execution = Read(t.execution(), buckets);
+  const WindowSummary latency_total = SummarizeReading(latency);
+  const WindowSummary execution_total = SummarizeReading(execution);
+  const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+  const bool baseline = !state->latency.prev.taken;  // the first reading only sets the baseline
+  Delta dl;
+  Delta de;
+  SecondStats second;
+  if (!baseline) {
+    dl = Subtract(latency, state->latency.prev);
+    de = Subtract(execution, state->execution.prev);
+    const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
+    const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
+    second = {.unix_ms = unix_ms,
+              .latency_count = sl.count,
+              .latency_max_ns = sl.max_ns,
+              .latency_p99_ns = sl.p99_ns,
+              .execution_count = se.count,
+              .execution_max_ns = se.max_ns,
+              .execution_p99_ns = se.p99_ns};
+  }
+
+  std::lock_guard<std::mutex> lock(state->mu);
+  state->latency.prev = std::move(latency);
+  state->execution.prev = std::move(execution);
+  state->latency_total = latency_total;
+  state->execution_total = execution_total;
+  state->reading_unix_ms = unix_ms;
+  const Clock::duration since_last = now - state->last_reading;
+  state->last_reading = now;
+  if (baseline) return;
+  state->latency.ticks.push_back(std::move(dl));
+  state->execution.ticks.push_back(std::move(de));
+  state->spans.push_back(since_last);
+  while (state->latency.ticks.size() > window_ticks) {
+    state->latency.ticks.pop_front();
+    state->execution.ticks.pop_front();
+    state->spans.pop_front();
+  }
+  state->history.push_back(second);
+  while (state->history.size() > history_ticks) state->history.pop_front();
+  state->window.latency = SummarizeWindow(state->latency, &scratch_, &touched_);
+  state->window.execution = SummarizeWindow(state->execution, &scratch_, &touched_);
+  Clock::duration span{0};
+  for (const Clock::duration d : state->spans) span += d;
+  state->window.span = std::chrono::duration_cast<std::chrono::nanoseconds>(span);
+}
+
+TaskWindow WindowedStats::Window(TaskId id) const {
+  const TaskState* state = StateFor(id);
+  if (state == nullptr) {
+    TaskWindow empty;
+    empty.id = id;
+    return empty;
+  }
+  std::lock_guard<std::mutex> lock(state->mu);
+  return state->window;
+}
+
+TaskReading WindowedStats::Reading(TaskId id, bool with_buckets,
+                                   std::span<const std::int64_t> bin_bounds_ns) const {
+  TaskReading r;
+  r.id = id;
+  const TaskState* state = StateFor(id);
+  if (state == nullptr) return r;
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (!state->latency.prev.taken) return r;
+  r.valid = true;
+  r.unix_ms = state->reading_unix_ms;
+  r.latency.total = state->latency_total;
+  r.execution.total = state->execution_total;
+  if (with_buckets) {
+    r.latency.buckets = ExportReading(state->latency.prev);
+    r.execution.buckets = ExportReading(state->execution.prev);
+  }
+  if (!bin_bounds_ns.empty()) {
+    r.latency.bins = Bin(state->latency.prev, bin_bounds_ns);
+    r.execution.bins = Bin(state->execution.prev, bin_bounds_ns);
+  }
+  return r;
+}
+
+std::vector<SecondStats> WindowedStats::History(TaskId id, std::size_t max_seconds) const {
+  const TaskState* state = StateFor(id);
+  if (state == nullptr) return {};
+  std::lock_guard<std::mutex> lock(state->mu);
+  const std::size_t n =
+      max_seconds == 0 ? state->history.size() : std::min(max_seconds, state->history.size());
+  return {state->history.end() - static_cast<std::ptrdiff_t>(n), state->history.end()};
+}
+
+std::uint64_t WindowedStats::ticks() const noexcept {
+  return ticks_.load(std::memory_order_relaxed);
+}
+
+}  // namespace rtloop::telemetry

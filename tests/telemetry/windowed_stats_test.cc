@@ -1,0 +1,264 @@
+#include "rtloop/telemetry/windowed_stats.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/task_telemetry.h"
+#include "test_util.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using testing::MakeCycle;
+using testing::MakeTaskConfig;
+
+// A hub with one task (id 0) that a test feeds cycle by cycle.
+class WindowedStatsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(hub_.AddTask(0, MakeTaskConfig("t")).ok());
+    hub_.OnRtThreadStart(0);
+  }
+  void Record(std::int64_t latency_ns, std::int64_t execution_ns = 1000) {
+    hub_.OnCycle(MakeCycle(0, seq_++, latency_ns, execution_ns));
+  }
+  static std::int64_t Width(std::int64_t v) {
+    const std::size_t i = LatencyHistogram::BucketIndex(v);
+    return LatencyHistogram::BucketUpper(i) - LatencyHistogram::BucketLower(i);
+  }
+
+  TelemetryHub hub_;
+  std::uint64_t seq_ = 0;
+};
+
+TEST_F(WindowedStatsTest, FirstTickOnlySetsTheBaseline) {
+  WindowedStats w(hub_);
+  for (int i = 0; i < 100; ++i) Record(5000);
+  w.Tick();
+  EXPECT_FALSE(w.Window(0).latency.valid);
+  EXPECT_EQ(w.Window(0).latency.count, 0u);
+  EXPECT_TRUE(w.History(0).empty());
+}
+
+TEST_F(WindowedStatsTest, EachTickHoldsExactlyTheValuesRecordedSinceThePreviousOne) {
+  WindowedStats w(hub_);
+  for (int i = 0; i < 50; ++i) Record(9'999'999);  // before the baseline: in no tick
+  w.Tick();
+  for (int i = 0; i < 100; ++i) Record(1000 + i, 300);
+  w.Tick();
+  for (int i = 0; i < 7; ++i) Record(1500, 200);
+  w.Tick();
+  w.Tick();  // nothing recorded
+  const std::vector<SecondStats> h = w.History(0);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].latency_count, 100u);
+  EXPECT_EQ(h[0].latency_max_ns, 1099);  // below 2048 ns: exact
+  EXPECT_EQ(h[0].latency_p99_ns, 1098);  // rank 99 of 1000..1099
+  EXPECT_EQ(h[0].execution_count, 100u);
+  EXPECT_EQ(h[0].execution_max_ns, 300);
+  EXPECT_EQ(h[1].latency_count, 7u);
+  EXPECT_EQ(h[1].latency_max_ns, 1500);
+  EXPECT_EQ(h[1].execution_max_ns, 200);
+  EXPECT_EQ(h[2].latency_count, 0u);
+  EXPECT_LE(h[0].unix_ms, h[1].unix_ms);
+  const TaskWindow tw = w.Window(0);
+  EXPECT_TRUE(tw.latency.valid);
+  EXPECT_EQ(tw.latency.count, 107u);  // the 50 before the baseline are not in it
+  EXPECT_EQ(tw.latency.sum_ns, (1000 + 1099) * 50 + 7 * 1500);
+  EXPECT_EQ(tw.latency.max_ns, 1500);
+}
+
+TEST_F(WindowedStatsTest, WindowForgetsTicksOlderThanItsLength) {
+  WindowedStats w(hub_, {.window = seconds(3), .history = seconds(60), .tick = milliseconds(1000)});
+  w.Tick();
+  Record(1'000'000);  // a 1 ms spike
+  w.Tick();
+  EXPECT_EQ(w.Window(0).latency.max_ns, 1'000'000);  // raised the all-time max: exact
+  for (int t = 0; t < 3; ++t) {
+    Record(1000);
+    w.Tick();
+  }
+  const TaskWindow tw = w.Window(0);
+  EXPECT_EQ(tw.latency.count, 3u);
+  EXPECT_EQ(tw.latency.max_ns, 1000);
+  EXPECT_GT(tw.span.count(), 0);
+  EXPECT_EQ(w.History(0).size(), 4u);  // the history keeps the spike
+  EXPECT_EQ(w.History(0, 2).size(), 2u);
+  EXPECT_EQ(w.History(0).front().latency_max_ns, 1'000'000);
+}
+
+TEST_F(WindowedStatsTest, MaxBelowTheAllTimeMaxIsTheTopOfItsBucketAtMostABucketAbove) {
+  WindowedStats w(hub_);
+  w.Tick();
+  Record(1'000'000);
+  w.Tick();
+  Record(999'000);  // not a new all-time max: only its bucket is known
+  w.Tick();
+  const std::int64_t reported = w.History(0).back().latency_max_ns;
+  const std::size_t i = LatencyHistogram::BucketIndex(999'000);
+  EXPECT_EQ(reported, LatencyHistogram::BucketUpper(i) - 1);
+  EXPECT_GE(reported, 999'000);
+  EXPECT_LE(static_cast<double>(reported - 999'000), 999'000 * LatencyHistogram::kMaxRelativeError);
+}
+
+TEST_F(WindowedStatsTest, WindowPercentilesMatchAHistogramOfTheSameValuesWithinABucket) {
+  WindowedStats w(hub_, {.window = seconds(4), .history = seconds(60), .tick = milliseconds(1000)});
+  std::mt19937_64 rng(42);
+  std::lognormal_distribution<double> dist(10.0, 1.0);  // median ~22 us, a long tail
+  w.Tick();
+  LatencyHistogram reference;  // the values of the last 4 ticks
+  std::vector<std::vector<std::int64_t>> ticks;
+  for (int t = 0; t < 6; ++t) {
+    ticks.emplace_back();
+    for (int i = 0; i < 20'000; ++i) {
+      const auto v = static_cast<std::int64_t>(dist(rng));
+      ticks.back().push_back(v);
+      Record(v);
+    }
+    w.Tick();
+  }
+  std::int64_t max = 0;
+  for (std::size_t t = 2; t < ticks.size(); ++t) {
+    for (const std::int64_t v : ticks[t]) {
+      reference.Record(v);
+      max = std::max(max, v);
+    }
+  }
+  const TaskWindow tw = w.Window(0);
+  EXPECT_EQ(tw.latency.count, 80'000u);
+  const std::pair<std::int64_t, double> cases[] = {
+      {tw.latency.p99_ns, 99.0}, {tw.latency.p99_9_ns, 99.9}, {tw.latency.p99_99_ns, 99.99}};
+  for (const auto& [got, p] : cases) {
+    const std::int64_t want = reference.ValueAtPercentile(p);
+    EXPECT_LE(std::abs(got - want), Width(want)) << "p" << p;
+  }
+  EXPECT_GE(tw.latency.max_ns, max);
+  EXPECT_LE(tw.latency.max_ns - max, Width(max));
+}
+
+TEST_F(WindowedStatsTest, EarlyWakeUpsAreCountedAndReportTheirMean) {
+  WindowedStats w(hub_);
+  w.Tick();
+  for (int i = 0; i < 10; ++i) Record(-300);
+  for (int i = 0; i < 90; ++i) Record(500);
+  w.Tick();
+  const TaskWindow tw = w.Window(0);
+  EXPECT_EQ(tw.latency.count, 100u);
+  EXPECT_EQ(tw.latency.max_ns, 500);
+  EXPECT_EQ(tw.latency.p99_ns, 500);
+  w.Tick();
+  for (int i = 0; i < 5; ++i) Record(-200);
+  w.Tick();
+  EXPECT_EQ(w.History(0).back().latency_count, 5u);
+  EXPECT_EQ(w.History(0).back().latency_p99_ns, -200);
+  EXPECT_EQ(w.History(0).back().latency_max_ns, -1);  // an upper bound: every value was < 0
+}
+
+TEST_F(WindowedStatsTest, HistoryIsBoundedAndOldestFirst) {
+  WindowedStats w(hub_, {.window = seconds(2), .history = seconds(5), .tick = milliseconds(1000)});
+  w.Tick();
+  for (int t = 0; t < 8; ++t) {
+    Record(100 + t);
+    w.Tick();
+  }
+  const std::vector<SecondStats> h = w.History(0);
+  ASSERT_EQ(h.size(), 5u);
+  EXPECT_EQ(h.front().latency_max_ns, 103);
+  EXPECT_EQ(h.back().latency_max_ns, 107);
+  EXPECT_EQ(w.Window(0).latency.count, 2u);
+}
+
+TEST_F(WindowedStatsTest, TaskAddedLaterIsPickedUpAndUnknownTasksAreEmpty) {
+  WindowedStats w(hub_);
+  w.Tick();
+  ASSERT_TRUE(hub_.AddTask(5, MakeTaskConfig("late")).ok());
+  hub_.OnRtThreadStart(5);
+  w.Tick();
+  hub_.OnCycle(MakeCycle(5, 0, 4000, 100));
+  w.Tick();
+  EXPECT_EQ(w.Window(5).latency.count, 1u);
+  EXPECT_EQ(w.Window(5).id, 5u);
+  EXPECT_FALSE(w.Window(9).latency.valid);
+  EXPECT_TRUE(w.History(9).empty());
+}
+
+TEST_F(WindowedStatsTest, ReadingHoldsTheSinceStartHistogramOfTheLastTick) {
+  WindowedStats w(hub_);
+  EXPECT_FALSE(w.Reading(0).valid);
+  for (int i = 0; i < 1000; ++i) Record(1000 + i, 50);
+  Record(-20, 50);
+  w.Tick();  // the baseline reading is a reading too
+  TaskReading r = w.Reading(0, /*with_buckets=*/true);
+  ASSERT_TRUE(r.valid);
+  EXPECT_GT(r.unix_ms, 0);
+  const HistogramSummary want = hub_.task(0)->latency().Summary();
+  EXPECT_EQ(r.latency.total.count, want.count);
+  EXPECT_EQ(r.latency.total.max_ns, want.max_ns);
+  EXPECT_EQ(r.latency.total.p99_ns, want.percentiles.p99_ns);
+  EXPECT_EQ(r.latency.total.p99_9_ns, want.percentiles.p99_9_ns);
+  EXPECT_EQ(r.latency.total.sum_ns, want.sum_ns);
+  std::vector<HistogramBucket> buckets;
+  hub_.task(0)->latency().ExportBuckets(&buckets);
+  ASSERT_EQ(r.latency.buckets.size(), buckets.size());
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_EQ(r.latency.buckets[i].lower_ns, buckets[i].lower_ns);
+    EXPECT_EQ(r.latency.buckets[i].upper_ns, buckets[i].upper_ns);
+    EXPECT_EQ(r.latency.buckets[i].count, buckets[i].count);
+  }
+  EXPECT_EQ(r.execution.total.max_ns, 50);
+  EXPECT_TRUE(w.Reading(0).latency.buckets.empty());
+  Record(5000);  // not in the reading until the next tick
+  EXPECT_EQ(w.Reading(0).latency.total.count, 1001u);
+  w.Tick();
+  EXPECT_EQ(w.Reading(0).latency.total.count, 1002u);
+  EXPECT_EQ(w.Reading(0).latency.total.max_ns, 5000);
+}
+
+TEST(WindowedStatsConfigTest, ValidateNamesTheFieldOutOfRange) {
+  using C = WindowedStatsConfig;
+  EXPECT_TRUE(WindowedStats::Validate(C{}).ok());
+  const std::pair<C, const char*> bad[] = {
+      {C{.window = seconds(0)}, "window"},
+      {C{.window = seconds(20), .history = seconds(10)}, "history"},
+      {C{.history = seconds(100000)}, "history"},
+      {C{.tick = milliseconds(1)}, "tick"},
+      {C{.window = seconds(1), .tick = milliseconds(2000)}, "window"},
+  };
+  for (const auto& [config, field] : bad) {
+    const Status s = WindowedStats::Validate(config);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(s.message().find(std::string("WindowedStatsConfig.") + field), std::string::npos)
+        << s.message();
+  }
+  TelemetryHub hub;
+  WindowedStats w(hub, C{.tick = milliseconds(1)});
+  EXPECT_EQ(w.Start().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(WindowedStatsTest, StartTicksOnItsOwnThreadUntilStopped) {
+  WindowedStats w(hub_, {.window = seconds(1), .history = seconds(60), .tick = milliseconds(20)});
+  ASSERT_TRUE(w.Start().ok());
+  EXPECT_EQ(w.Start().code(), StatusCode::kFailedPrecondition);
+  Record(777);
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (w.Window(0).latency.count == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_EQ(w.Window(0).latency.max_ns, 777);
+  w.Stop();
+  const std::uint64_t ticks = w.ticks();
+  std::this_thread::sleep_for(milliseconds(60));
+  EXPECT_EQ(w.ticks(), ticks);
+  w.Stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry
