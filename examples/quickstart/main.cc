@@ -14,6 +14,8 @@
 // SCHED_OTHER and the runtime says so loudly (allow_non_rt_fallback); its figures are then not
 // real-time figures.
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "axis.h"
@@ -22,12 +24,26 @@
 namespace {
 
 // [GRPC_ADDR] [--metrics[=ADDR]]: where the gRPC API listens; the HTTP endpoint on ADDR.
+// --help prints the usage; anything else that starts with '-' is an error (exit 2).
 void ReadArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
+  constexpr const char* kUsage =
+      "usage: rtloop-quickstart [GRPC_ADDR] [--metrics[=ADDR]]\n"
+      "  A 2 kHz position loop on rtloop::Runtime until Ctrl-C or SIGTERM, then the task report.\n"
+      "  GRPC_ADDR         where the gRPC telemetry API listens (default 127.0.0.1:50051;\n"
+      "                    127.0.0.1:0 picks a free port)\n"
+      "  --metrics[=ADDR]  also serve Prometheus /metrics and the live page (127.0.0.1:9101)\n";
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
     if (arg == "--metrics" || arg.starts_with("--metrics=")) {
       config->telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
       if (arg.size() > 10) config->telemetry.http->address = arg.substr(10);
+    } else if (arg.starts_with("-")) {
+      std::fprintf(stderr, "rtloop-quickstart: unknown option '%s'\n%s", argv[i], kUsage);
+      std::exit(2);
     } else {
       config->telemetry.grpc.address = arg;
     }

@@ -180,6 +180,19 @@ TEST(ExamplesTest, EveryExampleProgramPrintsItsUsageWithTheRunOptions) {
   }
 }
 
+TEST(ExamplesTest, QuickstartPrintsItsUsageAndRefusesAnUnknownOption) {
+  Child help({RTLOOP_QUICKSTART_PATH, "--help"}, /*drop_rt=*/true);
+  EXPECT_EQ(help.Stop(0), 0);
+  EXPECT_EQ(ReadFile(help.out()).rfind("usage: rtloop-quickstart [GRPC_ADDR]", 0), 0u)
+      << ReadFile(help.out());
+  // An option is never taken for the gRPC address (it was: "bad address \"--telemetry=...\"").
+  Child bad({RTLOOP_QUICKSTART_PATH, "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
+  EXPECT_EQ(bad.Stop(0), 2);
+  const std::string err = ReadFile(bad.err());
+  EXPECT_EQ(err.rfind("rtloop-quickstart: unknown option '--telemetry=127.0.0.1:0'\n", 0), 0u)
+      << err;
+}
+
 TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
   Child child({RTLOOP_TWO_TASKS_PATH, "--duration=1", "--telemetry=127.0.0.1:0"},
               /*drop_rt=*/false);
