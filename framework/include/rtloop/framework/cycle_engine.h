@@ -1,6 +1,7 @@
 // CycleEngine: the executor's per-cycle bookkeeping for one task, everything a cycle does except
 // waiting for the release and calling Step(): the CycleContext, the next release (ReleaseSchedule
-// and the overrun policy), TaskStats, the watchdog, max_cycles / run_for and the CycleObservers.
+// and the overrun policy), TaskStats, the watchdog, a Step()'s kStop/kFault, max_cycles / run_for
+// and the CycleObservers.
 //
 // The executor's RT loop is, per cycle:
 //   wait until engine.release();  W = Now();
@@ -37,9 +38,11 @@ struct CycleEngineConfig {
 };
 
 struct CycleOutcome {
-  bool stop = false;         // leave the loop after this cycle
-  bool fault = false;        // the watchdog tripped on this cycle: call OnFault()
-  bool fault_state = false;  // the task ends in TaskState::kFault (fault and not keep running)
+  bool stop = false;   // leave the loop after this cycle
+  bool fault = false;  // the watchdog tripped on this cycle: call OnFault()
+  // The task ends in TaskState::kFault: the watchdog tripped and does not keep it running, or
+  // Step() returned kFault.
+  bool fault_state = false;
 };
 
 class CycleEngine {
@@ -98,6 +101,11 @@ class CycleEngine {
       sample.flags |= kCycleFault;
       out.fault = true;
       out.fault_state = !config_.watchdog.keep_running_after_fault;
+    }
+    if (step == StepResult::kFault) [[unlikely]] {  // the task's own fault: one fault per cycle
+      if (!out.fault) config_.stats->RecordFault();
+      sample.flags |= kCycleFault;
+      out.fault_state = true;
     }
     config_.observers.OnCycle(sample);
 
