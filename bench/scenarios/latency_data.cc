@@ -1,9 +1,10 @@
 #include "latency_data.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 
 #include "bench_util.h"
@@ -37,10 +38,76 @@ std::vector<double> FooterNumbers(const std::string& rest) {
   return out;
 }
 
+// The most 1-us buckets a histogram may have: cyclictest's HIST_MAX (-h 1000000). A bucket beyond
+// it cannot come from cyclictest, and allocating for it would let a few bytes of input claim
+// gigabytes.
+constexpr std::size_t kMaxBuckets = 1'000'000;
+// More threads than any run has (rtloop-cyclic runs at most 256; cyclictest one per CPU).
+constexpr std::size_t kMaxThreads = 4096;
+// Buckets of all threads of one histogram text together (16 threads of -h 1000000): the memory
+// the parsed histograms take, 8 bytes each.
+constexpr std::size_t kMaxHistogramCells = 16'000'000;
+
 std::optional<double> JsonNumber(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
   const auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
   return it->get<double>();
+}
+
+// j[key] as an integer in [lo, hi]: a JSON integer, or a number with no fraction; nullopt when
+// absent, not a number, fractional or out of range (a cast would be undefined there).
+std::optional<std::int64_t> JsonInteger(const json& j, const char* key, std::int64_t lo,
+                                        std::int64_t hi) {
+  if (!j.is_object()) return std::nullopt;
+  const auto it = j.find(key);
+  if (it == j.end()) return std::nullopt;
+  if (it->is_number_unsigned()) {
+    const std::uint64_t v = it->get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(hi)) return std::nullopt;
+    const auto i = static_cast<std::int64_t>(v);
+    return i < lo ? std::nullopt : std::optional<std::int64_t>(i);
+  }
+  if (it->is_number_integer()) {
+    const std::int64_t v = it->get<std::int64_t>();
+    return v < lo || v > hi ? std::nullopt : std::optional<std::int64_t>(v);
+  }
+  if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)) || std::floor(d) != d) {
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+// A count (>= 0): j[key] or `fallback` when absent or not one.
+std::uint64_t JsonCount(const json& j, const char* key, std::uint64_t fallback = 0) {
+  const auto v = JsonInteger(j, key, 0, std::numeric_limits<std::int64_t>::max());
+  return v ? static_cast<std::uint64_t>(*v) : fallback;
+}
+
+int JsonInt(const json& j, const char* key, int fallback) {
+  const auto v =
+      JsonInteger(j, key, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+  return v ? static_cast<int>(*v) : fallback;
+}
+
+// A bucket number: decimal digits only, below `limit`.
+std::optional<std::size_t> BucketNumber(const std::string& text, std::size_t limit) {
+  if (text.empty() || text.size() > 18) return std::nullopt;
+  std::size_t v = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::size_t>(c - '0');
+  }
+  return v < limit ? std::optional<std::size_t>(v) : std::nullopt;
+}
+
+Status BucketError(const std::string& what, const std::string& text) {
+  return DataLossError(what + " '" + text.substr(0, 40) + "' is not a histogram bucket (0 .. " +
+                       std::to_string(kMaxBuckets - 1) + " us, as cyclictest -h writes them)");
 }
 
 void AddToBucket(std::vector<std::uint64_t>& h, std::size_t bucket, std::uint64_t count) {
@@ -56,14 +123,15 @@ void ReadRtloopExtras(const json& rtloop, std::vector<ThreadLatency>& threads) {
     const auto it = per_thread->find(std::to_string(t.index));
     if (it == per_thread->end() || !it->is_object()) continue;
     const json& r = *it;
-    if (auto v = JsonNumber(r, "priority")) t.priority = static_cast<int>(*v);
-    if (auto v = JsonNumber(r, "interval_us")) t.interval_us = static_cast<std::int64_t>(*v);
-    if (auto v = JsonNumber(r, "overruns")) t.overruns = static_cast<std::uint64_t>(*v);
-    if (auto v = JsonNumber(r, "missed_releases"))
+    constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+    t.priority = JsonInt(r, "priority", t.priority);
+    if (auto v = JsonInteger(r, "interval_us", 0, kI64Max)) t.interval_us = *v;
+    if (auto v = JsonInteger(r, "overruns", 0, kI64Max))
+      t.overruns = static_cast<std::uint64_t>(*v);
+    if (auto v = JsonInteger(r, "missed_releases", 0, kI64Max)) {
       t.missed_releases = static_cast<std::uint64_t>(*v);
-    if (auto v = JsonNumber(r, "histogram_overflows")) {
-      t.histogram_overflows = static_cast<std::uint64_t>(*v);
     }
+    t.histogram_overflows = JsonCount(r, "histogram_overflows", t.histogram_overflows);
     const auto lat = r.find("latency_ns");
     if (lat != r.end() && lat->is_object()) {
       for (const std::string& p : StandardPercentiles()) {
@@ -80,37 +148,79 @@ Result<LatencyData> ParseResultJson(const json& j) {
   if (threads == j.end() || !threads->is_array()) {
     return DataLossError("result.json has no \"threads\" array");
   }
+  if (threads->size() > kMaxThreads) {
+    return DataLossError("result.json holds " + std::to_string(threads->size()) +
+                         " threads: more than any run has");
+  }
   for (const json& th : *threads) {
+    if (!th.is_object()) return DataLossError("result.json: a \"threads\" entry is not an object");
+    constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
     ThreadLatency t;
-    t.index = th.value("index", 0);
-    t.cpu = th.value("cpu", -1);
-    t.priority = th.value("priority", -1);
-    t.interval_us = th.value("interval_us", std::int64_t{-1});
-    t.cycles = th.value("cycles", std::uint64_t{0});
+    t.index = JsonInt(th, "index", 0);
+    t.cpu = JsonInt(th, "cpu", -1);
+    t.priority = JsonInt(th, "priority", -1);
+    t.interval_us = JsonInteger(th, "interval_us", -1, kI64Max).value_or(-1);
+    t.cycles = JsonCount(th, "cycles");
     t.min_us = JsonNumber(th, "min");
     t.avg_us = JsonNumber(th, "avg");
     t.max_us = JsonNumber(th, "max");
-    if (auto v = JsonNumber(th, "overruns")) t.overruns = static_cast<std::uint64_t>(*v);
-    if (auto v = JsonNumber(th, "missed_releases"))
+    if (auto v = JsonInteger(th, "overruns", 0, kI64Max))
+      t.overruns = static_cast<std::uint64_t>(*v);
+    if (auto v = JsonInteger(th, "missed_releases", 0, kI64Max)) {
       t.missed_releases = static_cast<std::uint64_t>(*v);
+    }
     if (const auto p = th.find("percentiles"); p != th.end() && p->is_object()) {
       for (const auto& [k, v] : p->items()) {
         if (v.is_number()) t.percentiles_us[k] = v.get<double>();
       }
     }
     if (const auto h = th.find("histogram"); h != th.end() && h->is_object()) {
-      const std::size_t buckets = h->value("buckets", std::size_t{0});
-      t.histogram.assign(buckets, 0);
-      t.histogram_overflows = h->value("overflows", std::uint64_t{0});
+      const auto buckets = JsonInteger(*h, "buckets", 0, static_cast<std::int64_t>(kMaxBuckets));
+      if (h->contains("buckets") && !buckets) {
+        return DataLossError("result.json: histogram \"buckets\" is not 0 .. " +
+                             std::to_string(kMaxBuckets));
+      }
+      const std::size_t n = static_cast<std::size_t>(buckets.value_or(0));
+      t.histogram.assign(n, 0);
+      t.histogram_overflows = JsonCount(*h, "overflows");
       if (const auto c = h->find("counts"); c != h->end() && c->is_object()) {
         for (const auto& [k, v] : c->items()) {
-          AddToBucket(t.histogram, std::stoul(k), v.get<std::uint64_t>());
+          const std::optional<std::size_t> b = BucketNumber(k, n > 0 ? n : kMaxBuckets);
+          if (!b) return BucketError("result.json: histogram count key", k);
+          if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+            return DataLossError("result.json: the count of bucket " + k + " is not a count");
+          }
+          AddToBucket(t.histogram, *b, v.get<std::uint64_t>());
         }
       }
     }
     d.threads.push_back(std::move(t));
   }
   return d;
+}
+
+// cyclictest prints "avg": nan (or -nan) for a thread without cycles, which is not JSON: such a
+// value (after ':' and blanks) becomes null. A scanner, not std::regex: libstdc++'s regex recurses
+// per character and a long run of blanks would overflow the stack.
+std::string NanToNull(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    out.push_back(text[i]);
+    if (text[i++] != ':') continue;
+    std::size_t j = i;
+    while (j < text.size() && std::isspace(static_cast<unsigned char>(text[j])) != 0) ++j;
+    std::size_t k = j < text.size() && text[j] == '-' ? j + 1 : j;
+    const bool word_end =
+        k + 3 >= text.size() ||
+        (std::isalnum(static_cast<unsigned char>(text[k + 3])) == 0 && text[k + 3] != '_');
+    if (text.compare(k, 3, "nan") == 0 && word_end) {
+      out.append(text, i, j - i);
+      out += "null";
+      i = k + 3;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -236,11 +346,17 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
     std::vector<std::uint64_t> row;
     std::string word;
     while (in >> word) {
-      if (word.find_first_not_of("0123456789") != std::string::npos) {
-        return DataLossError("line " + std::to_string(i + 1) + " is not a histogram row: '" + l +
-                             "'");
+      // A bucket (the first column) or a count; 18 digits at most, so it fits.
+      const std::optional<std::size_t> v =
+          BucketNumber(word, row.empty() ? kMaxBuckets : std::numeric_limits<std::size_t>::max());
+      if (!v) {
+        if (row.empty() && word.find_first_not_of("0123456789") == std::string::npos) {
+          return BucketError("line " + std::to_string(i + 1) + ": bucket", word);
+        }
+        return DataLossError("line " + std::to_string(i + 1) + " is not a histogram row: '" +
+                             l.substr(0, 80) + "'");
       }
-      row.push_back(std::stoull(word));
+      row.push_back(*v);
     }
     rows.push_back(std::move(row));
   }
@@ -250,6 +366,19 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
     return DataLossError("the histogram block has no '# Min Latencies'/'# Max Latencies' lines");
   }
   const std::size_t n = mins->second.size();
+  if (n > kMaxThreads) {
+    return DataLossError("'# Min Latencies' lists " + std::to_string(n) +
+                         " threads: more than any run has");
+  }
+  std::size_t buckets = 0;
+  for (const auto& row : rows) {
+    if (!row.empty()) buckets = std::max<std::size_t>(buckets, row[0] + 1);
+  }
+  if (buckets * n > kMaxHistogramCells) {
+    return DataLossError(std::to_string(n) + " threads of " + std::to_string(buckets) +
+                         " buckets: larger than the histograms rtloop-bench reads (" +
+                         std::to_string(kMaxHistogramCells) + " buckets in all)");
+  }
   LatencyData d;
   d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
   const std::vector<double>& avgs = footer["# Avg Latencies"];
@@ -262,7 +391,8 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
         return DataLossError("a histogram row has fewer columns than threads");
       AddToBucket(th.histogram, row[0], row[1 + t]);
     }
-    th.histogram_overflows = t < oflows.size() ? static_cast<std::uint64_t>(oflows[t]) : 0;
+    const double oflow = t < oflows.size() ? oflows[t] : 0;
+    th.histogram_overflows = oflow >= 0 && oflow < 1.8e19 ? static_cast<std::uint64_t>(oflow) : 0;
     th.cycles = th.histogram_overflows;
     for (std::uint64_t c : th.histogram) th.cycles += c;
     th.min_us = mins->second[t];
@@ -276,38 +406,45 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
 Result<LatencyData> ParseCyclictestJson(const std::string& text) {
   const std::size_t brace = text.find('{');
   if (brace == std::string::npos) return DataLossError("no JSON object");
-  // cyclictest prints "avg": nan (or -nan) for a thread without cycles: not JSON, read as null.
-  static const std::regex kNan(R"((:\s*)-?nan\b)");
-  const std::string cleaned = std::regex_replace(text.substr(brace), kNan, "$1null");
-  json j = json::parse(cleaned, nullptr, false);
+  const json j = json::parse(NanToNull(text.substr(brace)), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return DataLossError("not valid JSON");
-  if (j.value("schema", std::string()) == "rtloop-bench/result") return ParseResultJson(j);
+  if (const auto schema = j.find("schema");
+      schema != j.end() && schema->is_string() && *schema == "rtloop-bench/result") {
+    return ParseResultJson(j);
+  }
   const auto threads = j.find("thread");
   if (threads == j.end() || !threads->is_object()) {
     return DataLossError("JSON without a \"thread\" object: not a cyclictest --json file");
   }
-  const bool ns = j.value("resolution_in_ns", 0) != 0;
+  if (threads->size() > kMaxThreads) {
+    return DataLossError("JSON with " + std::to_string(threads->size()) +
+                         " threads: more than any run has");
+  }
+  const bool ns = JsonCount(j, "resolution_in_ns") != 0;
   const double scale = ns ? 1e-3 : 1.0;
   LatencyData d;
   d.kind = j.contains("rtloop") ? "rtloop-cyclic-json" : "cyclictest-json";
   for (const auto& [key, th] : threads->items()) {
     ThreadLatency t;
-    try {
-      t.index = std::stoi(key);
-    } catch (...) {
-      return DataLossError("thread key '" + key + "' is not a number");
-    }
-    t.cycles = th.value("cycles", std::uint64_t{0});
+    const std::optional<std::size_t> index = BucketNumber(key, kMaxThreads);
+    if (!index)
+      return DataLossError("thread key '" + key.substr(0, 40) + "' is not a thread number");
+    if (!th.is_object()) return DataLossError("thread " + key + " is not an object");
+    t.index = static_cast<int>(*index);
+    t.cycles = JsonCount(th, "cycles");
     if (auto v = JsonNumber(th, "min")) t.min_us = *v * scale;
     if (auto v = JsonNumber(th, "max")) t.max_us = *v * scale;
     if (auto v = JsonNumber(th, "avg")) t.avg_us = *v * scale;
-    t.cpu = th.value("cpu", -1);
+    t.cpu = JsonInt(th, "cpu", -1);
     if (const auto h = th.find("histogram"); h != th.end() && h->is_object()) {
       std::uint64_t in_range = 0;
       for (const auto& [b, c] : h->items()) {
-        const std::uint64_t count = c.is_number() ? c.get<std::uint64_t>() : 0;
-        const std::size_t bucket = static_cast<std::size_t>(std::stoull(b));
-        AddToBucket(t.histogram, ns ? bucket / 1000 : bucket, count);
+        // -N writes buckets in ns: 1000 of them per 1-us bucket.
+        const std::optional<std::size_t> bucket =
+            BucketNumber(b, ns ? kMaxBuckets * 1000 : kMaxBuckets);
+        if (!bucket) return BucketError("thread " + key + ": histogram key", b);
+        const std::uint64_t count = c.is_number_unsigned() ? c.get<std::uint64_t>() : 0;
+        AddToBucket(t.histogram, ns ? *bucket / 1000 : *bucket, count);
         in_range += count;
       }
       // cyclictest's JSON has no overflow count: what the buckets miss overflowed.

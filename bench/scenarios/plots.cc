@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "bench_util.h"
+#include "rtloop/telemetry/sample.h"
 #include "rtloop/telemetry/sample_log_file.h"
 
 namespace rtloop::bench {
@@ -60,13 +64,33 @@ Result<MaxOverTime> ParseMaxOverTime(const std::string& text) {
   std::string line;
   double scale = 1.0;
   bool header = false;
+  // "# name: N", N a whole number >= 0 (no exception, no overflow); nullopt otherwise.
+  const auto header_number = [](const std::string& l, std::size_t at) -> std::optional<double> {
+    char* end = nullptr;
+    const char* begin = l.c_str() + at;
+    errno = 0;
+    const unsigned long long v = std::strtoull(begin, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
+    if (end == begin || errno != 0 || *end != '\0' || l.find('-', at) != std::string::npos) {
+      return std::nullopt;
+    }
+    return static_cast<double>(v);
+  };
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     if (line[0] == '#') {
       if (line == "# rtloop-cyclic max over time") header = true;
-      if (line.rfind("# window_us:", 0) == 0) m.window_s = std::stod(line.substr(12)) / 1e6;
+      if (line.rfind("# window_us:", 0) == 0) {
+        const std::optional<double> us = header_number(line, 12);
+        if (!us || *us <= 0) return DataLossError("bad '# window_us:' line: '" + line + "'");
+        m.window_s = *us / 1e6;
+      }
       if (line == "# unit: ns") scale = 1e-3;
-      if (line.rfind("# lost_windows:", 0) == 0) m.lost_windows = std::stoull(line.substr(15));
+      if (line.rfind("# lost_windows:", 0) == 0) {
+        const std::optional<double> n = header_number(line, 15);
+        if (!n) return DataLossError("bad '# lost_windows:' line: '" + line + "'");
+        m.lost_windows = static_cast<std::uint64_t>(*n);
+      }
       if (line == "# end") m.complete = true;
       continue;
     }
@@ -74,10 +98,11 @@ Result<MaxOverTime> ParseMaxOverTime(const std::string& text) {
     long long window = 0, max = 0;
     unsigned long long cycles = 0;
     double start = 0;
+    // start_s must be a number the windows can be sorted by (not nan, not inf).
     if (std::sscanf(line.c_str(), "%d %lld %lf %lld %llu", &thread, &window, &start, &max,
                     &cycles) != 5 ||
-        thread < 0 || thread > 4096) {
-      return DataLossError("not a max-over-time line: '" + line + "'");
+        thread < 0 || thread > 4096 || !std::isfinite(start)) {
+      return DataLossError("not a max-over-time line: '" + line.substr(0, 80) + "'");
     }
     if (m.threads.size() <= static_cast<std::size_t>(thread)) {
       m.threads.resize(static_cast<std::size_t>(thread) + 1);
@@ -198,12 +223,22 @@ Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string&
     if (b.release_ns_size() > 0) origin = std::min(origin, b.release_ns(0));
   }
   for (const auto& b : rec->batches) {
+    // rtloop's samples carry 16-bit task ids (sample.h): a larger one is damage, and indexing the
+    // windows by it would allocate for billions of tasks.
+    if (b.task_id() > telemetry::kMaxSampleTaskId) {
+      return DataLossError(record_path + " holds a batch of task " + std::to_string(b.task_id()) +
+                           ": rtloop's task ids are 0.." +
+                           std::to_string(telemetry::kMaxSampleTaskId) + "; the file is damaged");
+    }
     ThreadLatency& t = threads[b.task_id()];
     t.index = static_cast<int>(b.task_id());
     std::string& r = rows[b.task_id()];
     for (int i = 0; i < b.latency_ns_size() && i < b.release_ns_size(); ++i) {
       const double us = static_cast<double>(b.latency_ns(i)) / 1000.0;
-      const double at = static_cast<double>(b.release_ns(i) - origin) / 1e9;
+      // release >= origin, so the difference fits 64 unsigned bits (not always 63 signed ones).
+      const std::uint64_t since =
+          static_cast<std::uint64_t>(b.release_ns(i)) - static_cast<std::uint64_t>(origin);
+      const double at = static_cast<double>(since) / 1e9;
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.6f %.3f\n", at, us);
       r += buf;
