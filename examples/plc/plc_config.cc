@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/output_file.h"
 
 namespace plc {
 namespace {
@@ -72,7 +73,9 @@ class Reader {
     std::string msg = file_ + ":" + std::to_string(at.begin.line) + ": ";
     if (!where.empty()) msg.append(where).append(": ");
     msg.append(what).append(" — ").append(fix);
-    return rtloop::InvalidArgumentError(std::move(msg));
+    // Names and values quoted from the file may hold newlines or escape sequences: the message
+    // stays one line and shows them as escapes.
+    return rtloop::InvalidArgumentError(rtloop::telemetry::EscapeControlCharacters(msg));
   }
 
   Status CheckKeys(const toml::table& table, std::span<const std::string_view> allowed,

@@ -207,6 +207,22 @@ TEST(PlcConfigTest, AProgramNoTaskRunsIsNamed) {
   EXPECT_NE(r.status().message().find("program = \"housekeeping\""), std::string::npos);
 }
 
+// A name or value quoted in a message may hold a newline or an escape sequence (TOML strings
+// take \n and \u001b): the message stays one line and shows them escaped. (The PLC's config
+// fuzzer, tests/fuzz/plc_config_fuzzer.cc, checks this for every input.)
+TEST(PlcConfigTest, ControlCharactersFromTheFileAreEscapedInTheOneLineMessage) {
+  const std::string text =
+      Replace(Replace(kGood, "name = \"logic\"", "name = \"lo\\ngic\\u001b[31m\""), "priority = 80",
+              "priority = 800");
+  rtloop::Result<PlcConfig> r = ParsePlcConfig(text, "plc.toml", kOnline);
+  ASSERT_FALSE(r.ok());
+  const std::string msg = r.status().message();
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("task \"lo\\ngic\\x1b[31m\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find(" — "), std::string::npos) << msg;  // UTF-8 kept as it is
+}
+
 TEST(PlcConfigTest, MissingFileIsNamed) {
   rtloop::Result<PlcConfig> r = LoadPlcConfig("/nonexistent/plc.toml", kOnline);
   ASSERT_FALSE(r.ok());
