@@ -1,9 +1,10 @@
 // Fuzzes the Telemetry service's request handling with decoded request messages: the first byte
 // picks the RPC, the rest is parsed as its request message (protobuf's parser meets arbitrary
 // bytes too) and handed to what the handler runs (service_fill.h: the task-id checks, the stream
-// plans, the responses), or, for byte 4, taken as an "authorization" metadata value. The handlers'
-// promises are checked: an error is INVALID_ARGUMENT with a message, a response holds each asked
-// task once, a stream's batches stay within its plan, every response serializes.
+// plans, the responses), or, for byte 4, taken as an "authorization" metadata value; byte 5 is
+// GetSystemInfo. The handlers' promises are checked: an error is INVALID_ARGUMENT with a message,
+// a response holds each asked task once, a stream's batches stay within its plan, every response
+// serializes.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -106,6 +107,21 @@ void ListTasks(std::string_view bytes) {
                     rtloop::fuzz::FuzzHub::kTasks.size());
 }
 
+// GetSystemInfo ignores its (empty) request: whatever decodes gets the same response, which reads
+// /proc, /sys and /dev/cpu_dma_latency, so it is filled once (by the first input that decodes).
+void GetSystemInfo(std::string_view bytes) {
+  v1::GetSystemInfoRequest req;
+  if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+  static const v1::GetSystemInfoResponse resp = [] {
+    v1::GetSystemInfoResponse r;
+    internal::FillSystemInfo("127.0.0.1:0", &r);
+    return r;
+  }();
+  RTLOOP_FUZZ_CHECK(resp.has_system() && resp.readiness_size() > 0);
+  std::string out;
+  RTLOOP_FUZZ_CHECK(resp.SerializeToString(&out));
+}
+
 // ServerCore::Authorize's check of the one "authorization" value.
 void Authorization(std::string_view value) {
   static const std::string kToken = "fuzz-Token_0123";
@@ -124,7 +140,7 @@ void Authorization(std::string_view value) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return -1;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 6) {
     case 0:
       GetStats(rest);
       break;
@@ -137,8 +153,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 3:
       ListTasks(rest);
       break;
-    default:
+    case 4:
       Authorization(rest);
+      break;
+    default:
+      GetSystemInfo(rest);
       break;
   }
   return 0;
