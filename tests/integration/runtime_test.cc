@@ -3,13 +3,10 @@
 // placement of the telemetry threads.
 #include "rtloop/telemetry/runtime.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "port_holder.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/output_file.h"
@@ -178,20 +176,12 @@ TEST(RuntimeTest, TelemetryOffRunsTheExecutorAloneAndTheReportSaysSo) {
 }
 
 TEST(RuntimeTest, APortInUseNamesThePortAndHowToPickAnother) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
+  const std::string port = std::to_string(busy.port());
   RuntimeConfig c = TestConfig();
   c.telemetry.grpc.address = "127.0.0.1:" + port;
   Result<std::unique_ptr<Runtime>> rt = Runtime::Create(c);
-  close(fd);
   ASSERT_FALSE(rt.ok());
   const std::string m = rt.status().message();
   EXPECT_EQ(rt.status().code(), StatusCode::kAlreadyExists) << m;
@@ -381,20 +371,12 @@ TEST(RuntimeTest, AbandonLeavesNoSampleLog) {
 }
 
 TEST(RuntimeTest, AProgramNamesItsOwnOptionForAnotherAddress) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
   RuntimeConfig c = TestConfig();
-  c.telemetry.grpc.address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  c.telemetry.grpc.address = "127.0.0.1:" + std::to_string(busy.port());
   c.telemetry.grpc_address_hint = "give another --telemetry=HOST:PORT";
   const Status s = Runtime::Create(c).status();
-  close(fd);
   EXPECT_NE(s.message().find("(give another --telemetry=HOST:PORT)"), std::string::npos)
       << s.message();
   EXPECT_EQ(s.message().find("RuntimeConfig"), std::string::npos) << s.message();
