@@ -582,7 +582,9 @@ struct Parser {
         }
         return Status::Ok();
       case kOptMaxOverTime:
-        if (Status s = CheckOutputPath(OptionName(spec), value); !s.ok()) return s;
+        if (Status s = CheckOutputPath(OptionName(spec), value, /*allow_stdout=*/false); !s.ok()) {
+          return s;
+        }
         o.max_over_time_path = value;
         return Status::Ok();
       case kOptMaxWindow: {

@@ -4,8 +4,8 @@
 //
 //   rtloop::cyclic::ReportFormat fmt;
 //   fmt.histogram_buckets = 100;
-//   std::vector<rtloop::cyclic::ThreadReport> threads = ...;   // from CyclicRecorder::FillReport()
-//   std::fputs(rtloop::cyclic::FormatHistogram(threads, fmt).c_str(), stdout);
+//   std::vector<rtloop::cyclic::ThreadReport> threads = ...;   // CyclicThreadStats::FillReport() +
+//   the runner std::fputs(rtloop::cyclic::FormatHistogram(threads, fmt).c_str(), stdout);
 //
 // Every function returns a std::string and does no I/O (except CollectSysInfo() and
 // FormatJsonTime(), which read the system); golden tests lock the bytes against cyclictest's own
