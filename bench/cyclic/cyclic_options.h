@@ -1,5 +1,5 @@
-// rtloop-cyclic's command line: cyclictest 2.4's options (CYCLICTEST-2.4.md §1.3) with the same
-// spelling and semantics, rtloop's extensions (long options only) and strict validation.
+// rtloop-cyclic's command line: cyclictest 2.4's options (bench/cyclic/CYCLICTEST-2.4.md §3) with
+// the same spelling and semantics, rtloop's extensions (long options only) and strict validation.
 //
 //   rtloop::cyclic::MachineCpus machine = rtloop::cyclic::MachineCpus::Read();
 //   rtloop::Result<rtloop::cyclic::CyclicOptions> opts =

@@ -2,7 +2,7 @@
 // task per thread (CyclicThreadTask, observed by its CyclicThreadStats and, with --max-over-time,
 // a WindowMaxTracker; the runtime adds its telemetry hub), drives cyclictest's main loop (live
 // screen, -v draining, -M, -D/-l/-b end, signals, -F), prints the final output in cyclictest
-// 2.4's order (CYCLICTEST-2.4.md §1.2 "At the end") and returns the exit status.
+// 2.4's order (bench/cyclic/CYCLICTEST-2.4.md §1, "At the end") and returns the exit status.
 //
 //   int main(int argc, char** argv) { return rtloop::cyclic::RunCyclic(argc, argv); }
 //

@@ -1,6 +1,7 @@
-// cyclictest's live side channels (CYCLICTEST-2.4.md §1.5 j), which carry the T: lines while a run
-// goes on: SIGUSR2's status file /dev/shm/cyclictest<pid>, where rt-tests' get_cyclictest_snapshot
-// looks, and -F's named pipe, written every 500 ms while a reader has it open.
+// cyclictest's live side channels (bench/cyclic/CYCLICTEST-2.4.md §5 j), which carry the T: lines
+// while a run goes on: SIGUSR2's status file /dev/shm/cyclictest<pid>, where rt-tests'
+// get_cyclictest_snapshot looks, and -F's named pipe, written every 500 ms while a reader has it
+// open.
 //
 //   StatusFile status;
 //   status.Create();                                        // exists from set-up to exit

@@ -1,7 +1,7 @@
 // What rtloop-cyclic asks of the system before and around a run, with cyclictest 2.4's messages
-// (CYCLICTEST-2.4.md §1.1): the privilege check, /dev/cpu_dma_latency, the timer-resolution
-// warnings, --smi, --tracemark's trace files, and the facts the output shows (NUMA node of a CPU,
-// the load average).
+// (bench/cyclic/CYCLICTEST-2.4.md §1): the privilege check, /dev/cpu_dma_latency, the
+// timer-resolution warnings, --smi, --tracemark's trace files, and the facts the output shows (NUMA
+// node of a CPU, the load average).
 //
 //   if (Status s = CheckPrivileges(options); !s.ok()) ...   // before any thread exists
 //   const int dma_fd = HoldDmaLatency(options);              // prints "# /dev/cpu_dma_latency..."

@@ -1,8 +1,8 @@
 // CyclicThreadStats: what cyclictest keeps per measurement thread (its struct thread_stat,
-// CYCLICTEST-2.4.md §1.2) and rtloop's executor does not: cyclictest's own sample statistics (C:,
-// Min, Act, Avg, Max of its sample value), the linear -h histogram with its overflow list, the -v
-// ring, the --spike list, -M's new-max count and the -b break. A CycleObserver of one measurement
-// task, on that task's RT thread.
+// bench/cyclic/CYCLICTEST-2.4.md §2) and rtloop's executor does not: cyclictest's own sample
+// statistics (C:, Min, Act, Avg, Max of its sample value), the linear -h histogram with its
+// overflow list, the -v ring, the --spike list, -M's new-max count and the -b break. A
+// CycleObserver of one measurement task, on that task's RT thread.
 //
 //   rtloop::cyclic::BreakLatch latch;                       // shared by all threads (-b)
 //   rtloop::cyclic::CyclicStatsConfig sc;
