@@ -14,3 +14,11 @@ if(RTLOOP_BUILD_BENCH)
   find_package(benchmark CONFIG REQUIRED)
 endif()
 include(FindConcurrentQueue)
+if(RTLOOP_BUILD_EXAMPLES)
+  # examples/plc reads its task configuration with toml++ (libtomlplusplus-dev).
+  find_package(tomlplusplus CONFIG REQUIRED)
+  # examples/gpio_toggle drives a GPIO line with libgpiod v1 (libgpiod-dev) when it is there;
+  # without it the example still builds, with its LED and --sim outputs only.
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(GPIOD IMPORTED_TARGET libgpiod)
+endif()

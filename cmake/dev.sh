@@ -24,6 +24,8 @@ PACKAGES=(
   nlohmann-json3-dev  # rtloop-bench: result.json, cyclictest --json input; tests: Prometheus replies, the Grafana dashboard
   stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
   gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png
+  libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
+  libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)
   libcivetweb-dev     # the HTTP endpoint (telemetry/src/http) is served by civetweb
   prometheus-cpp-dev  # /metrics: prometheus-cpp's core and its TextSerializer
   libjs-dygraphs      # the live page's charts, embedded into the library at build time

@@ -70,4 +70,11 @@ int NanosleepFor(std::chrono::nanoseconds duration, const std::atomic<bool>& can
   }
 }
 
+TimePoint SpinFor(Clock clock, std::chrono::nanoseconds duration) noexcept {
+  const TimePoint end = Now(clock) + duration;
+  TimePoint now = Now(clock);
+  while (now < end) now = Now(clock);
+  return now;
+}
+
 }  // namespace rtloop

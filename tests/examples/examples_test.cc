@@ -1,17 +1,10 @@
 // The examples as a user runs them: rtloop-quickstart (the README's loop example) for ~2 s without
 // real-time privileges, read by a C++ client and by the README's Python client, stopped with
-// SIGTERM; rtloop-two-tasks for a second. Each program is a child process on loopback with a free
-// port, killed if it outlives its test.
+// SIGTERM; the README's loop example checked against the program; rtloop-two-tasks for a second.
+// Each program is a child process on loopback with a free port, killed if it outlives its test.
 #include <gtest/gtest.h>
-#include <linux/capability.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,115 +13,30 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
 
 namespace rtloop::telemetry {
 namespace {
 
-using std::chrono::milliseconds;
+using rtloop::testing::Child;
+using rtloop::testing::ReadFile;
 using Clock = std::chrono::steady_clock;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A program in a child process with stdout and stderr in files; SIGKILLed at destruction if it
-// still runs. `drop_rt` removes CAP_SYS_NICE from its bounding set and zeroes its rtprio limit,
-// so it runs as a user without real-time privileges would (root keeps the other capabilities).
-class Child {
- public:
-  Child(const std::vector<std::string>& argv, bool drop_rt) : dir_(MakeDir()) {
-    std::fflush(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (drop_rt) {
-        prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0);
-        const rlimit zero{0, 0};
-        setrlimit(RLIMIT_RTPRIO, &zero);
-      }
-      if (!std::freopen(out().c_str(), "w", stdout) || !std::freopen(err().c_str(), "w", stderr)) {
-        _exit(127);
-      }
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0 && kill(pid_, SIGKILL) == 0) waitpid(pid_, nullptr, 0);
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  // The address after "serving on " on its stderr, waiting up to 10 s; "" if none came.
-  std::string WaitForAddress() const {
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (Clock::now() < deadline) {
-      const std::string e = ReadFile(err());
-      if (const std::size_t at = e.find("serving on "); at != std::string::npos) {
-        const std::size_t end = e.find(' ', at + 11);
-        if (end != std::string::npos) return e.substr(at + 11, end - at - 11);
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return {};
-  }
-  // Sends `sig` (if given) and waits up to 20 s for the exit; the exit status, or -1.
-  int Stop(int sig) {
-    if (sig != 0) kill(pid_, sig);
-    const auto deadline = Clock::now() + std::chrono::seconds(20);
-    int status = 0;
-    while (Clock::now() < deadline) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = 0;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return -1;
-  }
-  std::string out() const { return (dir_ / "out").string(); }
-  std::string err() const { return (dir_ / "err").string(); }
-  const std::filesystem::path& dir() const { return dir_; }
-
- private:
-  static std::filesystem::path MakeDir() {
-    static int n = 0;
-    std::filesystem::path d =
-        std::filesystem::temp_directory_path() /
-        ("rtloop_examples_" + std::to_string(getpid()) + "_" + std::to_string(n++));
-    std::filesystem::create_directories(d);
-    return d;
-  }
-  std::filesystem::path dir_;
-  pid_t pid_ = 0;
-};
 
 TEST(ExamplesTest, QuickstartServesItsTaskAndSamplesWithoutRtPrivilegesAndReportsAtTheEnd) {
   const auto start = Clock::now();
   Child child({RTLOOP_QUICKSTART_PATH, "127.0.0.1:0"}, /*drop_rt=*/true);
-  const std::string address = child.WaitForAddress();
-  ASSERT_FALSE(address.empty()) << ReadFile(child.err());
-  ClientConfig cc;
-  cc.address = address;
-  Result<std::unique_ptr<Client>> client = Client::Create(cc);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  Result<v1::ListTasksResponse> tasks = (*client)->ListTasks();
+  std::unique_ptr<Client> client = child.ConnectTelemetry();
+  ASSERT_NE(client, nullptr);
+  Result<v1::ListTasksResponse> tasks = client->ListTasks();
   ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
   ASSERT_EQ(tasks->tasks_size(), 1);
   EXPECT_EQ(tasks->tasks(0).task().name(), "position");
   EXPECT_EQ(tasks->tasks(0).task().period_ns(), 500'000);
   EXPECT_TRUE(tasks->tasks(0).non_rt_fallback()) << "the child had no RT privilege";
   // Samples of the task arrive in order, each batch of the one task.
-  std::unique_ptr<SampleStream> stream = (*client)->StreamSamples({});
+  std::unique_ptr<SampleStream> stream = client->StreamSamples({});
   ASSERT_TRUE(stream->WaitForReady());
   std::uint64_t samples = 0;
   std::uint64_t next_seq = 0;
@@ -204,6 +112,87 @@ TEST(ExamplesTest, TheReadmesPythonClientListsTheTasksAndStreamsTheirSamples) {
   EXPECT_EQ(child.Stop(SIGINT), 0) << ReadFile(child.err());
 }
 
+// Lines without their indentation and with runs of spaces as one (clang-format aligns trailing
+// comments differently in a file than the README does); empty lines dropped.
+std::vector<std::string> NormalizedLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::string n;
+    for (char c : line) {
+      if (c == ' ' || c == '\t') {
+        if (!n.empty() && n.back() != ' ') n += ' ';
+      } else {
+        n += c;
+      }
+    }
+    while (!n.empty() && n.back() == ' ') n.pop_back();
+    if (!n.empty()) out.push_back(n);
+  }
+  return out;
+}
+
+// The ```cpp blocks of the README section that starts with `heading`, one after the other.
+std::string ReadmeCppBlocks(const std::string& heading) {
+  const std::string readme = ReadFile(RTLOOP_README_PATH);
+  const std::size_t start = readme.find(heading);
+  if (start == std::string::npos) return {};
+  const std::size_t end = readme.find("\n## ", start + heading.size());
+  std::string code;
+  for (std::size_t at = readme.find("```cpp\n", start); at < end;
+       at = readme.find("```cpp\n", at)) {
+    at += 7;
+    const std::size_t close = readme.find("```", at);
+    if (close == std::string::npos) break;
+    code += readme.substr(at, close - at);
+    at = close + 3;
+  }
+  return code;
+}
+
+TEST(ExamplesTest, TheReadmesLoopExampleIsTheQuickstartProgramsCode) {
+  const std::vector<std::string> readme = NormalizedLines(ReadmeCppBlocks("## A motion loop"));
+  const std::vector<std::string> program = NormalizedLines(ReadFile(RTLOOP_QUICKSTART_SOURCE));
+  ASSERT_GE(readme.size(), 25u) << "the README's loop example is missing";
+  // Every README line, in order, is a line of the program: the excerpt is complete and honest.
+  std::size_t at = 0;
+  for (const std::string& line : readme) {
+    while (at < program.size() && program[at] != line) ++at;
+    ASSERT_LT(at, program.size()) << "README line not in examples/quickstart/main.cc (in this "
+                                     "order):\n  "
+                                  << line;
+    ++at;
+  }
+}
+
+TEST(ExamplesTest, EveryExampleProgramPrintsItsUsageWithTheRunOptions) {
+  for (const char* path : {RTLOOP_PLC_PATH, RTLOOP_MOTION_PATH, RTLOOP_GPIO_TOGGLE_PATH}) {
+    Child child({path, "--help"}, /*drop_rt=*/true);
+    EXPECT_EQ(child.Stop(0), 0) << path;
+    const std::string out = ReadFile(child.out());
+    const std::string name = std::filesystem::path(path).filename().string();
+    EXPECT_EQ(out.rfind("usage: " + name + " ", 0), 0u) << out;
+    for (const char* option : {"--duration=SECONDS", "--telemetry=ADDR", "--metrics[=ADDR]",
+                               "--record=FILE", "--require-rt", "kill -USR1 PID"}) {
+      EXPECT_NE(out.find(option), std::string::npos) << option << " in:\n" << out;
+    }
+    EXPECT_EQ(ReadFile(child.err()), "") << "nothing started";
+  }
+}
+
+TEST(ExamplesTest, QuickstartPrintsItsUsageAndRefusesAnUnknownOption) {
+  Child help({RTLOOP_QUICKSTART_PATH, "--help"}, /*drop_rt=*/true);
+  EXPECT_EQ(help.Stop(0), 0);
+  EXPECT_EQ(ReadFile(help.out()).rfind("usage: rtloop-quickstart [GRPC_ADDR]", 0), 0u)
+      << ReadFile(help.out());
+  // An option is never taken for the gRPC address (it was: "bad address \"--telemetry=...\"").
+  Child bad({RTLOOP_QUICKSTART_PATH, "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
+  EXPECT_EQ(bad.Stop(0), 2);
+  const std::string err = ReadFile(bad.err());
+  EXPECT_EQ(err.rfind("rtloop-quickstart: unknown option '--telemetry=127.0.0.1:0'\n", 0), 0u)
+      << err;
+}
+
 TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
   Child child({RTLOOP_TWO_TASKS_PATH, "--duration=1", "--telemetry=127.0.0.1:0"},
               /*drop_rt=*/false);
@@ -218,39 +207,30 @@ TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
   EXPECT_NE(ReadFile(bad.err()).find("bad --duration"), std::string::npos);
 }
 
-// The address in "serving /metrics and the live page on http://ADDR/" on `child`'s stderr,
-// waiting up to 10 s; "" if none came.
-std::string WaitForHttpAddress(const Child& child) {
-  const std::string marker = "live page on http://";
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < deadline) {
-    const std::string e = ReadFile(child.err());
-    if (const std::size_t at = e.find(marker); at != std::string::npos) {
-      const std::size_t begin = at + marker.size();
-      const std::size_t end = e.find('/', begin);
-      if (end != std::string::npos) return e.substr(begin, end - begin);
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return {};
-}
-
 TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {
+  const std::string plc_config = std::string(RTLOOP_SOURCE_DIR) + "/examples/plc/conveyor.toml";
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs = {
       {{RTLOOP_QUICKSTART_PATH, "127.0.0.1:0", "--metrics=127.0.0.1:0"}, {"position"}},
       {{RTLOOP_TWO_TASKS_PATH, "--duration=20", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
        {"control", "logger"}},
+      {{RTLOOP_PLC_PATH, "--config=" + plc_config, "--telemetry=127.0.0.1:0",
+        "--metrics=127.0.0.1:0"},
+       {"io_scan", "logic", "housekeeping"}},
+      {{RTLOOP_MOTION_PATH, "--duration=0", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+       {"position"}},
+      {{RTLOOP_GPIO_TOGGLE_PATH, "--sim", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+       {"toggle"}},
   };
   for (const auto& [argv, tasks] : runs) {
     Child child(argv, /*drop_rt=*/true);
-    const std::string address = WaitForHttpAddress(child);
+    const std::string address = child.WaitForHttpAddress();
     ASSERT_FALSE(address.empty()) << argv[0] << ": " << ReadFile(child.err());
     const int port = std::atoi(address.substr(address.rfind(':') + 1).c_str());
     testing::HttpReply metrics;
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     do {  // the task threads start right after the server listens
       metrics = testing::HttpGet(port, "/metrics");
-      std::this_thread::sleep_for(milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     } while (metrics.body.find("rtloop_task_cycles_total{task=\"" + tasks[0] + "\"") ==
                  std::string::npos &&
              Clock::now() < deadline);

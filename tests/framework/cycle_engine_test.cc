@@ -200,6 +200,28 @@ TEST(CycleEngineTest, StopsAtMaxCyclesOrWhenStepSaysStop) {
   EXPECT_FALSE(g.Cycle(0, 1, StepResult::kStop).fault_state);
 }
 
+TEST(CycleEngineTest, StepReturningFaultCountsOneFaultAndEndsInTheFaultState) {
+  Fixture f(OverrunPolicy::kSkip);
+  EXPECT_FALSE(f.Cycle(0, 1).fault_state);
+  const CycleOutcome o = f.Cycle(0, 1, StepResult::kFault);
+  EXPECT_TRUE(o.stop);
+  EXPECT_TRUE(o.fault_state);
+  EXPECT_FALSE(o.fault) << "OnFault() is the executor watchdog's hook";
+  EXPECT_EQ(f.stats.Snapshot().faults, 1u);
+  EXPECT_EQ(f.stats.Snapshot().cycles, 2u) << "the faulting cycle is measured like any other";
+  EXPECT_NE(f.observer.samples.back().flags & kCycleFault, 0u);
+  EXPECT_EQ(f.observer.samples.front().flags & kCycleFault, 0u);
+}
+
+TEST(CycleEngineTest, StepFaultOnTheCycleTheWatchdogTripsCountsOneFault) {
+  Fixture f(OverrunPolicy::kSkip, /*watchdog=*/1, /*keep=*/true);
+  const CycleOutcome o = f.Cycle(0, 1500, StepResult::kFault);
+  EXPECT_TRUE(o.fault);
+  EXPECT_TRUE(o.fault_state) << "kFault ends the task even when the watchdog would keep it";
+  EXPECT_TRUE(o.stop);
+  EXPECT_EQ(f.stats.Snapshot().faults, 1u);
+}
+
 // Appends its tag to a shared log on every cycle: shows the order observers are called in.
 class TaggingObserver final : public CycleObserver {
  public:

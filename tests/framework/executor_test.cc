@@ -111,6 +111,41 @@ TEST(ExecutorTest, StepReturningStopEndsOnlyThatTask) {
   EXPECT_TRUE(runner.stopped.load());
 }
 
+// Reports a fault of its own at step `n`; counts OnFault() calls (there must be none).
+class FaultAfter final : public CountingTask {
+ public:
+  explicit FaultAfter(int n) : n_(n) {}
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    CountingTask::Step(ctx);
+    return steps.load() >= n_ ? StepResult::kFault : StepResult::kContinue;
+  }
+  void OnFault(const CycleContext& /*ctx*/) noexcept override { on_fault.fetch_add(1); }
+  std::atomic<int> on_fault{0};
+
+ private:
+  int n_;
+};
+
+TEST(ExecutorTest, StepReturningFaultEndsOnlyThatTaskInTheFaultState) {
+  auto ex = MakeExecutor();
+  FaultAfter faulty(3);
+  CountingTask runner;
+  ASSERT_TRUE(ex->AddTask(faulty, OtherTask("faulty", milliseconds(1))).ok());
+  ASSERT_TRUE(ex->AddTask(runner, OtherTask("runner", milliseconds(1))).ok());
+  ASSERT_TRUE(ex->Start().ok());
+  EXPECT_TRUE(ex->WaitAny(std::chrono::seconds(5)));
+  const TaskStatsSnapshot s = ex->Stats(0);
+  EXPECT_EQ(s.state, TaskState::kFault);
+  EXPECT_EQ(s.faults, 1u);
+  EXPECT_EQ(s.cycles, 3u);
+  EXPECT_EQ(faulty.on_fault.load(), 0);
+  EXPECT_TRUE(faulty.stopped.load()) << "OnStop() follows a fault";
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_EQ(ex->State(1), TaskState::kRunning);
+  EXPECT_TRUE(ex->Stop().ok());
+  EXPECT_EQ(ex->State(0), TaskState::kFault) << "Stop() keeps the fault state";
+}
+
 TEST(ExecutorTest, StopWakesThreadsSleepingOnLongPeriods) {
   for (WaitMode mode :
        {WaitMode::kAbsolute, WaitMode::kRelative, WaitMode::kNanosleep, WaitMode::kPosixTimer}) {

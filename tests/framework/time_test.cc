@@ -12,6 +12,7 @@
 namespace rtloop {
 namespace {
 
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
@@ -56,6 +57,15 @@ TEST(TimeTest, SleepForSleepsAtLeastTheDuration) {
   EXPECT_EQ(SleepFor(Clock::kMonotonic, milliseconds(2)), 0);
   EXPECT_GE(Now(Clock::kMonotonic) - a, milliseconds(2));
   EXPECT_EQ(SleepFor(Clock::kMonotonic, nanoseconds(-5)), 0);
+}
+
+TEST(TimeTest, SpinForReturnsAfterTheDuration) {
+  const TimePoint a = Now(Clock::kMonotonic);
+  const TimePoint end = SpinFor(Clock::kMonotonic, microseconds(300));
+  EXPECT_GE(end - a, microseconds(300));
+  EXPECT_LE(end, Now(Clock::kMonotonic));
+  const TimePoint negative = SpinFor(Clock::kMonotonic, nanoseconds(-5));  // returns at once
+  EXPECT_LE(negative, Now(Clock::kMonotonic));
 }
 
 TEST(TimeTest, RealtimeClockIsNearWallClock) {

@@ -1,7 +1,7 @@
 // CycleEngine: the executor's per-cycle bookkeeping for one task, everything a cycle does except
 // waiting for the release and calling Step(): the CycleContext, the next release (ReleaseSchedule
-// and the overrun policy), TaskStats, the watchdog, the warm-up, max_cycles / run_for and the
-// CycleObservers.
+// and the overrun policy), TaskStats, the watchdog, a Step()'s kStop/kFault, the warm-up,
+// max_cycles / run_for and the CycleObservers.
 //
 // The executor's RT loop is, per cycle:
 //   wait until engine.release();  W = Now();
@@ -39,9 +39,11 @@ struct CycleEngineConfig {
 };
 
 struct CycleOutcome {
-  bool stop = false;         // leave the loop after this cycle
-  bool fault = false;        // the watchdog tripped on this cycle: call OnFault()
-  bool fault_state = false;  // the task ends in TaskState::kFault (fault and not keep running)
+  bool stop = false;   // leave the loop after this cycle
+  bool fault = false;  // the watchdog tripped on this cycle: call OnFault()
+  // The task ends in TaskState::kFault: the watchdog tripped and does not keep it running, or
+  // Step() returned kFault.
+  bool fault_state = false;
 };
 
 class CycleEngine {
@@ -107,8 +109,14 @@ class CycleEngine {
       out.fault = true;
       out.fault_state = !config_.watchdog.keep_running_after_fault;
     }
-    if (measured) [[likely]]
+    if (step == StepResult::kFault) [[unlikely]] {  // the task's own fault: one fault per cycle
+      if (!out.fault) config_.stats->RecordFault();
+      sample.flags |= kCycleFault;
+      out.fault_state = true;
+    }
+    if (measured) [[likely]] {
       config_.observers.OnCycle(sample);
+    }
 
     last_wake_ = ctx_.wake;
     pending_missed_ = adv.missed;

@@ -32,7 +32,7 @@ using TaskId = std::uint32_t;
 // Flags of a CycleSample.
 enum CycleFlags : std::uint32_t {
   kCycleOverrun = 1u << 0,  // this Step() ended after the next release
-  kCycleFault = 1u << 1,    // the watchdog tripped on this cycle
+  kCycleFault = 1u << 1,    // the watchdog tripped on this cycle, or its Step() returned kFault
   kCycleFirst = 1u << 2,    // the first cycle of the task (no period jitter yet)
 };
 

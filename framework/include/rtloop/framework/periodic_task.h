@@ -11,10 +11,10 @@
 //
 // Lifecycle, all on the task's RT thread: OnStart() once, after the thread's scheduling policy,
 // priority and affinity are in force and before the first release; then Step() once per release
-// until it returns kStop or the executor stops; then OnStop() once. OnFault() is called on the RT
-// thread when the watchdog trips (see TaskConfig::watchdog). OnStart() may allocate and may fail
-// (a non-OK Status, or an exception, which the executor catches and reports); Step() must be
-// RT-safe (framework/README.md, "Real-time rules"): no allocation, no blocking lock, no syscall
+// until it returns kStop or kFault or the executor stops; then OnStop() once. OnFault() is called
+// on the RT thread when the watchdog trips (see TaskConfig::watchdog). OnStart() may allocate and
+// may fail (a non-OK Status, or an exception, which the executor catches and reports); Step() must
+// be RT-safe (framework/README.md, "Real-time rules"): no allocation, no blocking lock, no syscall
 // but the task's own I/O.
 #pragma once
 
@@ -44,6 +44,11 @@ struct CycleContext {
 enum class StepResult {
   kContinue,  // run again at the next release
   kStop,      // finish this task (OnStop() follows); other tasks keep running
+  // The task detected a fault of its own (e.g. an application watchdog, a device error): the
+  // executor counts a fault (TaskStatsSnapshot::faults), flags this cycle kCycleFault and ends the
+  // task in TaskState::kFault, which telemetry shows. OnStop() follows; OnFault() does not (it is
+  // the executor's watchdog hook, and the task already knows). Other tasks keep running.
+  kFault,
 };
 
 class PeriodicTask {

@@ -33,7 +33,9 @@ enum class TaskState {
   kStarting,  // thread created, scheduling being applied, OnStart() running
   kRunning,
   kStopped,  // Step() returned kStop, max_cycles reached, or the executor stopped
-  kFault,    // the watchdog tripped (and keep_running_after_fault is false), or OnStart() failed
+  // The watchdog tripped (and keep_running_after_fault is false), Step() returned kFault, or
+  // OnStart() failed.
+  kFault,
 };
 
 // "created", "starting", "running", "stopped", "fault". RT-safe.
@@ -61,7 +63,7 @@ struct TaskStatsSnapshot {
   std::int64_t jitter_last_ns = 0;
   std::uint64_t overruns = 0;
   std::uint64_t missed_releases = 0;
-  std::uint64_t faults = 0;  // watchdog trips
+  std::uint64_t faults = 0;  // watchdog trips and Step()s that returned kFault
 
   // RT-safe, all of them.
   // At least one cycle ran: the latency and execution figures exist.
@@ -92,7 +94,7 @@ class TaskStats {
               bool first, bool overrun, std::uint64_t missed) noexcept;
   // RT-safe. Counts one warm-up cycle (TaskConfig::warmup_cycles): run, not measured.
   void RecordWarmup() noexcept;
-  // RT-safe. Counts one watchdog trip.
+  // RT-safe. Counts one fault (a watchdog trip, or a Step() that returned kFault).
   void RecordFault() noexcept;
   // RT-safe. Set by the executor on the task's thread as its lifecycle moves on.
   void SetState(TaskState state) noexcept { state_.store(state, std::memory_order_release); }

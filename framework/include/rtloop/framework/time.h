@@ -111,4 +111,10 @@ int SleepFor(Clock clock, std::chrono::nanoseconds duration,
 // wait of cyclictest -s. Returns 0 or the error number. RT-safe.
 int NanosleepFor(std::chrono::nanoseconds duration, const std::atomic<bool>& cancel) noexcept;
 
+// Busy-waits (reads `clock` in a loop, never sleeps) until `duration` has passed; returns the time
+// it finished. For deliberate CPU work inside a Step, such as a fixed delay between two GPIO
+// writes or a test's injected overrun: the thread keeps its CPU, so its time is not at the mercy
+// of the scheduler's wake-up latency. RT-safe (clock_gettime only; bounded by `duration`).
+TimePoint SpinFor(Clock clock, std::chrono::nanoseconds duration) noexcept;
+
 }  // namespace rtloop

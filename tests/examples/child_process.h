@@ -1,0 +1,179 @@
+// Child: an example program run as a user runs it, in a child process with stdout and stderr in
+// files, for the tests of tests/examples. SIGKILLed at destruction if it still runs, so no test
+// leaves a process behind.
+//
+//   Child child({RTLOOP_PLC_PATH, "--duration=3", "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
+//   std::unique_ptr<telemetry::Client> client = child.ConnectTelemetry();
+//   ASSERT_NE(client, nullptr);                            // ... read its telemetry ...
+//   EXPECT_EQ(child.Stop(0), 0);                           // waits for the exit
+//   EXPECT_NE(ReadFile(child.out()).find("..."), std::string::npos);
+//
+// ConnectClient() is the telemetry client the tests read a child with: it waits for the
+// connection first, because a child on a loaded 2-CPU machine may take longer to answer than the
+// client's first connection attempt allows.
+//
+// Threading: one test thread. Not RT-safe.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rtloop/telemetry/client.h"
+
+namespace rtloop::testing {
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A client of the telemetry server at `address`, connected (up to 10 s); nullptr, with the reason
+// printed by gtest, when it cannot connect.
+inline std::unique_ptr<telemetry::Client> ConnectClient(const std::string& address) {
+  telemetry::ClientConfig cc;
+  cc.address = address;
+  Result<std::unique_ptr<telemetry::Client>> client = telemetry::Client::Create(cc);
+  if (!client.ok()) {
+    ADD_FAILURE() << client.status().ToString();
+    return nullptr;
+  }
+  if (const Status s = (*client)->WaitForConnected(std::chrono::seconds(10)); !s.ok()) {
+    ADD_FAILURE() << s.ToString();
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+class Child {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Starts argv[0] with `argv`. `drop_rt` removes CAP_SYS_NICE from its bounding set and zeroes
+  // its rtprio limit, so it runs as a user without real-time privileges would (root keeps the
+  // other capabilities).
+  Child(const std::vector<std::string>& argv, bool drop_rt) : dir_(MakeDir()) {
+    std::fflush(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (drop_rt) {
+        prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0);
+        const rlimit zero{0, 0};
+        setrlimit(RLIMIT_RTPRIO, &zero);
+      }
+      if (!std::freopen(out().c_str(), "w", stdout) || !std::freopen(err().c_str(), "w", stderr)) {
+        _exit(127);
+      }
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~Child() {
+    if (pid_ > 0 && kill(pid_, SIGKILL) == 0) waitpid(pid_, nullptr, 0);
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // The address after "serving on " on its stderr, waiting up to 10 s; "" if none came.
+  std::string WaitForAddress() const {
+    if (!WaitFor(err(), "serving on ", std::chrono::seconds(10))) return {};
+    const std::string e = ReadFile(err());
+    const std::size_t at = e.find("serving on ") + 11;
+    const std::size_t end = e.find(' ', at);
+    return end == std::string::npos ? std::string() : e.substr(at, end - at);
+  }
+  // The address in "serving /metrics and the live page on http://ADDR/" on its stderr (the
+  // runtime's HTTP endpoint), waiting up to 10 s; "" if none came.
+  std::string WaitForHttpAddress() const {
+    const std::string marker = "live page on http://";
+    if (!WaitFor(err(), marker, std::chrono::seconds(10))) return {};
+    const std::string e = ReadFile(err());
+    const std::size_t begin = e.find(marker) + marker.size();
+    const std::size_t end = e.find('/', begin);
+    return end == std::string::npos ? std::string() : e.substr(begin, end - begin);
+  }
+  // WaitForAddress() and ConnectClient() on it: nullptr (and a test failure) when either fails.
+  std::unique_ptr<telemetry::Client> ConnectTelemetry() const {
+    const std::string address = WaitForAddress();
+    if (address.empty()) {
+      ADD_FAILURE() << "no \"serving on\" on stderr:\n" << ReadFile(err());
+      return nullptr;
+    }
+    return ConnectClient(address);
+  }
+  // Waits up to `timeout` for the file at `path` (out() or err()) to contain `text` `times`
+  // times; false if it did not.
+  static bool WaitFor(const std::string& path, const std::string& text,
+                      std::chrono::nanoseconds timeout, int times = 1) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (Count(ReadFile(path), text) >= times) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  static int Count(const std::string& haystack, const std::string& needle) {
+    int n = 0;
+    for (std::size_t at = haystack.find(needle); at != std::string::npos;
+         at = haystack.find(needle, at + needle.size())) {
+      ++n;
+    }
+    return n;
+  }
+
+  // Sends `sig` to the running child. False if it has already been reaped.
+  bool Signal(int sig) const { return pid_ > 0 && kill(pid_, sig) == 0; }
+  // Sends `sig` (if given) and waits up to 20 s for the exit; the exit status (128 + signal for a
+  // killed child), or -1.
+  int Stop(int sig) {
+    if (sig != 0) Signal(sig);
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    int status = 0;
+    while (Clock::now() < deadline) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = 0;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  std::string out() const { return (dir_ / "out").string(); }
+  std::string err() const { return (dir_ / "err").string(); }
+  // A scratch directory of the test's own, removed with the child.
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  static std::filesystem::path MakeDir() {
+    static int n = 0;
+    std::filesystem::path d =
+        std::filesystem::temp_directory_path() /
+        ("rtloop_examples_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+    std::filesystem::create_directories(d);
+    return d;
+  }
+  std::filesystem::path dir_;
+  pid_t pid_ = 0;
+};
+
+}  // namespace rtloop::testing
