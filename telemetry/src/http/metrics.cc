@@ -92,7 +92,10 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
              MetricType::Counter);
   MetricFamily missed = Family("rtloop_task_missed_releases_total",
                                "Releases skipped because of an overrun", MetricType::Counter);
-  MetricFamily faults = Family("rtloop_task_faults_total", "Faults: watchdog trips and faults the task reported (StepResult::kFault)", MetricType::Counter);
+  MetricFamily faults =
+      Family("rtloop_task_faults_total",
+             "Faults: watchdog trips and faults the task reported (StepResult::kFault)",
+             MetricType::Counter);
   MetricFamily state = Family("rtloop_task_state",
                               "Always 1; the label state is the task's current state (created, "
                               "starting, running, stopped, fault)",
