@@ -3,13 +3,16 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "cyclic_thread_stats.h"
 #include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/sample.h"
+#include "rtloop/telemetry/sample_ring.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -59,15 +62,16 @@ MemoryPlan PlanMemory(const CyclicOptions& o) {
   const std::uint64_t buckets = o.histogram;
   // The final report holds the histogram and (at worst) as many overflow cycle indices.
   plan.per_thread_bytes = CyclicThreadStats::MemoryBytes(sc) + 2 * buckets * sizeof(std::uint64_t);
-  // The telemetry hub of every run (it owns the percentiles): two histograms and a ring per task;
-  // the ring is at least 8192 samples (sized for two 10 ms drain periods).
+  // The telemetry hub of every run (it owns the percentiles): two histograms and a ring per task,
+  // sized as the runtime sizes it (rate x 2 x its drain period, at least 8192 samples).
   const std::uint64_t per_task =
       2 * telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
+  const std::chrono::nanoseconds drain = TelemetryConfig{}.drain_period;
   for (const ThreadPlan& t : o.threads) {
-    const std::uint64_t per_20ms =
-        20'000 / static_cast<std::uint64_t>(std::max<std::int64_t>(t.interval_us, 1));
+    const std::chrono::nanoseconds period =
+        std::chrono::microseconds(std::max<std::int64_t>(t.interval_us, 1));
     plan.telemetry_bytes +=
-        per_task + std::max<std::uint64_t>(8192, 2 * per_20ms) * sizeof(telemetry::Sample);
+        per_task + telemetry::RingCapacityFor(period, drain) * sizeof(telemetry::Sample);
   }
   if (buckets > 0) {
     // One row per bucket: "%06u" and a tab-separated "%06lu" per thread (a sum column with -H).

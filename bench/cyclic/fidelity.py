@@ -30,6 +30,20 @@ import time
 DEFAULT_OPTIONS = ["-m", "-Sp99", "-i1000"]
 
 
+def find_rtloop(parser, given):
+    """`given`, else build/bin/rtloop-cyclic next to this checkout, else rtloop-cyclic on PATH;
+    a parser error when none is executable."""
+    if given is not None:
+        return given
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in [os.path.join(here, "../../build/bin/rtloop-cyclic"),
+                 shutil.which("rtloop-cyclic") or ""]:
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    parser.error("rtloop-cyclic not found: pass --rtloop PATH")
+    return None
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cyclictest", default=shutil.which("cyclictest") or "/usr/bin/cyclictest")
@@ -48,15 +62,7 @@ def parse_args():
     p.add_argument("options", nargs="*", help="cyclictest options after '--' (default: %s)"
                    % " ".join(DEFAULT_OPTIONS))
     a = p.parse_args()
-    if a.rtloop is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        for cand in [os.path.join(here, "../../build/bin/rtloop-cyclic"),
-                     shutil.which("rtloop-cyclic") or ""]:
-            if cand and os.access(cand, os.X_OK):
-                a.rtloop = cand
-                break
-    if a.rtloop is None:
-        p.error("rtloop-cyclic not found: pass --rtloop PATH")
+    a.rtloop = find_rtloop(p, a.rtloop)
     if a.telemetry and a.sink is None:
         a.sink = os.path.join(os.path.dirname(a.rtloop), "rtloop-cyclic-sink")
     if a.pairs < 1 or a.duration < 1:

@@ -35,6 +35,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -68,21 +69,18 @@ def parse_args():
     p.add_argument("--load", choices=["idle", "stress"], default="idle")
     p.add_argument("--stress", default="--cpu 0 --cpu-method all",
                    help="stress-ng arguments for --load stress (default: every CPU busy)")
-    p.add_argument("--port", type=int, default=50556)
+    p.add_argument("--port", type=int, default=50556,
+                   help="loopback port of the telemetry server (0: a free one, chosen once)")
     p.add_argument("--perf", action="store_true",
                    help="also one run per mode under perf sched_switch tracing (per-CPU counts)")
     p.add_argument("options", nargs="*", help="rtloop-cyclic options after '--' (default: %s)"
                    % " ".join(DEFAULT_OPTIONS))
     a = p.parse_args()
-    if a.rtloop is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        for cand in [os.path.join(here, "../../build/bin/rtloop-cyclic"),
-                     shutil.which("rtloop-cyclic") or ""]:
-            if cand and os.access(cand, os.X_OK):
-                a.rtloop = cand
-                break
-    if a.rtloop is None:
-        p.error("rtloop-cyclic not found: pass --rtloop PATH")
+    a.rtloop = fidelity.find_rtloop(p, a.rtloop)
+    if a.port == 0:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            a.port = s.getsockname()[1]
     if a.sink is None:
         a.sink = os.path.join(os.path.dirname(a.rtloop), "rtloop-cyclic-sink")
     if not os.access(a.sink, os.X_OK):

@@ -2,14 +2,14 @@
 // to sinks: subscriptions (bounded drop-oldest queues, added and removed at any time, e.g. one per
 // gRPC stream) and SampleSinks such as the SampleLogWriter.
 //
-// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, 10 ms by default)
-// while someone consumes samples (a subscription or a sink); with no consumer only as often as the
-// rings need to stay below half full (capacity / 2 cycles of the fastest task, at most once a
-// second), since nobody waits for the samples then. A new subscription wakes it at once. After a
-// pass it tells each subscription that got samples (Subscription::SetOnSamples), so that a
-// consumer such as a gRPC stream need not wake on a timer of its own. Each
-// wake-up on a CPU that runs RT tasks costs them latency: start it on a housekeeping CPU, or give
-// CollectorConfig::cpus (rtloop::Runtime picks CPUs no pinned task uses).
+// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, 10 ms by default;
+// rtloop::Runtime sets 50 ms) while someone consumes samples (a subscription or a sink); with no
+// consumer only as often as the rings need to stay below half full (capacity / 2 cycles of the
+// fastest task, at most once a second), since nobody waits for the samples then. A new subscription
+// wakes it at once. After a pass it tells each subscription that got samples
+// (Subscription::SetOnSamples), so that a consumer such as a gRPC stream need not wake on a timer
+// of its own. Each wake-up on a CPU that runs RT tasks costs them latency: start it on a
+// housekeeping CPU, or give CollectorConfig::cpus (rtloop::Runtime picks CPUs no pinned task uses).
 //
 //   rtloop::telemetry::Collector collector(hub);
 //   collector.AddSink(sample_log.get());                  // before Start()

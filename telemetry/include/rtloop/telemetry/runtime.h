@@ -79,10 +79,13 @@ struct TelemetryConfig {
   bool enabled = true;
   // Tasks telemetry can hold (slots are allocated up front). 1..65536.
   std::size_t max_tasks = 64;
-  // The one setting for both ends of the ring: sizes every task's ring (rate x 2 x drain_period)
-  // and paces the collector. 10 ms: a live view needs no more, and each collector wake-up on a CPU
-  // that runs RT tasks costs them latency. > 0.
-  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(10)};
+  // The one setting for both ends of the ring: sizes every task's ring (rate x 2 x drain_period,
+  // at least 8192 samples) and paces the collector while someone consumes samples (a stream, the
+  // sample log). 50 ms: a live view (20 updates a second) needs no more, and every drain pass
+  // wakes the collector, the gRPC threads that write each stream and the clients; on a CPU that
+  // runs RT tasks each wake-up costs them latency (bench/cyclic/telemetry_cost.py: 10 ms made
+  // ~785 telemetry wake-ups/s with one streaming client, 50 ms ~234). > 0.
+  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(50)};
   // Sample log to write (every sample, header and trailer: sample_log.h); empty: none.
   std::string record_path;
   // The gRPC API (needs `enabled`).
