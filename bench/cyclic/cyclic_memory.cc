@@ -3,13 +3,16 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
-#include "cyclic_recorder.h"
+#include "cyclic_thread_stats.h"
 #include "rtloop/telemetry/latency_histogram.h"
+#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/sample.h"
+#include "rtloop/telemetry/sample_ring.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -17,8 +20,11 @@ namespace {
 constexpr std::uint64_t kMiB = 1u << 20;
 // A measurement thread's stack (TaskConfig::stack_size) plus its guard page, rounded up.
 constexpr std::uint64_t kThreadStackBytes = 512u << 10;
-// What gRPC's and the collector's threads map (8 MiB default stacks) and libraries grow by.
-constexpr std::uint64_t kTelemetryThreadsBytes = 256 * kMiB;
+// What gRPC's and civetweb's threads map (8 MiB default stacks) and their libraries grow by.
+constexpr std::uint64_t kServerThreadsBytes = 256 * kMiB;
+// The collector's, --max-over-time's and -F's threads (8 MiB default stacks), which every run may
+// have.
+constexpr std::uint64_t kHelperThreadsBytes = 24 * kMiB;
 constexpr std::uint64_t kBaseSlackBytes = 64 * kMiB;
 
 // "/proc/<file>" line "<key>: <n> kB" in bytes, or 0.
@@ -48,23 +54,24 @@ std::string Gib(std::uint64_t bytes) {
 MemoryPlan PlanMemory(const CyclicOptions& o) {
   MemoryPlan plan;
   plan.threads = static_cast<int>(o.threads.size());
-  RecorderConfig rc;
-  rc.histogram_buckets = o.histogram;
-  rc.verbose = o.verbose;
-  rc.spike_threshold = o.spike;
-  rc.spike_nodes = o.spike_nodes;
+  CyclicStatsConfig sc;
+  sc.histogram_buckets = o.histogram;
+  sc.verbose = o.verbose;
+  sc.spike_threshold = o.spike;
+  sc.spike_nodes = o.spike_nodes;
   const std::uint64_t buckets = o.histogram;
   // The final report holds the histogram and (at worst) as many overflow cycle indices.
-  plan.per_thread_bytes = CyclicRecorder::MemoryBytes(rc) + 2 * buckets * sizeof(std::uint64_t);
-  if (o.telemetry || !o.record_path.empty()) {
-    // Two histograms and a ring per task; the ring is at least 8192 samples (sized for 10 ms).
-    std::uint64_t per_task = 2 * telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
-    for (const ThreadPlan& t : o.threads) {
-      const std::uint64_t per_20ms =
-          20'000 / static_cast<std::uint64_t>(std::max<std::int64_t>(t.interval_us, 1));
-      plan.telemetry_bytes +=
-          per_task + std::max<std::uint64_t>(8192, 2 * per_20ms) * sizeof(telemetry::Sample);
-    }
+  plan.per_thread_bytes = CyclicThreadStats::MemoryBytes(sc) + 2 * buckets * sizeof(std::uint64_t);
+  // The telemetry hub of every run (it owns the percentiles): two histograms and a ring per task,
+  // sized as the runtime sizes it (rate x 2 x its drain period, at least 8192 samples).
+  const std::uint64_t per_task =
+      2 * telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
+  const std::chrono::nanoseconds drain = TelemetryConfig{}.drain_period;
+  for (const ThreadPlan& t : o.threads) {
+    const std::chrono::nanoseconds period =
+        std::chrono::microseconds(std::max<std::int64_t>(t.interval_us, 1));
+    plan.telemetry_bytes +=
+        per_task + telemetry::RingCapacityFor(period, drain) * sizeof(telemetry::Sample);
   }
   if (buckets > 0) {
     // One row per bucket: "%06u" and a tab-separated "%06lu" per thread (a sum column with -H).
@@ -76,7 +83,7 @@ MemoryPlan PlanMemory(const CyclicOptions& o) {
   return plan;
 }
 
-MemoryLimits ReadMemoryLimits(int threads, bool telemetry) {
+MemoryLimits ReadMemoryLimits(int threads, bool servers) {
   MemoryLimits limits;
   if (const std::uint64_t available = ReadKilobytes("/proc/meminfo", "MemAvailable:");
       available > 0) {
@@ -87,7 +94,8 @@ MemoryLimits ReadMemoryLimits(int threads, bool telemetry) {
     limits.address_space_limit = rl.rlim_cur;
     const std::uint64_t reserved = ReadKilobytes("/proc/self/status", "VmSize:") +
                                    static_cast<std::uint64_t>(threads) * kThreadStackBytes +
-                                   (telemetry ? kTelemetryThreadsBytes : 0) + kBaseSlackBytes;
+                                   kHelperThreadsBytes + (servers ? kServerThreadsBytes : 0) +
+                                   kBaseSlackBytes;
     limits.address_space_left = rl.rlim_cur > reserved ? rl.rlim_cur - reserved : 0;
   }
   return limits;

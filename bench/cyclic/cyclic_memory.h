@@ -17,8 +17,8 @@ namespace rtloop::cyclic {
 
 struct MemoryPlan {
   int threads = 0;
-  std::uint64_t per_thread_bytes = 0;  // recorder buffers and the thread's final report
-  std::uint64_t telemetry_bytes = 0;   // rings and histograms of --telemetry / --record
+  std::uint64_t per_thread_bytes = 0;  // CyclicThreadStats buffers and the thread's final report
+  std::uint64_t telemetry_bytes = 0;   // the telemetry hub's rings and histograms
   std::uint64_t output_bytes = 0;      // the histogram text at the end (-h/-H)
   std::uint64_t total_bytes = 0;
 };
@@ -35,8 +35,10 @@ struct MemoryLimits {
   std::uint64_t mem_available = UINT64_MAX;        // /proc/meminfo MemAvailable; MAX if unknown
 };
 
-// Reads RLIMIT_AS, /proc/self/status (VmSize) and /proc/meminfo. `threads` stacks are reserved.
-MemoryLimits ReadMemoryLimits(int threads, bool telemetry);
+// Reads RLIMIT_AS, /proc/self/status (VmSize) and /proc/meminfo. `threads` measurement stacks
+// and the helper threads' are reserved, and with `servers` (--telemetry, --metrics) the gRPC and
+// HTTP threads'.
+MemoryLimits ReadMemoryLimits(int threads, bool servers);
 
 // OK when the plan fits; ResourceExhausted with the numbers and the fix otherwise.
 Status CheckMemory(const MemoryPlan& plan, const MemoryLimits& limits, const CyclicOptions& o);

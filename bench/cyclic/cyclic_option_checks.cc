@@ -82,6 +82,9 @@ Status CheckDistinctOutputs(const CyclicOptions& o) {
   if (!o.json_path.empty()) add("--json", telemetry::ResolveOutputPath(o.json_path));
   if (!o.histfile.empty()) add("--histfile", telemetry::ResolveOutputPath(o.histfile));
   if (!o.record_path.empty()) add("--record", telemetry::ResolveOutputPath(o.record_path));
+  if (!o.max_over_time_path.empty()) {
+    add("--max-over-time", telemetry::ResolveOutputPath(o.max_over_time_path));
+  }
   if (!o.fifo_path.empty()) {
     add("-F/--fifo", telemetry::OutputFifo::ResolveFifoPath(o.fifo_path, "-F/--fifo"));
   }

@@ -1,5 +1,5 @@
-// rtloop-cyclic's command line: cyclictest 2.4's options (CYCLICTEST-2.4.md §1.3) with the same
-// spelling and semantics, rtloop's extensions (long options only) and strict validation.
+// rtloop-cyclic's command line: cyclictest 2.4's options (bench/cyclic/CYCLICTEST-2.4.md §3) with
+// the same spelling and semantics, rtloop's extensions (long options only) and strict validation.
 //
 //   rtloop::cyclic::MachineCpus machine = rtloop::cyclic::MachineCpus::Read();
 //   rtloop::Result<rtloop::cyclic::CyclicOptions> opts =
@@ -17,10 +17,14 @@
 // naming the option and the problem, instead of the help text and exit 0/1; -n is accepted as a
 // no-op with a note; -h above 1000000, -t 0, -D 5x, -l -3 and similar values that 2.4 silently
 // bends are errors; a stray non-option word is an error; --spike-nodes works in either order with
-// --spike. Output paths (--json, --histfile, --record, -F) are checked here with output_file.h's
-// rules (a FIFO, /dev/full, /proc, a missing directory, a name too long, two outputs on one file,
-// -F on an existing file: errors), as are the telemetry address and the token and TLS files, and
-// a --warmup that would leave a thread of a -D run without a counted cycle.
+// --spike. Output paths (--json, --histfile, --record, --max-over-time, -F) are checked here with
+// output_file.h's rules (a FIFO, /dev/full, /proc, a missing directory, a name too long, two
+// outputs on one file, -F on an existing file: errors), as are the telemetry address and the token
+// and TLS files, and a --warmup that would leave a thread of a -D run without a counted cycle.
+//
+// Where it is: the parser in cyclic_options.cc (one table row per option), the value parsers
+// (strict numbers, CPU sets, durations) in cyclic_option_values.cc, the checks across options in
+// cyclic_option_checks.cc, --help in cyclic_usage.cc.
 //
 // Threading: plain functions and value types. Not RT-safe (allocates, reads /sys).
 #pragma once
@@ -44,7 +48,8 @@ inline constexpr int kExitFatal = 1;      // a runtime error (privilege, system 
 inline constexpr int kExitUsage = 2;      // bad command line: nothing measured, no file made
 inline constexpr int kExitThreshold = 3;  // a --fail-* bound was breached
 inline constexpr int kExitOutput = 4;     // a result could not be written completely (--json,
-                                          // --histfile, --record, stdout); stderr says which
+                                          // --histfile, --record, --max-over-time, stdout);
+                                          // stderr says which
 
 // The CPUs of this machine that option validation needs. Injected so tests can describe machines
 // they do not run on.

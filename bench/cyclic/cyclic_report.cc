@@ -195,25 +195,30 @@ void VerboseReducer::Add(std::uint64_t cycle, std::int64_t value, std::string& o
 
 // --- End of run ---
 
-std::string FormatHistogram(std::span<const ThreadReport> threads, const ReportFormat& format) {
-  const bool sparse = format.histogram_style == HistogramStyle::kSparse;
+namespace {
+
+// The histogram block's layout choices (2.4 or 2.7+).
+struct HistogramLayout {
+  bool sparse = false;      // 2.7+: no zero rows, no "# Total:"
+  bool sum_rows = false;    // -H's row sum (2.4: only for more than one thread; 2.7+ always)
+  bool sum_footer = false;  // -H's footer columns (more than one thread)
+};
+
+// The rows "%06u %06lu\t%06lu...": appends them and returns the column totals (the last one is
+// the -H sum).
+std::vector<std::uint64_t> AppendHistogramRows(std::span<const ThreadReport> threads,
+                                               std::uint32_t buckets, const HistogramLayout& l,
+                                               std::string& out) {
   const std::size_t n = threads.size();
-  const std::uint32_t buckets = format.histogram_buckets;
-  // 2.4 prints the -H extra columns only for more than one thread; 2.7+ prints the row sum always.
-  const bool sum_rows = format.histofall && (sparse || n > 1);
-  const bool sum_footer = format.histofall && n > 1;
   auto count = [&](std::size_t thread, std::uint32_t bucket) -> std::uint64_t {
     const std::vector<std::uint64_t>& h = threads[thread].histogram;
     return bucket < h.size() ? h[bucket] : 0;
   };
-
-  std::string out = "# Histogram\n";
-  out.reserve(out.size() + (sparse ? 64 : static_cast<std::size_t>(buckets) * (8 + 7 * n)) + 512);
   std::vector<std::uint64_t> totals(n + 1, 0);
   for (std::uint32_t b = 0; b < buckets; ++b) {
     std::uint64_t row_sum = 0;
     for (std::size_t j = 0; j < n; ++j) row_sum += count(j, b);
-    if (sparse && row_sum == 0) continue;
+    if (l.sparse && row_sum == 0) continue;
     Appendf(out, "%06u ", b);
     for (std::size_t j = 0; j < n; ++j) {
       const std::uint64_t v = count(j, b);
@@ -221,16 +226,24 @@ std::string FormatHistogram(std::span<const ThreadReport> threads, const ReportF
       Appendf(out, "%06llu", Ull(v));
       totals[j] += v;
     }
-    if (sum_rows) {
+    if (l.sum_rows) {
       Appendf(out, "\t%06llu", Ull(row_sum));
       totals[n] += row_sum;
     }
     out.push_back('\n');
   }
-  if (!sparse) {
+  return totals;
+}
+
+// "# Total:" (2.4), then the Min/Avg/Max Latencies and Histogram Overflows lines.
+void AppendHistogramSummary(std::span<const ThreadReport> threads,
+                            const std::vector<std::uint64_t>& totals, const HistogramLayout& l,
+                            std::string& out) {
+  const std::size_t n = threads.size();
+  if (!l.sparse) {
     out += "# Total:";
     for (std::size_t j = 0; j < n; ++j) Appendf(out, " %09llu", Ull(totals[j]));
-    if (sum_footer) Appendf(out, " %09llu", Ull(totals[n]));
+    if (l.sum_footer) Appendf(out, " %09llu", Ull(totals[n]));
     out.push_back('\n');
   }
   out += "# Min Latencies:";
@@ -243,19 +256,25 @@ std::string FormatHistogram(std::span<const ThreadReport> threads, const ReportF
     Appendf(out, " %05llu", AsUnsigned(t.max));
     max_max = std::max<std::uint64_t>(max_max, static_cast<std::uint64_t>(t.max));
   }
-  if (sum_footer) Appendf(out, " %05llu", Ull(max_max));
+  if (l.sum_footer) Appendf(out, " %05llu", Ull(max_max));
   out += "\n# Histogram Overflows:";
   std::uint64_t all_overflows = 0;
   for (const ThreadReport& t : threads) {
     Appendf(out, " %05llu", Ull(t.histogram_overflows));
     all_overflows += t.histogram_overflows;
   }
-  if (sum_footer) Appendf(out, " %05llu", Ull(all_overflows));
-  out += "\n# Histogram Overflow at cycle number:\n";
-  for (std::size_t i = 0; i < n; ++i) {
+  if (l.sum_footer) Appendf(out, " %05llu", Ull(all_overflows));
+  out += "\n";
+}
+
+// "# Histogram Overflow at cycle number:" and one "# Thread N:" line per thread.
+void AppendOverflowCycles(std::span<const ThreadReport> threads, std::uint32_t buckets,
+                          const HistogramLayout& l, std::string& out) {
+  out += "# Histogram Overflow at cycle number:\n";
+  for (std::size_t i = 0; i < threads.size(); ++i) {
     const ThreadReport& t = threads[i];
     const std::size_t listed = std::min<std::size_t>(t.overflow_cycles.size(), buckets);
-    if (sparse) {
+    if (l.sparse) {
       // 2.10's hist_print_oflows: space-separated after "# Thread %d: ", and " # N others"
       // whenever the list is full (also when nothing was left out).
       Appendf(out, "# Thread %zu: ", i);
@@ -275,6 +294,23 @@ std::string FormatHistogram(std::span<const ThreadReport> threads, const ReportF
     }
     out.push_back('\n');
   }
+}
+
+}  // namespace
+
+std::string FormatHistogram(std::span<const ThreadReport> threads, const ReportFormat& format) {
+  HistogramLayout layout;
+  layout.sparse = format.histogram_style == HistogramStyle::kSparse;
+  layout.sum_rows = format.histofall && (layout.sparse || threads.size() > 1);
+  layout.sum_footer = format.histofall && threads.size() > 1;
+  const std::uint32_t buckets = format.histogram_buckets;
+  std::string out = "# Histogram\n";
+  out.reserve(out.size() +
+              (layout.sparse ? 64 : static_cast<std::size_t>(buckets) * (8 + 7 * threads.size())) +
+              512);
+  const std::vector<std::uint64_t> totals = AppendHistogramRows(threads, buckets, layout, out);
+  AppendHistogramSummary(threads, totals, layout, out);
+  AppendOverflowCycles(threads, buckets, layout, out);
   if (format.smi) {
     out += "# SMIs:";
     for (const ThreadReport& t : threads) Appendf(out, " %05llu", AsUnsigned(t.smi_count));
@@ -318,9 +354,11 @@ std::vector<SpikeEvent> MergeSpikes(std::span<const std::vector<SpikeEvent>> per
 
 // --- JSON ---
 
-std::string FormatJson(const JsonRunInfo& run, std::span<const ThreadReport> threads,
-                       const ReportFormat& format, const JsonExtras& extras) {
-  std::string out = "{\n  \"file_version\": 1,\n  \"cmdline:\": \"";
+namespace {
+
+// rt_write_json()'s header, up to the "thread" object.
+void AppendJsonHeader(const JsonRunInfo& run, std::size_t threads, bool nsecs, std::string& out) {
+  out += "{\n  \"file_version\": 1,\n  \"cmdline:\": \"";
   AppendJsonString(out, run.cmdline);
   out += "\",\n  \"rt_test_version:\": \"2.40\",\n  \"start_time\": \"";
   AppendJsonString(out, run.start_time);
@@ -338,30 +376,73 @@ std::string FormatJson(const JsonRunInfo& run, std::span<const ThreadReport> thr
     out += "\",\n";
   }
   Appendf(out, "    \"realtime\": %d\n  },\n", run.sysinfo.realtime ? 1 : 0);
-  Appendf(out, "  \"num_threads\": %zu,\n  \"resolution_in_ns\": %u,\n  \"thread\": {\n",
-          threads.size(), format.nsecs ? 1u : 0u);
+  Appendf(out, "  \"num_threads\": %zu,\n  \"resolution_in_ns\": %u,\n  \"thread\": {\n", threads,
+          nsecs ? 1u : 0u);
+}
+
+// write_stats()'s object of thread `i`.
+void AppendJsonThread(const ThreadReport& t, std::size_t i, bool last, std::string& out) {
+  Appendf(out, "    \"%zu\": {\n      \"histogram\": {", i);
+  bool any = false;
+  for (std::size_t b = 0; b < t.histogram.size(); ++b) {
+    if (t.histogram[b] == 0) continue;
+    Appendf(out, "%s        \"%zu\": %llu", any ? ",\n" : "\n", b, Ull(t.histogram[b]));
+    any = true;
+  }
+  if (any) out.push_back('\n');
+  out += "      },\n";
+  // Without cycles there is no min, max or avg: null (cyclictest prints its initial values and
+  // "-nan", which is not JSON).
+  Appendf(out, "      \"cycles\": %llu,\n", Ull(t.cycles));
+  if (t.cycles > 0) {
+    Appendf(out, "      \"min\": %lld,\n      \"max\": %lld,\n      \"avg\": %.2f,\n", Ll(t.min),
+            Ll(t.max), t.avg_sum / static_cast<double>(t.cycles));
+  } else {
+    out += "      \"min\": null,\n      \"max\": null,\n      \"avg\": null,\n";
+  }
+  Appendf(out, "      \"cpu\": %d,\n      \"node\": %d\n    }%s\n", t.cpu, t.node, last ? "" : ",");
+}
+
+// The "rtloop" object's entry of thread `i`.
+void AppendRtloopThread(const ThreadReport& t, std::size_t i, bool last, std::string& out) {
+  Appendf(out, "      \"%zu\": {\n        \"tid\": %d,\n        \"policy\": \"", i, t.tid);
+  AppendJsonString(out, t.policy);
+  Appendf(out,
+          "\",\n        \"priority\": %d,\n        \"interval_us\": %lld,\n"
+          "        \"cpu\": %d,\n        \"cycles\": %llu,\n        \"warmup_cycles\": %llu,\n"
+          "        \"histogram_overflows\": %llu,\n        \"overruns\": %llu,\n"
+          "        \"missed_releases\": %llu,\n        \"ring_drops\": %llu,\n"
+          "        \"verbose_drops\": %llu,\n",
+          t.priority, Ll(t.interval_us), t.cpu, Ull(t.cycles), Ull(t.warmup_cycles),
+          Ull(t.histogram_overflows), Ull(t.overruns), Ull(t.missed_releases), Ull(t.ring_drops),
+          Ull(t.verbose_drops));
+  const LatencyPercentiles& p = t.percentiles;
+  if (p.valid) {
+    Appendf(out,
+            "        \"latency_ns\": {\"p50\": %lld, \"p90\": %lld, \"p99\": %lld, "
+            "\"p99.9\": %lld, \"p99.99\": %lld, \"p99.999\": %lld, \"max\": %lld},\n",
+            Ll(p.p50_ns), Ll(p.p90_ns), Ll(p.p99_ns), Ll(p.p99_9_ns), Ll(p.p99_99_ns),
+            Ll(p.p99_999_ns), Ll(p.max_ns));
+  } else {
+    out += "        \"latency_ns\": null,\n";
+  }
+  if (t.cycles > 0) {
+    Appendf(out, "        \"execution_ns\": {\"min\": %lld, \"avg\": %.1f, \"max\": %lld}\n",
+            Ll(t.execution_min_ns), t.execution_avg_ns, Ll(t.execution_max_ns));
+  } else {
+    out += "        \"execution_ns\": null\n";
+  }
+  Appendf(out, "      }%s\n", last ? "" : ",");
+}
+
+}  // namespace
+
+std::string FormatJson(const JsonRunInfo& run, std::span<const ThreadReport> threads,
+                       const ReportFormat& format, const JsonExtras& extras) {
+  std::string out;
+  AppendJsonHeader(run, threads.size(), format.nsecs, out);
   for (std::size_t i = 0; i < threads.size(); ++i) {
-    const ThreadReport& t = threads[i];
-    Appendf(out, "    \"%zu\": {\n      \"histogram\": {", i);
-    bool any = false;
-    for (std::size_t b = 0; b < t.histogram.size(); ++b) {
-      if (t.histogram[b] == 0) continue;
-      Appendf(out, "%s        \"%zu\": %llu", any ? ",\n" : "\n", b, Ull(t.histogram[b]));
-      any = true;
-    }
-    if (any) out.push_back('\n');
-    out += "      },\n";
-    // Without cycles there is no min, max or avg: null (cyclictest prints its initial values and
-    // "-nan", which is not JSON).
-    Appendf(out, "      \"cycles\": %llu,\n", Ull(t.cycles));
-    if (t.cycles > 0) {
-      Appendf(out, "      \"min\": %lld,\n      \"max\": %lld,\n      \"avg\": %.2f,\n", Ll(t.min),
-              Ll(t.max), t.avg_sum / static_cast<double>(t.cycles));
-    } else {
-      out += "      \"min\": null,\n      \"max\": null,\n      \"avg\": null,\n";
-    }
-    Appendf(out, "      \"cpu\": %d,\n      \"node\": %d\n    }%s\n", t.cpu, t.node,
-            i + 1 == threads.size() ? "" : ",");
+    AppendJsonThread(threads[i], i, i + 1 == threads.size(), out);
   }
   if (!extras.enabled) {
     out += "  }\n}\n";
@@ -374,35 +455,7 @@ std::string FormatJson(const JsonRunInfo& run, std::span<const ThreadReport> thr
   AppendJsonString(out, extras.tool_version);
   Appendf(out, "\",\n    \"unit\": \"%s\",\n    \"thread\": {\n", format.nsecs ? "ns" : "us");
   for (std::size_t i = 0; i < threads.size(); ++i) {
-    const ThreadReport& t = threads[i];
-    Appendf(out, "      \"%zu\": {\n        \"tid\": %d,\n        \"policy\": \"", i, t.tid);
-    AppendJsonString(out, t.policy);
-    Appendf(out,
-            "\",\n        \"priority\": %d,\n        \"interval_us\": %lld,\n"
-            "        \"cpu\": %d,\n        \"cycles\": %llu,\n        \"warmup_cycles\": %llu,\n"
-            "        \"histogram_overflows\": %llu,\n        \"overruns\": %llu,\n"
-            "        \"missed_releases\": %llu,\n        \"ring_drops\": %llu,\n"
-            "        \"verbose_drops\": %llu,\n",
-            t.priority, Ll(t.interval_us), t.cpu, Ull(t.cycles), Ull(t.warmup_cycles),
-            Ull(t.histogram_overflows), Ull(t.overruns), Ull(t.missed_releases), Ull(t.ring_drops),
-            Ull(t.verbose_drops));
-    const LatencyPercentiles& p = t.percentiles;
-    if (p.valid) {
-      Appendf(out,
-              "        \"latency_ns\": {\"p50\": %lld, \"p90\": %lld, \"p99\": %lld, "
-              "\"p99.9\": %lld, \"p99.99\": %lld, \"p99.999\": %lld, \"max\": %lld},\n",
-              Ll(p.p50_ns), Ll(p.p90_ns), Ll(p.p99_ns), Ll(p.p99_9_ns), Ll(p.p99_99_ns),
-              Ll(p.p99_999_ns), Ll(p.max_ns));
-    } else {
-      out += "        \"latency_ns\": null,\n";
-    }
-    if (t.cycles > 0) {
-      Appendf(out, "        \"execution_ns\": {\"min\": %lld, \"avg\": %.1f, \"max\": %lld}\n",
-              Ll(t.execution_min_ns), t.execution_avg_ns, Ll(t.execution_max_ns));
-    } else {
-      out += "        \"execution_ns\": null\n";
-    }
-    Appendf(out, "      }%s\n", i + 1 == threads.size() ? "" : ",");
+    AppendRtloopThread(threads[i], i, i + 1 == threads.size(), out);
   }
   out += "    }\n  }\n}\n";
   return out;

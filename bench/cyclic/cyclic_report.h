@@ -1,11 +1,11 @@
 // cyclictest-compatible output of rtloop-cyclic: pure formatting functions that turn per-thread
-// results into the exact bytes cyclictest 2.4 prints (CYCLICTEST-2.4.md §1.5), plus rtloop's
-// additions (JSON key "rtloop", the --percentiles table).
+// results into the exact bytes cyclictest 2.4 prints (bench/cyclic/CYCLICTEST-2.4.md §5), plus
+// rtloop's additions (JSON key "rtloop", the --percentiles table).
 //
 //   rtloop::cyclic::ReportFormat fmt;
 //   fmt.histogram_buckets = 100;
-//   std::vector<rtloop::cyclic::ThreadReport> threads = ...;   // from CyclicRecorder::FillReport()
-//   std::fputs(rtloop::cyclic::FormatHistogram(threads, fmt).c_str(), stdout);
+//   std::vector<rtloop::cyclic::ThreadReport> threads = ...;   // CyclicThreadStats::FillReport() +
+//   the runner std::fputs(rtloop::cyclic::FormatHistogram(threads, fmt).c_str(), stdout);
 //
 // Every function returns a std::string and does no I/O (except CollectSysInfo() and
 // FormatJsonTime(), which read the system); golden tests lock the bytes against cyclictest's own
@@ -81,7 +81,7 @@ struct ThreadReport {
   std::uint64_t missed_releases = 0;  // releases skipped after overruns
   std::uint64_t ring_drops = 0;       // samples the telemetry ring had no room for
   std::uint64_t verbose_drops = 0;    // -v values overwritten before the printer read them
-  std::int64_t execution_min_ns = 0;  // execution time X_k (DESIGN.md §3)
+  std::int64_t execution_min_ns = 0;  // execution time X_k (framework/README.md)
   double execution_avg_ns = 0.0;
   std::int64_t execution_max_ns = 0;
   LatencyPercentiles percentiles;  // wake-up latency percentiles, ns

@@ -1,9 +1,19 @@
-// The rtloop-cyclic program: turns parsed options into an Executor running one CyclicTask per
-// measurement thread, drives cyclictest's main loop (live screen, -v draining, -M, -D/-l/-b end,
-// signals, -F), prints the final output in cyclictest 2.4's order (CYCLICTEST-2.4.md §1.2 "At the
-// end") and returns the exit status.
+// The rtloop-cyclic program: turns parsed options into an rtloop::Runtime running one measurement
+// task per thread (CyclicThreadTask, observed by its CyclicThreadStats and, with --max-over-time,
+// a WindowMaxTracker; the runtime adds its telemetry hub), drives cyclictest's main loop (live
+// screen, -v draining, -M, -D/-l/-b end, signals, -F), prints the final output in cyclictest
+// 2.4's order (bench/cyclic/CYCLICTEST-2.4.md §1, "At the end") and returns the exit status.
 //
 //   int main(int argc, char** argv) { return rtloop::cyclic::RunCyclic(argc, argv); }
+//
+// Set-up, in order: --smi and privilege checks, -v's CPU lines, the memory check; every output
+// file opened (or refused: exit 1, nothing measured); the Runtime (executor with memory locking,
+// --mainaffinity as its housekeeping CPUs and the start grid; the hub, always, for the
+// percentiles; the collector; the gRPC and HTTP servers when asked, which bind here, so a port in
+// use stops the run before it measures); -a's main-thread restriction, cpu_dma_latency, the clock
+// warnings; one task per thread; then Runtime::Start(). A set-up error tears down in that order
+// and leaves no output file (Runtime::Abandon()). Every figure comes from its one owner
+// (cyclic_thread_stats.h says which).
 //
 // Output discipline: stdout carries exactly what cyclictest prints there; every rtloop diagnostic
 // (notes, errors, --fail-* verdicts, and the --percentiles table under -q) goes to stderr.
@@ -15,38 +25,14 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cyclic_options.h"
-#include "cyclic_recorder.h"
 #include "cyclic_report.h"
-#include "rtloop/framework/cycle_observer.h"
 
 namespace rtloop::cyclic {
 
-// The observer of one measurement thread: the thread's CyclicRecorder (cyclictest's state and the
-// latency percentiles) and an optional second observer (the telemetry hub). After a -b break
-// (`latch` tripped) it drops every later sample, as cyclictest's threads stop with the breaking
-// one. Pointers are not owned and must outlive it. Threading: the task's RT thread; OnCycle() is
-// RT-safe.
-class CyclicThreadObserver final : public CycleObserver {
- public:
-  CyclicThreadObserver(CyclicRecorder* recorder, const BreakLatch* latch,
-                       CycleObserver* extra) noexcept;
-  // Not RT-safe (the recorder's gettid, the hub's producer token).
-  void OnRtThreadStart(TaskId task) override;
-  // RT-safe: no allocation, no lock, no syscall.
-  void OnCycle(const CycleSample& sample) noexcept override;
-
- private:
-  CyclicRecorder* recorder_;
-  const BreakLatch* latch_;  // nullable: -b not given
-  CycleObserver* extra_;     // nullable
-};
-static_assert(noexcept(std::declval<CyclicThreadObserver&>().OnCycle(CycleSample{})));
-
-// Runs the whole program; returns kExitOk, kExitFatal, kExitUsage or kExitThreshold.
+// Runs the whole program; returns kExitOk, kExitFatal, kExitUsage, kExitThreshold or kExitOutput.
 int RunCyclic(int argc, const char* const* argv);
 
 // -D as a cycle budget for a thread released every `interval_us` (cyclictest's thread stops with

@@ -30,6 +30,20 @@ import time
 DEFAULT_OPTIONS = ["-m", "-Sp99", "-i1000"]
 
 
+def find_rtloop(parser, given):
+    """`given`, else build/bin/rtloop-cyclic next to this checkout, else rtloop-cyclic on PATH;
+    a parser error when none is executable."""
+    if given is not None:
+        return given
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in [os.path.join(here, "../../build/bin/rtloop-cyclic"),
+                 shutil.which("rtloop-cyclic") or ""]:
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    parser.error("rtloop-cyclic not found: pass --rtloop PATH")
+    return None
+
+
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cyclictest", default=shutil.which("cyclictest") or "/usr/bin/cyclictest")
@@ -48,15 +62,7 @@ def parse_args():
     p.add_argument("options", nargs="*", help="cyclictest options after '--' (default: %s)"
                    % " ".join(DEFAULT_OPTIONS))
     a = p.parse_args()
-    if a.rtloop is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        for cand in [os.path.join(here, "../../build/bin/rtloop-cyclic"),
-                     shutil.which("rtloop-cyclic") or ""]:
-            if cand and os.access(cand, os.X_OK):
-                a.rtloop = cand
-                break
-    if a.rtloop is None:
-        p.error("rtloop-cyclic not found: pass --rtloop PATH")
+    a.rtloop = find_rtloop(p, a.rtloop)
     if a.telemetry and a.sink is None:
         a.sink = os.path.join(os.path.dirname(a.rtloop), "rtloop-cyclic-sink")
     if a.pairs < 1 or a.duration < 1:
@@ -101,31 +107,56 @@ def summarize(path, buckets):
             "cycles": total_cycles}
 
 
-def run_one(tool, binary, options, duration, buckets, tmp, tag, args):
-    out_json = os.path.join(tmp, "%s-%s.json" % (tag, tool))
-    cmd = [binary] + options + ["-q", "-D%d" % duration, "-h%d" % buckets, "--json=" + out_json]
-    sink = None
-    if tool == "rtloop" and args.telemetry:
-        cmd.append("--telemetry=127.0.0.1:%d" % args.port)
+def measurement_command(binary, options, duration, buckets, out_json):
+    """The command line of one measured run: `options` plus -q, -D, -h and --json."""
+    return [binary] + list(options) + ["-q", "-D%d" % duration, "-h%d" % buckets,
+                                       "--json=" + out_json]
+
+
+def parse_sink_summary(stderr_text):
+    """rtloop-cyclic-sink's "samples=N lost=M batches=B end=..." line as a dict ({} if absent)."""
+    summary = [l for l in (stderr_text or "").split("\n") if "samples=" in l]
+    last = summary[-1] if summary else ""
+    return dict(f.split("=", 1) for f in last.split() if "=" in f)
+
+
+def run_measurement(cmd, out_json, buckets, duration, sink_cmd=None, while_running=None):
+    """Runs `cmd` (and `sink_cmd`, a client started right after it), waits for both and returns
+    summarize()'s figures plus "cmd" and "sink" (the sink's summary fields). `while_running`,
+    when given, is called as while_running(proc, sink) once both are started and may take its
+    time (it must return before the run ends to see it)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if tool == "rtloop" and args.telemetry:
-        sink = subprocess.Popen([args.sink, "127.0.0.1:%d" % args.port, "10"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sink = None
+    if sink_cmd is not None:
+        sink = subprocess.Popen(sink_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+    extra = while_running(proc, sink) if while_running is not None else None
     _, err = proc.communicate(timeout=duration + 60)
-    sink_note = ""
+    sink_fields = {}
     if sink is not None:
         _, serr = sink.communicate(timeout=30)
-        # "rtloop-cyclic-sink: samples=N lost=M batches=B end=..." (then one line per task)
-        # -> "streamed N lost M"
-        summary = [l for l in (serr or "").split("\n") if "samples=" in l]
-        last = summary[-1] if summary else ""
-        fields = dict(f.split("=", 1) for f in last.split() if "=" in f)
-        sink_note = "streamed %s lost %s" % (fields.get("samples", "?"), fields.get("lost", "?"))
+        sink_fields = parse_sink_summary(serr)
+        sink_fields["exit"] = sink.returncode
     if proc.returncode != 0:
         raise RuntimeError("%s exited %d: %s" % (" ".join(cmd), proc.returncode, err.strip()))
     s = summarize(out_json, buckets)
     s["cmd"] = " ".join(cmd)
-    s["sink"] = sink_note
+    s["sink"] = sink_fields
+    s["extra"] = extra
+    return s
+
+
+def run_one(tool, binary, options, duration, buckets, tmp, tag, args):
+    out_json = os.path.join(tmp, "%s-%s.json" % (tag, tool))
+    cmd = measurement_command(binary, options, duration, buckets, out_json)
+    sink_cmd = None
+    if tool == "rtloop" and args.telemetry:
+        cmd.append("--telemetry=127.0.0.1:%d" % args.port)
+        sink_cmd = [args.sink, "127.0.0.1:%d" % args.port, "10"]
+    s = run_measurement(cmd, out_json, buckets, duration, sink_cmd)
+    f = s["sink"]
+    s["sink"] = ("streamed %s lost %s" % (f.get("samples", "?"), f.get("lost", "?"))
+                 if sink_cmd is not None else "")
     return s
 
 

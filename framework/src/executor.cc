@@ -263,6 +263,7 @@ CycleEngineConfig Executor::Impl::EngineConfig(Slot& slot) const {
   ec.overrun_policy = slot.config.overrun_policy;
   ec.watchdog = slot.config.watchdog;
   ec.max_cycles = slot.config.max_cycles;
+  ec.warmup_cycles = slot.config.warmup_cycles;
   ec.run_for = slot.config.run_for;
   ec.observers = slot.observers;
   ec.stats = &slot.stats;

@@ -73,6 +73,12 @@ Status ValidateTiming(const TaskConfig& config, const std::string& who) {
                                 std::to_string(config.phase.count()) +
                                 " ns) — set TaskConfig::phase to 0 or a positive offset");
   }
+  if (config.max_cycles != 0 && config.warmup_cycles >= config.max_cycles) {
+    return InvalidArgumentError(who + ": warmup_cycles " + std::to_string(config.warmup_cycles) +
+                                " >= max_cycles " + std::to_string(config.max_cycles) +
+                                " leaves nothing to measure — lower TaskConfig::warmup_cycles or "
+                                "raise max_cycles (it counts the warm-up too)");
+  }
   if (config.run_for.count() < 0) {
     return InvalidArgumentError(who + ": run_for must be >= 0 (got " +
                                 std::to_string(config.run_for.count()) +

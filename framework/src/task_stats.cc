@@ -62,6 +62,8 @@ void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns, std::
   cycles_.store(cycles_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
+void TaskStats::RecordWarmup() noexcept { Add<std::uint64_t>(warmup_, 1); }
+
 void TaskStats::RecordFault() noexcept { Add<std::uint64_t>(faults_, 1); }
 
 TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
@@ -69,6 +71,7 @@ TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
   s.state = state_.load(std::memory_order_acquire);
   s.tid = tid_.load(std::memory_order_relaxed);
   s.cycles = cycles_.load(std::memory_order_acquire);
+  s.warmup_cycles = warmup_.load(std::memory_order_relaxed);
   s.latency_min_ns = OrZero(latency_min_.load(std::memory_order_relaxed));
   s.latency_max_ns = OrZero(latency_max_.load(std::memory_order_relaxed));
   s.latency_sum_ns = latency_sum_.load(std::memory_order_relaxed);

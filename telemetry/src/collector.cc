@@ -163,6 +163,22 @@ std::size_t Subscription::Pop(std::vector<SampleBatch>* out, std::chrono::nanose
   return taken.size();
 }
 
+void Subscription::SetOnSamples(std::function<void()> fn) {
+  std::shared_ptr<const std::function<void()>> held;
+  if (fn) held = std::make_shared<const std::function<void()>>(std::move(fn));
+  std::lock_guard<std::mutex> lock(mu_);
+  on_samples_.swap(held);  // the old one is destroyed outside the lock
+}
+
+void Subscription::NotifySamples() {
+  std::shared_ptr<const std::function<void()>> fn;  // a reference count, no allocation per pass
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn = on_samples_;
+  }
+  if (fn) (*fn)();
+}
+
 void Subscription::Close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -312,7 +328,11 @@ std::size_t Collector::DrainPass() {
       {
         std::lock_guard<std::mutex> lock(subs_mu_);
         for (const std::shared_ptr<Subscription>& sub : subs_) {
-          if (!sub->closed() && sub->Wants(id)) sub->Offer(id, chunk, &hub_);
+          if (sub->closed() || !sub->Wants(id)) continue;
+          sub->Offer(id, chunk, &hub_);
+          if (std::find(notify_.begin(), notify_.end(), sub) == notify_.end()) {
+            notify_.push_back(sub);
+          }
         }
       }
       for (SampleSink* sink : sinks_) sink->OnSamples(id, chunk);
@@ -324,6 +344,9 @@ std::size_t Collector::DrainPass() {
     std::erase_if(subs_, [](const std::shared_ptr<Subscription>& s) { return s->closed(); });
   }
   for (SampleSink* sink : sinks_) sink->OnDrainEnd();
+  // Outside subs_mu_: a consumer's reaction may subscribe or unsubscribe.
+  for (const std::shared_ptr<Subscription>& sub : notify_) sub->NotifySamples();
+  notify_.clear();
   passes_.fetch_add(1, std::memory_order_relaxed);
   delivered_.fetch_add(total, std::memory_order_relaxed);
   return total;

@@ -127,9 +127,12 @@ Status Runtime::StartServer() {
   Result<std::unique_ptr<telemetry::Server>> server =
       telemetry::Server::Start(config_.telemetry.grpc, *hub_, *collector_, executor_.get());
   if (!server.ok()) {
+    const std::string& hint = config_.telemetry.grpc_address_hint;
     return ServerStartError(server.status(), "telemetry",
-                            "set RuntimeConfig::telemetry.grpc.address, e.g. \"127.0.0.1:0\" for "
-                            "any free port, or telemetry.serve_grpc = false");
+                            !hint.empty() ? hint.c_str()
+                                          : "set RuntimeConfig::telemetry.grpc.address, e.g. "
+                                            "\"127.0.0.1:0\" for any free port, or "
+                                            "telemetry.serve_grpc = false");
   }
   server_ = std::move(*server);
   server_tids_ = ThreadsSince(before);
@@ -142,9 +145,12 @@ Status Runtime::StartHttp() {
   Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
       *config_.telemetry.http, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
   if (!http.ok()) {
+    const std::string& hint = config_.telemetry.http_address_hint;
     return ServerStartError(http.status(), "telemetry http",
-                            "set RuntimeConfig::telemetry.http->address, e.g. \"127.0.0.1:0\" "
-                            "for any free port, or leave telemetry.http unset");
+                            !hint.empty() ? hint.c_str()
+                                          : "set RuntimeConfig::telemetry.http->address, e.g. "
+                                            "\"127.0.0.1:0\" for any free port, or leave "
+                                            "telemetry.http unset");
   }
   http_ = std::move(*http);
   http_tids_ = ThreadsSince(before);
@@ -197,13 +203,41 @@ std::vector<int> Runtime::ChooseTelemetryCpus() const {
   return free;
 }
 
+Status Runtime::RecordTo(telemetry::OutputFile file, const telemetry::SampleLogConfig& header) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (phase_ != Phase::kCreated) {
+    return FailedPreconditionError("RecordTo() after Start(): give the sample log before starting");
+  }
+  if (hub_ == nullptr) {
+    return FailedPreconditionError(
+        "RecordTo() without telemetry: the sample log needs RuntimeConfig::telemetry.enabled");
+  }
+  if (!config_.telemetry.record_path.empty() || record_file_.has_value()) {
+    return FailedPreconditionError(
+        "RecordTo() with a sample log already set (telemetry.record_path or an earlier "
+        "RecordTo()): one sample log per run");
+  }
+  record_file_ = std::move(file);
+  record_header_ = header;
+  return Status::Ok();
+}
+
 Status Runtime::OpenSampleLog() {
-  if (hub_ == nullptr || config_.telemetry.record_path.empty()) return Status::Ok();
-  telemetry::SampleLogConfig lc;
-  lc.path = config_.telemetry.record_path;
-  lc.tool_name = config_.app_name;
-  Result<std::unique_ptr<telemetry::SampleLogWriter>> log =
-      telemetry::SampleLogWriter::Open(lc, *hub_, ReadSystemInfo());
+  if (hub_ == nullptr) return Status::Ok();
+  const bool given = record_file_.has_value();
+  if (!given && config_.telemetry.record_path.empty()) return Status::Ok();
+  Result<std::unique_ptr<telemetry::SampleLogWriter>> log = [&] {
+    if (given) {
+      telemetry::OutputFile file = std::move(*record_file_);
+      record_file_.reset();
+      return telemetry::SampleLogWriter::Open(record_header_, std::move(file), *hub_,
+                                              ReadSystemInfo());
+    }
+    telemetry::SampleLogConfig lc;
+    lc.path = config_.telemetry.record_path;
+    lc.tool_name = config_.app_name;
+    return telemetry::SampleLogWriter::Open(lc, *hub_, ReadSystemInfo());
+  }();
   if (!log.ok()) return log.status();
   sample_log_ = std::move(*log);
   return collector_->AddSink(sample_log_.get());
@@ -249,12 +283,12 @@ Status Runtime::Start() {
     Status s = OpenSampleLog();
     if (s.ok()) s = StartCollector();
     if (!s.ok()) {
-      (void)StopLocked();
+      (void)StopLocked(/*abandon=*/true);
       return s;
     }
   }
   if (Status s = executor_->Start(); !s.ok()) {
-    (void)StopLocked();
+    (void)StopLocked(/*abandon=*/true);  // no task ran: nothing to keep
     return s;
   }
   return Status::Ok();
@@ -262,20 +296,32 @@ Status Runtime::Start() {
 
 Status Runtime::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
-  return StopLocked();
+  return StopLocked(/*abandon=*/false);
 }
 
-Status Runtime::StopLocked() {
+void Runtime::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)StopLocked(/*abandon=*/true);
+}
+
+Status Runtime::StopLocked(bool abandon) {
   if (phase_ == Phase::kStopped) return Status::Ok();
   const bool started = phase_ == Phase::kStarted;
   phase_ = Phase::kStopped;
   if (started) (void)executor_->Stop();           // FailedPrecondition only if it never started
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
   // A run that started ends normally: every stream gets its tail, a final message and OK.
-  if (server_ != nullptr) started ? server_->Finish() : server_->Stop();
+  if (server_ != nullptr) (started && !abandon) ? server_->Finish() : server_->Stop();
   if (http_ != nullptr) http_->Stop();  // the page's last poll gets the final figures
+  if (record_file_.has_value()) record_file_->Discard();  // RecordTo() without a Start()
   Status status;
-  if (sample_log_ != nullptr) status = sample_log_->Close();
+  if (sample_log_ != nullptr) {
+    if (abandon) {
+      sample_log_->Abandon();
+    } else {
+      status = sample_log_->Close();
+    }
+  }
   return status;
 }
 

@@ -85,7 +85,7 @@ TEST_F(CyclicOutputsTest, SetUpErrorTearsDownInOrderAndLeavesNoOutputFile) {
   ASSERT_TRUE(taken.ok());
   const Outcome r = Run({"-q", "-D1", "--default-system", "--telemetry=" + taken.address(),
                          "--record=" + Path("r.bin"), "--json=" + Path("r.json"), "-h", "10",
-                         "--histfile=" + Path("h.txt")});
+                         "--histfile=" + Path("h.txt"), "--max-over-time=" + Path("m.txt")});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("cannot listen on " + taken.address()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("in use"), std::string::npos) << r.err;
@@ -131,6 +131,7 @@ TEST_F(CyclicOutputsTest, OutputsThatCouldBlockAreRefusedBeforeMeasuring) {
       {"-D3", "-t2", "-q", "--json=" + fifo},
       {"-D3", "-q", "-h", "10", "--histfile=" + fifo},
       {"-D3", "-q", "--record=" + fifo},
+      {"-D3", "-q", "--max-over-time=" + fifo},
   };
   for (const auto& args : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -226,6 +227,26 @@ TEST_F(CyclicOutputsTest, AKilledRecordingLeavesAReadablePartialFile) {
   EXPECT_FALSE(Exists(rec + ".partial"));
 }
 
+// --max-over-time goes through the same file layer: FILE.partial while the run goes on (its
+// windows can be read there), FILE once it ended.
+TEST_F(CyclicOutputsTest, MaxOverTimeIsAPartialFileUntilTheRunEnds) {
+  const std::string mot = Path("mot.txt");
+  const pid_t pid =
+      Spawn({"-q", "-i1000", "--default-system", "--max-window=100", "--max-over-time=" + mot});
+  ASSERT_TRUE(WaitUntilSetUp(pid)) << "rtloop-cyclic did not set up within 10 s";
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // windows written meanwhile
+  EXPECT_TRUE(Exists(mot + ".partial"));
+  EXPECT_FALSE(Exists(mot));
+  EXPECT_NE(ReadFile(mot + ".partial").find("\n0 1 0.100 "), std::string::npos)
+      << ReadFile(mot + ".partial");
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  const Outcome r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Exists(mot + ".partial"));
+  const std::string text = ReadFile(mot);
+  EXPECT_NE(text.find("# end\n"), std::string::npos) << text;
+}
+
 // Item 10: -F never deletes an existing file (it replaced it by the pipe, without a word).
 TEST_F(CyclicOutputsTest, FifoOptionNeverDeletesAnExistingFile) {
   const std::string f = Path("keep");
@@ -242,6 +263,8 @@ TEST_F(CyclicOutputsTest, TwoOutputsOnOneFileAreRefused) {
                    "--json and --record both write to", "same name");
   ExpectUsageError(Run({"-q", "-l5", "--json=" + x, "--record=" + dir_ + "/./x"}), "both write to",
                    "same file, other spelling");
+  ExpectUsageError(Run({"-q", "-l5", "--max-over-time=" + x, "--json=" + x}),
+                   "--json and --max-over-time both write to", "--max-over-time");
   { std::ofstream(Path("keep")) << "k"; }
   ASSERT_EQ(symlink(Path("keep").c_str(), Path("link").c_str()), 0);
   ExpectUsageError(

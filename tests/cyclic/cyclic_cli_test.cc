@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +130,45 @@ TEST_F(CyclicCliTest, JsonFileIsWrittenWithCyclictestKeysAndRtloopKey) {
   EXPECT_NE(text.find("\"num_threads\": 1"), std::string::npos);
   EXPECT_NE(text.find("\"cycles\": 20"), std::string::npos) << text;
   EXPECT_NE(text.find("\"rtloop\""), std::string::npos);
+}
+
+// The integer after the first `key` that follows `after` in `text`; -1 when absent.
+long long JsonNumberAfter(const std::string& text, const std::string& after,
+                          const std::string& key) {
+  const std::size_t from = text.find(after);
+  if (from == std::string::npos) return -1;
+  const std::size_t at = text.find(key, from);
+  if (at == std::string::npos) return -1;
+  return std::atoll(text.c_str() + at + key.size());
+}
+
+// One owner per statistic, end to end: cyclictest's max (its own sample value, kept by
+// CyclicThreadStats) and the executor's exact max (JSON rtloop.latency_ns.max) agree: equal under
+// -N, truncated to us otherwise (rounded up when the sample crossed a second boundary); the
+// cycle counts agree, and --warmup is the executor's.
+TEST_F(CyclicCliTest, CyclictestsFiguresAgreeWithTheExecutorsWhereTheyCoincide) {
+  const std::string json = dir_ + "/owners.json";
+  for (const bool nsecs : {true, false}) {
+    std::vector<std::string> args = {
+        "-q", "-i500", "-l200", "--warmup=20", "--default-system", "--json=" + json};
+    if (nsecs) args.push_back("-N");
+    const Outcome r = Run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string text = ReadFile(json);
+    const long long cyclictest_max = JsonNumberAfter(text, "\"thread\": {", "\"max\": ");
+    const long long executor_max_ns = JsonNumberAfter(text, "\"latency_ns\": {", "\"max\": ");
+    ASSERT_GE(cyclictest_max, 0) << text;
+    ASSERT_GE(executor_max_ns, 0) << text;
+    if (nsecs) {
+      EXPECT_EQ(cyclictest_max, executor_max_ns) << text;
+    } else {
+      EXPECT_GE(cyclictest_max, executor_max_ns / 1000) << text;
+      EXPECT_LE(cyclictest_max, executor_max_ns / 1000 + 1) << text;
+    }
+    EXPECT_EQ(JsonNumberAfter(text, "\"thread\": {", "\"cycles\": "), 200) << text;
+    EXPECT_EQ(JsonNumberAfter(text, "\"rtloop\": {", "\"cycles\": "), 200) << text;
+    EXPECT_EQ(JsonNumberAfter(text, "\"rtloop\": {", "\"warmup_cycles\": "), 20) << text;
+  }
 }
 
 // cyclictest 2.4 (Debian's, built with libnuma) reports a pinned thread's CPU and its NUMA node.

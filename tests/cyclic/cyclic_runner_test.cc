@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "alloc_counter.h"
-#include "cyclic_recorder.h"
+#include "cyclic_thread_stats.h"
+#include "max_over_time.h"
 #include "rtloop/framework/task_config.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/task_telemetry.h"
@@ -91,30 +92,32 @@ TEST(CyclicRunnerTest, NoBoundsNoBreaches) {
   EXPECT_TRUE(CheckFailBounds(CyclicOptions{}, threads, {}).empty());
 }
 
-// Everything a measurement thread's observer does per cycle, with every option that adds work
-// (-h, -v, --spike, -b, --warmup, the percentile histogram, --telemetry's hub), allocates nothing.
-TEST(CyclicRunnerTest, ThreadObserverAllocatesNothingPerCycle) {
+// Everything a measurement thread's observers do per cycle, with every option that adds work
+// (-h, -v, --spike, -b, --max-over-time, and the telemetry hub the runtime appends), allocates
+// nothing: the observers as the executor calls them, in one CycleObserverList.
+TEST(CyclicRunnerTest, MeasurementThreadObserversAllocateNothingPerCycle) {
   if (!testing::AllocationCountingEnabled()) {
     GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
   }
   BreakLatch latch;
-  RecorderConfig rc;
-  rc.histogram_buckets = 50;  // samples are 10..99 us: about half overflow, filling the list
-  rc.verbose = true;
-  rc.spike_threshold = 50;
-  rc.spike_nodes = 16;
-  rc.break_threshold = 1'000'000;
-  rc.break_latch = &latch;
-  rc.warmup_cycles = 10;
-  Result<std::unique_ptr<CyclicRecorder>> recorder = CyclicRecorder::Create(rc);
-  ASSERT_TRUE(recorder.ok()) << recorder.status().message();
+  CyclicStatsConfig sc;
+  sc.histogram_buckets = 50;  // samples are 10..99 us: about half overflow, filling the list
+  sc.verbose = true;
+  sc.spike_threshold = 50;
+  sc.spike_nodes = 16;
+  sc.break_threshold = 1'000'000;
+  sc.break_latch = &latch;
+  Result<std::unique_ptr<CyclicThreadStats>> stats = CyclicThreadStats::Create(sc);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  WindowMaxTracker windows(0, std::chrono::milliseconds(10), TimePoint(), false, 1024, &latch);
   telemetry::TelemetryHub hub;
   TaskConfig tc;
   tc.name = "cyclic0";
   tc.period = std::chrono::microseconds(1000);
   ASSERT_TRUE(hub.AddTask(0, tc).ok());
-  CyclicThreadObserver observer(recorder->get(), &latch, &hub);
-  observer.OnRtThreadStart(0);  // set-up: may allocate
+  const CycleObserverList observers = {stats->get(), &windows, &hub};
+  for (CycleObserver* o : observers) o->OnRtThreadStart(0);  // set-up: may allocate
+  CyclicThreadTask task(&latch);
 
   testing::AllocationCounter counter;
   for (std::uint64_t k = 0; k < 5000; ++k) {
@@ -123,34 +126,16 @@ TEST(CyclicRunnerTest, ThreadObserverAllocatesNothingPerCycle) {
     s.release = TimePoint(std::chrono::milliseconds(k));
     s.wakeup_latency_ns = static_cast<std::int64_t>(10'000 + (k * 7919) % 90'000);
     s.execution_ns = 500;
-    observer.OnCycle(s);
+    (void)task.Step(CycleContext{});
+    observers.OnCycle(s);
+    if (k % 100 == 0) windows.Drain([](const WindowMax&) {});
   }
   EXPECT_EQ(counter.Allocations(), 0u);
   EXPECT_EQ(counter.Deallocations(), 0u);
-  EXPECT_EQ((*recorder)->Snapshot().cycles, 4990u) << "--warmup=10 cycles left out";
-  EXPECT_GT((*recorder)->Snapshot().histogram_overflows, 50u) << "the overflow list filled up";
-  EXPECT_GT((*recorder)->Snapshot().spikes, 16u) << "the spike list filled up";
-  EXPECT_GE((*recorder)->LatencyAtPercentile(99.0), 10'000);
-}
-
-TEST(CyclicRunnerTest, ThreadObserverDropsSamplesAfterTheBreak) {
-  BreakLatch latch;
-  RecorderConfig rc;
-  rc.break_threshold = 100;  // us
-  rc.break_latch = &latch;
-  Result<std::unique_ptr<CyclicRecorder>> recorder = CyclicRecorder::Create(rc);
-  ASSERT_TRUE(recorder.ok());
-  CyclicThreadObserver observer(recorder->get(), &latch, nullptr);
-  for (std::uint64_t k = 0; k < 10; ++k) {
-    CycleSample s;
-    s.seq = k;
-    s.release = TimePoint(std::chrono::milliseconds(k));
-    s.wakeup_latency_ns = k == 3 ? 200'000 : 10'000;
-    observer.OnCycle(s);
-  }
-  EXPECT_TRUE(latch.hit());
-  EXPECT_EQ((*recorder)->Snapshot().cycles, 4u) << "the breaking sample is the last one";
-  EXPECT_EQ(latch.Get().value, 200);
+  EXPECT_EQ((*stats)->Snapshot().cycles, 5000u);
+  EXPECT_GT((*stats)->Snapshot().histogram_overflows, 50u) << "the overflow list filled up";
+  EXPECT_GT((*stats)->Snapshot().spikes, 16u) << "the spike list filled up";
+  EXPECT_GE(hub.task(0)->latency().ValueAtPercentile(99.0), 10'000);
 }
 
 }  // namespace

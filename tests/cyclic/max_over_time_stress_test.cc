@@ -15,7 +15,7 @@ TEST(WindowMaxTrackerStress, ConcurrentDrainSeesEveryWindowOnceInOrder) {
   constexpr std::int64_t kWindows = 50'000;
   constexpr std::int64_t kPerWindow = 4;
   const TimePoint origin{std::chrono::seconds(1)};
-  WindowMaxTracker tracker(std::chrono::microseconds(100), origin, true, 0, 64, nullptr);
+  WindowMaxTracker tracker(0, std::chrono::microseconds(100), origin, true, 64);
   std::atomic<bool> done{false};
   std::vector<WindowMax> seen;
   std::thread reader([&] {

@@ -1,6 +1,9 @@
 #include "max_over_time.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,7 +15,7 @@
 
 #include "alloc_counter.h"
 #include "cyclic_options.h"
-#include "cyclic_recorder.h"
+#include "cyclic_thread_stats.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -36,14 +39,8 @@ std::vector<WindowMax> DrainAll(WindowMaxTracker& t) {
   return out;
 }
 
-class CountingObserver final : public CycleObserver {
- public:
-  void OnCycle(const CycleSample&) noexcept override { ++cycles; }
-  int cycles = 0;
-};
-
 TEST(WindowMaxTracker, WindowsFollowTheReleaseTimeAndKeepTheExactMax) {
-  WindowMaxTracker t(milliseconds(1), kOrigin, false, 0, 16, nullptr);
+  WindowMaxTracker t(0, milliseconds(1), kOrigin, false, 16);
   t.OnCycle(At(100, 5));
   t.OnCycle(At(500, 9));
   t.OnCycle(At(900, 2));
@@ -66,35 +63,37 @@ TEST(WindowMaxTracker, WindowsFollowTheReleaseTimeAndKeepTheExactMax) {
 
 TEST(WindowMaxTracker, UsesCyclictestsDiffSoMaximaMatchTheThreadLine) {
   // 1.5 us after a release at x.999999600 s: calcdiff's truncated ns part makes it 2 us.
-  WindowMaxTracker t(milliseconds(10), TimePoint{}, false, 0, 16, nullptr);
+  WindowMaxTracker t(0, milliseconds(10), TimePoint{}, false, 16);
   CycleSample s;
   s.release = TimePoint{std::chrono::nanoseconds(1'999'999'600)};
   s.wakeup_latency_ns = 1500;
   t.OnCycle(s);
   WindowMax w;
   ASSERT_TRUE(t.TakeCurrent(&w));
-  EXPECT_EQ(w.max, CyclicRecorder::Diff(s.release, s.wakeup_latency_ns, false));
-  WindowMaxTracker ns(milliseconds(10), TimePoint{}, true, 0, 16, nullptr);
+  EXPECT_EQ(w.max, CyclictestDiff(s.release, s.wakeup_latency_ns, false));
+  WindowMaxTracker ns(0, milliseconds(10), TimePoint{}, true, 16);
   ns.OnCycle(s);
   ASSERT_TRUE(ns.TakeCurrent(&w));
   EXPECT_EQ(w.max, 1500);
 }
 
-TEST(WindowMaxTracker, WarmupCyclesAreLeftOutButEverySampleIsForwarded) {
-  CountingObserver next;
-  WindowMaxTracker t(milliseconds(1), kOrigin, false, 2, 16, &next);
-  t.OnCycle(At(100, 500));  // warm-up
-  t.OnCycle(At(200, 400));  // warm-up
-  t.OnCycle(At(300, 4));
-  EXPECT_EQ(next.cycles, 3);
+// The same samples as the T: line: after a -b break (in any thread) the windows stop too, and
+// the breaking sample is in, whichever of the thread's observers saw it first.
+TEST(WindowMaxTracker, SamplesAfterTheBreakAreLeftOutLikeTheThreadLine) {
+  BreakLatch latch;
+  WindowMaxTracker t(1, milliseconds(1), kOrigin, false, 16, &latch);
+  t.OnCycle(At(100, 4, 0));
+  ASSERT_TRUE(latch.TryTrip(1, 1, 500));  // as thread 1's CyclicThreadStats does on sample 1
+  t.OnCycle(At(200, 500, 1));
+  t.OnCycle(At(300, 900, 2));  // after the break
   WindowMax w;
   ASSERT_TRUE(t.TakeCurrent(&w));
-  EXPECT_EQ(w.max, 4);
-  EXPECT_EQ(w.cycles, 1u);
+  EXPECT_EQ(w.max, 500);
+  EXPECT_EQ(w.cycles, 2u);
 }
 
 TEST(WindowMaxTracker, AFullRingCountsTheWindowsItLost) {
-  WindowMaxTracker t(milliseconds(1), kOrigin, false, 0, 2, nullptr);
+  WindowMaxTracker t(0, milliseconds(1), kOrigin, false, 2);
   for (int k = 0; k < 5; ++k) t.OnCycle(At(k * 1000 + 10, k));
   // Windows 0 and 1 fit, 2 and 3 were lost, 4 is the current one.
   EXPECT_EQ(t.lost(), 2u);
@@ -110,8 +109,8 @@ TEST(WindowMaxTracker, OnCycleAllocatesNothingInSteadyState) {
     GTEST_SKIP() << "allocation counting is off under sanitizers";
   }
   static_assert(noexcept(std::declval<WindowMaxTracker&>().OnCycle(CycleSample{})));
-  CountingObserver next;
-  WindowMaxTracker t(microseconds(100), kOrigin, false, 10, 1024, &next);
+  BreakLatch latch;
+  WindowMaxTracker t(0, microseconds(100), kOrigin, false, 1024, &latch);
   testing::AllocationCounter counter;
   for (int k = 0; k < 100000; ++k) {
     t.OnCycle(At(k * 10, k % 50, static_cast<std::uint64_t>(k)));
@@ -128,21 +127,38 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "mot_" + std::to_string(getpid()) + "_" + name;
+}
+
+std::unique_ptr<MaxOverTime> Make(const MaxOverTimeConfig& c, const std::string& path) {
+  Result<telemetry::OutputFile> file = telemetry::OutputFile::Open(path, {"--max-over-time"});
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  if (!file.ok()) return nullptr;
+  Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c, std::move(*file));
+  EXPECT_TRUE(mot.ok()) << mot.status().ToString();
+  return mot.ok() ? std::move(*mot) : nullptr;
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
 TEST(MaxOverTime, FileListsEveryWindowOfEveryThreadAndEndsWithEnd) {
-  const std::string path = ::testing::TempDir() + "mot_" + std::to_string(getpid()) + ".txt";
+  const std::string path = TempPath("windows.txt");
   MaxOverTimeConfig c;
-  c.path = path;
   c.window = milliseconds(500);
   c.origin = kOrigin;
   c.threads = 2;
-  Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c);
-  ASSERT_TRUE(mot.ok()) << mot.status().ToString();
-  CycleObserver* t0 = (*mot)->Observer(0, nullptr);
-  CycleObserver* t1 = (*mot)->Observer(1, nullptr);
+  std::unique_ptr<MaxOverTime> mot = Make(c, path);
+  ASSERT_NE(mot, nullptr);
+  CycleObserver* t0 = mot->Observer(0);
+  CycleObserver* t1 = mot->Observer(1);
   t0->OnCycle(At(100, 11));
   t0->OnCycle(At(600'000, 12));
   t1->OnCycle(At(200, 21));
-  ASSERT_TRUE((*mot)->Close().ok());
+  EXPECT_TRUE(Exists(path + ".partial")) << "FILE.partial until complete";
+  EXPECT_FALSE(Exists(path));
+  ASSERT_TRUE(mot->Close().ok());
+  EXPECT_FALSE(Exists(path + ".partial"));
   EXPECT_EQ(ReadFile(path),
             "# rtloop-cyclic max over time\n# window_us: 500000\n# unit: us\n"
             "# columns: thread window start_s max cycles\n"
@@ -153,28 +169,53 @@ TEST(MaxOverTime, FileListsEveryWindowOfEveryThreadAndEndsWithEnd) {
   std::remove(path.c_str());
 }
 
-TEST(MaxOverTime, CreateNamesAFileItCannotCreate) {
+TEST(MaxOverTime, AbandonLeavesNoFile) {
+  const std::string path = TempPath("abandoned.txt");
   MaxOverTimeConfig c;
-  c.path = "/nonexistent-dir/mot.txt";
-  Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c);
-  ASSERT_FALSE(mot.ok());
-  EXPECT_NE(mot.status().message().find("/nonexistent-dir/mot.txt"), std::string::npos);
+  c.origin = kOrigin;
+  std::unique_ptr<MaxOverTime> mot = Make(c, path);
+  ASSERT_NE(mot, nullptr);
+  mot->Observer(0)->OnCycle(At(1, 1));
+  ASSERT_TRUE(mot->Start().ok());
+  mot->Abandon();
+  EXPECT_TRUE(mot->Close().ok()) << "nothing left to close";
+  EXPECT_FALSE(Exists(path));
+  EXPECT_FALSE(Exists(path + ".partial"));
 }
 
-TEST(MaxOverTime, FullDiskIsAnErrorNamingTheFile) {
-  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
-  MaxOverTimeConfig c;
-  c.path = "/dev/full";
-  c.origin = kOrigin;
-  Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c);
-  if (mot.ok()) {
-    (*mot)->Observer(0, nullptr)->OnCycle(At(1, 1));
+// A full file system without privileges, in a child process: RLIMIT_FSIZE makes writes past 256
+// bytes fail with EFBIG (SIGXFSZ ignored), as ENOSPC does on a full disk.
+TEST(MaxOverTime, AFullDiskIsAnErrorNamingTheOptionAndNoFileAppears) {
+  const std::string path = TempPath("full.txt");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{};
+    getrlimit(RLIMIT_FSIZE, &lim);
+    lim.rlim_cur = 256;
+    setrlimit(RLIMIT_FSIZE, &lim);
+    MaxOverTimeConfig c;
+    c.window = milliseconds(1);
+    c.origin = kOrigin;
+    Result<telemetry::OutputFile> file = telemetry::OutputFile::Open(path, {"--max-over-time"});
+    if (!file.ok()) _exit(10);
+    Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c, std::move(*file));
+    if (!mot.ok()) _exit(11);
+    CycleObserver* thread0 = (*mot)->Observer(0);
+    for (int k = 0; k < 100; ++k) thread0->OnCycle(At(k * 1000 + 1, k));
     const Status s = (*mot)->Close();
-    ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("/dev/full"), std::string::npos);
-  } else {
-    EXPECT_NE(mot.status().message().find("/dev/full"), std::string::npos);
+    if (s.ok()) _exit(12);
+    if (s.message().find("--max-over-time") == std::string::npos) _exit(13);
+    if (s.message().find(path) == std::string::npos) _exit(14);
+    _exit(0);
   }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: open, 11: create, 12: no error, 13/14: message";
+  EXPECT_FALSE(Exists(path)) << "a cut-short file never appears under its name";
+  EXPECT_FALSE(Exists(path + ".partial"));
 }
 
 MachineCpus TwoCpus() {
@@ -205,6 +246,11 @@ TEST(MaxOverTimeOptions, WindowMustBeAtLeastOneMillisecond) {
   EXPECT_NE(o.status().message().find("--max-window"), std::string::npos);
   const char* missing[] = {"rtloop-cyclic", "--max-over-time=/nonexistent-dir/x"};
   EXPECT_FALSE(ParseCyclicOptions(2, missing, TwoCpus()).ok());
+  const char* dash[] = {"rtloop-cyclic", "--max-over-time=-"};
+  o = ParseCyclicOptions(2, dash, TwoCpus());
+  ASSERT_FALSE(o.ok()) << "standard output carries the text output";
+  EXPECT_NE(o.status().message().find("give a file name"), std::string::npos)
+      << o.status().message();
 }
 
 // End to end: the windows of each thread add up to its cycle count and their max is the T: Max.

@@ -38,7 +38,7 @@ class RecordingObserver final : public CycleObserver {
 
 struct Fixture {
   explicit Fixture(OverrunPolicy policy, std::uint32_t watchdog = 0, bool keep = false,
-                   std::uint64_t max_cycles = 0) {
+                   std::uint64_t max_cycles = 0, std::uint64_t warmup_cycles = 0) {
     CycleEngineConfig c;
     c.task = 7;
     c.period = kPeriod;
@@ -46,6 +46,7 @@ struct Fixture {
     c.watchdog.max_consecutive_overruns = watchdog;
     c.watchdog.keep_running_after_fault = keep;
     c.max_cycles = max_cycles;
+    c.warmup_cycles = warmup_cycles;
     c.observers = {&observer};
     c.stats = &stats;
     engine.emplace(c, kStart);
@@ -297,6 +298,34 @@ TEST(CycleEngineTest, JitterExistsFromTheSecondCycle) {
   EXPECT_TRUE(s.has_jitter());
   ASSERT_TRUE(s.jitter_range_ns().has_value());
   EXPECT_EQ(*s.jitter_range_ns(), 20'000 - (-30'000));
+}
+
+TEST(CycleEngineTest, WarmupCyclesRunButStayOutOfTheStatisticsAndTheObservers) {
+  Fixture f(OverrunPolicy::kSkip, /*watchdog=*/0, /*keep=*/false, /*max_cycles=*/5,
+            /*warmup_cycles=*/2);
+  EXPECT_FALSE(f.Cycle(900, 100).stop);  // warm-up: a cold start's late wake-up
+  EXPECT_FALSE(f.Cycle(0, 2500).stop);   // warm-up: an overrun, releases 2 and 3 skipped
+  TaskStatsSnapshot s = f.stats.Snapshot();
+  EXPECT_EQ(s.warmup_cycles, 2u);
+  EXPECT_FALSE(s.has_data()) << "warm-up cycles are no data";
+  EXPECT_EQ(s.overruns, 0u);
+  EXPECT_EQ(s.missed_releases, 0u);
+  EXPECT_TRUE(f.observer.samples.empty());
+  EXPECT_EQ(f.engine->release(), At(4000)) << "the grid and the overrun policy still apply";
+
+  EXPECT_FALSE(f.Cycle(10, 100).stop);
+  EXPECT_FALSE(f.Cycle(30, 100).stop);
+  EXPECT_TRUE(f.Cycle(20, 100).stop) << "max_cycles counts the warm-up too";
+  s = f.stats.Snapshot();
+  EXPECT_EQ(s.cycles, 3u);
+  EXPECT_EQ(s.latency_max_ns, 30'000);
+  EXPECT_EQ(s.latency_sum_ns, 60'000);
+  EXPECT_TRUE(s.has_jitter()) << "the first measured cycle follows a warm-up wake-up";
+  ASSERT_EQ(f.observer.samples.size(), 3u);
+  EXPECT_EQ(f.observer.samples[0].seq, 0u) << "seqs count samples, from 0";
+  EXPECT_EQ(f.observer.samples[0].release, At(4000));
+  EXPECT_EQ(f.observer.samples[0].flags, 0u) << "not the task's first cycle";
+  EXPECT_EQ(f.observer.samples[2].seq, 2u);
 }
 
 TEST(CycleEngineTest, PhaseOffsetSetsTheFirstRelease) {

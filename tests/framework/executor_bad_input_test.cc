@@ -113,6 +113,10 @@ TEST(ExecutorBadInputTest, OtherInvalidTaskConfigs) {
   tc = OtherTask("rf", milliseconds(1));
   tc.run_for = milliseconds(-1);
   EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "run_for must be >= 0"));
+  tc = OtherTask("wu", milliseconds(1));
+  tc.max_cycles = 10;
+  tc.warmup_cycles = 10;
+  EXPECT_TRUE(Contains(ex->AddTask(t, tc).status().message(), "leaves nothing to measure"));
   ASSERT_TRUE(ex->AddTask(t, OtherTask("once", milliseconds(1))).ok());
   EXPECT_TRUE(Contains(ex->AddTask(t, OtherTask("twice", milliseconds(1))).status().message(),
                        "already added as task \"once\""));

@@ -307,14 +307,17 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
   ASSERT_TRUE(stream->WaitForReady());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
+  const auto finish_started = steady_clock::now();
   Background finisher([&] { rig.server().Finish(); });
-  // Slow past the delivery deadline, then fast enough to take the final message.
+  // Slow past the delivery deadline (stop_grace after Finish() began), then fast enough to take
+  // the final message before Finish() gives up waiting (stop_grace + 200 ms). Bounded by time,
+  // not by a message count: on a loaded machine 200 slow reads outlasted both.
+  const auto slow_until = finish_started + rc.server.stop_grace + milliseconds(50);
   StreamCheck check;
   v1::StreamSamplesResponse r;
-  int messages = 0;
   while (stream->Next(&r)) {
     check.Add(r);
-    if (++messages < 200) std::this_thread::sleep_for(milliseconds(1));
+    if (steady_clock::now() < slow_until) std::this_thread::sleep_for(milliseconds(1));
   }
   finisher.Join();
   ASSERT_TRUE(check.error.empty()) << check.error;

@@ -3,13 +3,10 @@
 // placement of the telemetry threads.
 #include "rtloop/telemetry/runtime.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "port_holder.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/client.h"
+#include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/sample_log_file.h"
 
 namespace rtloop {
@@ -107,7 +106,7 @@ TEST(RuntimeTest, DefaultsServeTelemetryOnLoopbackPort50051) {
   EXPECT_TRUE(c.telemetry.enabled);
   EXPECT_TRUE(c.telemetry.serve_grpc);
   EXPECT_EQ(c.telemetry.grpc.address, "127.0.0.1:50051");
-  EXPECT_EQ(c.telemetry.drain_period, milliseconds(10));
+  EXPECT_EQ(c.telemetry.drain_period, milliseconds(50));
   EXPECT_EQ(c.duration.count(), 0);
 }
 
@@ -177,20 +176,12 @@ TEST(RuntimeTest, TelemetryOffRunsTheExecutorAloneAndTheReportSaysSo) {
 }
 
 TEST(RuntimeTest, APortInUseNamesThePortAndHowToPickAnother) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(fd, 1), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
+  const std::string port = std::to_string(busy.port());
   RuntimeConfig c = TestConfig();
   c.telemetry.grpc.address = "127.0.0.1:" + port;
   Result<std::unique_ptr<Runtime>> rt = Runtime::Create(c);
-  close(fd);
   ASSERT_FALSE(rt.ok());
   const std::string m = rt.status().message();
   EXPECT_EQ(rt.status().code(), StatusCode::kAlreadyExists) << m;
@@ -293,6 +284,102 @@ TEST(RuntimeTest, SampleLogHoldsEverySampleOfTheRun) {
   ASSERT_TRUE(file->trailer.has_value());
   ASSERT_EQ(file->trailer->stats_size(), 1);
   EXPECT_EQ(file->trailer->stats(0).cycles(), 300u);
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("rtloop_runtime_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+// A program that opens its outputs before it measures gives the runtime the open file: the
+// header names the tool, the warm-up cycles are in no sample.
+TEST(RuntimeTest, RecordToWritesTheSampleLogIntoAFileOpenedBeforehand) {
+  const std::string path = TempPath("given.rtlog");
+  Result<telemetry::OutputFile> file = telemetry::OutputFile::Open(path, {.what = "--record"});
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  RuntimeConfig c = TestConfig();
+  c.telemetry.serve_grpc = false;
+  auto rt = MakeRuntime(c);
+  Idle a;
+  TaskConfig tc = OtherTask("logged", microseconds(500), 120);
+  tc.warmup_cycles = 20;
+  ASSERT_TRUE(rt->AddTask(a, tc).ok());
+  telemetry::SampleLogConfig header;
+  header.tool_name = "rtloop-cyclic";
+  header.command_line = "rtloop-cyclic -l100 --record=x";
+  ASSERT_TRUE(rt->RecordTo(std::move(*file), header).ok());
+  EXPECT_EQ(rt->RecordTo(telemetry::OutputFile(), header).code(), StatusCode::kFailedPrecondition)
+      << "one sample log per run";
+  EXPECT_TRUE(std::filesystem::exists(path + ".partial"));
+  ASSERT_TRUE(rt->RunUntilSignal().ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+  Result<telemetry::SampleLogContents> log = telemetry::ReadSampleLog(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_TRUE(log->error.ok()) << log->error.ToString();
+  EXPECT_EQ(log->header.tool_name(), "rtloop-cyclic");
+  EXPECT_EQ(log->header.command_line(), "rtloop-cyclic -l100 --record=x");
+  std::size_t samples = 0;
+  std::uint64_t first_seq = UINT64_MAX;
+  for (const auto& b : log->batches) {
+    samples += static_cast<std::size_t>(b.latency_ns_size());
+    first_seq = std::min<std::uint64_t>(first_seq, b.first_seq());
+  }
+  EXPECT_EQ(samples, 100u) << "the 20 warm-up cycles are not samples";
+  EXPECT_EQ(first_seq, 0u);
+  EXPECT_EQ(rt->Report(0).stats.warmup_cycles, 20u);
+  EXPECT_EQ(a.steps.load(), 120u);
+}
+
+// A set-up error after Create() (before or after Start()) leaves no sample log behind, and a
+// Start() that fails does the same.
+TEST(RuntimeTest, AbandonLeavesNoSampleLog) {
+  for (bool start : {false, true}) {
+    const std::string path = TempPath(start ? "abandoned-started.rtlog" : "abandoned.rtlog");
+    RuntimeConfig c = TestConfig();
+    c.telemetry.serve_grpc = false;
+    auto rt = MakeRuntime(c);
+    Idle a;
+    ASSERT_TRUE(rt->AddTask(a, OtherTask("x", milliseconds(1), 0)).ok());
+    Result<telemetry::OutputFile> file = telemetry::OutputFile::Open(path);
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE(rt->RecordTo(std::move(*file), {}).ok());
+    if (start) {
+      ASSERT_TRUE(rt->Start().ok());
+    }
+    rt->Abandon();
+    rt->Abandon();  // idempotent
+    EXPECT_TRUE(rt->Stop().ok());
+    EXPECT_FALSE(std::filesystem::exists(path)) << "start=" << start;
+    EXPECT_FALSE(std::filesystem::exists(path + ".partial")) << "start=" << start;
+  }
+  RuntimeConfig c = TestConfig();
+  c.telemetry.serve_grpc = false;
+  c.telemetry.record_path = TempPath("failed-start.rtlog");
+  auto rt = MakeRuntime(c);
+  Idle a;
+  ASSERT_TRUE(rt->AddTask(a, OtherTask("fine", milliseconds(1), 0)).ok());
+  struct FailingStart final : PeriodicTask {
+    Status OnStart() override { return InternalError("refused"); }
+    StepResult Step(const CycleContext&) noexcept override { return StepResult::kStop; }
+  } failing;
+  ASSERT_TRUE(rt->AddTask(failing, OtherTask("failing", milliseconds(1), 0)).ok());
+  EXPECT_FALSE(rt->Start().ok());
+  EXPECT_FALSE(std::filesystem::exists(c.telemetry.record_path));
+  EXPECT_FALSE(std::filesystem::exists(c.telemetry.record_path + ".partial"));
+}
+
+TEST(RuntimeTest, AProgramNamesItsOwnOptionForAnotherAddress) {
+  const testing::PortHolder busy;
+  ASSERT_GT(busy.port(), 0);
+  RuntimeConfig c = TestConfig();
+  c.telemetry.grpc.address = "127.0.0.1:" + std::to_string(busy.port());
+  c.telemetry.grpc_address_hint = "give another --telemetry=HOST:PORT";
+  const Status s = Runtime::Create(c).status();
+  EXPECT_NE(s.message().find("(give another --telemetry=HOST:PORT)"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("RuntimeConfig"), std::string::npos) << s.message();
 }
 
 TEST(RuntimeTest, TelemetryThreadsLeaveTheCpusOfPinnedTasks) {

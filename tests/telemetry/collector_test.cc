@@ -124,6 +124,37 @@ TEST_F(CollectorTest, SlowSubscriberLosesItsOldestSamplesWithoutAffectingOthers)
   EXPECT_EQ(batches[0].first_seq, 1000u);
 }
 
+// A consumer is told about new samples instead of polling: once per pass that queued some for it,
+// never for a pass that brought none (or only other tasks'), and not after it unset the function.
+TEST_F(CollectorTest, ASubscriptionIsToldOncePerPassThatQueuedSamplesForIt) {
+  Collector collector(hub_, {.chunk_size = 100});
+  auto a = collector.Subscribe({.tasks = {0}});
+  auto b = collector.Subscribe({.tasks = {1}});
+  int told_a = 0, told_b = 0;
+  std::uint64_t popped_in_callback = 0;
+  a->SetOnSamples([&] {
+    ++told_a;
+    std::vector<SampleBatch> batches;
+    popped_in_callback += a->Pop(&batches, milliseconds(0));  // a consumer may Pop() right here
+  });
+  b->SetOnSamples([&] { ++told_b; });
+  collector.DrainOnce();  // nothing produced
+  EXPECT_EQ(told_a, 0);
+  Produce(0, 0, 1000);  // ten bulk dequeues: still one call
+  collector.DrainOnce();
+  EXPECT_EQ(told_a, 1);
+  EXPECT_EQ(told_b, 0) << "task 1 produced nothing";
+  EXPECT_EQ(popped_in_callback, 1000u);
+  Produce(1, 0, 3);
+  collector.DrainOnce();
+  EXPECT_EQ(told_a, 1);
+  EXPECT_EQ(told_b, 1);
+  a->SetOnSamples(nullptr);
+  Produce(0, 1000, 1010);
+  collector.DrainOnce();
+  EXPECT_EQ(told_a, 1);
+}
+
 std::vector<Sample> Seqs(TaskId task, std::uint64_t from, std::uint64_t to) {
   std::vector<Sample> v;
   for (std::uint64_t i = from; i < to; ++i) v.push_back(MakeSample(MakeCycle(task, i, 1, 1)));

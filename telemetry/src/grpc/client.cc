@@ -213,9 +213,13 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   if (!config.bdp_probe) args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  // Reconnect quickly after a server restart (rtloop-top retries with its own backoff).
+  // Reconnect quickly after a server restart (rtloop-top retries with its own backoff). gRPC takes
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the time one connection attempt may take (TCP, TLS and
+  // the server's HTTP/2 SETTINGS): 5 s, the server's own handshake_timeout. At 200 ms a server on
+  // a loaded board that answered its handshake late made streams fail UNAVAILABLE ("timed out
+  // before receiving SETTINGS frame").
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (!config.tls_ca_file.empty()) {

@@ -258,6 +258,7 @@ class Server::Impl {
   }
 
   void Supervise() {
+    pthread_setname_np(pthread_self(), "rtloop-grpc-sup");
     MemoryTrimmer trimmer;
     for (;;) {
       {

@@ -1,6 +1,8 @@
 // ServerCore and the Telemetry service's reactors (see server_core.h).
 #include "server_core.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
@@ -193,6 +195,13 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
     return true;
   }
 
+  SteadyClock::time_point NextDue() override {
+    std::lock_guard lock(mu_);
+    // A write in flight ends in OnWriteDone(), which kicks again.
+    if (writing_ || finished_) return SteadyClock::time_point::max();
+    return DueLocked();
+  }
+
   void OnWriteDone(bool ok) override {
     TakeBack(this);
     {
@@ -243,6 +252,9 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
   virtual void FillEnd(Response* out) = 0;
   // Once, from OnDone, before the reactor is released.
   virtual void Closing() {}
+  // Under the lock: when Fill() will next have a message for the pump to kick out; max() when
+  // the stream is woken otherwise (its data source).
+  virtual SteadyClock::time_point DueLocked() const { return SteadyClock::time_point::max(); }
 
   ServerCore* const core_;
 
@@ -285,6 +297,7 @@ class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
     return true;
   }
   bool FillQueued(v1::GetStatsResponse* /*out*/) override { return false; }
+  SteadyClock::time_point DueLocked() const override { return next_; }
   // The final statistics, marked as the end.
   void FillEnd(v1::GetStatsResponse* out) override {
     out->Clear();
@@ -358,7 +371,10 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
       t->set_lost_total(At(lost_total_, id));
     }
   }
-  void Closing() override { core_->collector().Unsubscribe(subscription_); }
+  void Closing() override {
+    subscription_->SetOnSamples(nullptr);
+    core_->collector().Unsubscribe(subscription_);
+  }
 
  private:
   static void Count(std::vector<std::uint64_t>& v, TaskId task, std::uint64_t n) {
@@ -446,15 +462,20 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
     Result<SampleStreamPlan> plan = PlanSampleStream(core_->hub(), *request, core_->config());
     if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
+    std::shared_ptr<Subscription> subscription = core_->collector().Subscribe(plan->subscription);
     auto reactor = std::make_shared<SampleStreamReactor>(
-        core_, context, core_->collector().Subscribe(plan->subscription), std::move(plan->tasks),
-        plan->max_batch_samples);
+        core_, context, subscription, std::move(plan->tasks), plan->max_batch_samples);
     SampleStreamReactor* raw = reactor.get();
     // Send the response headers now: the client then knows the subscription exists (every sample
     // from here on reaches it) even before the first batch. Before Register(): no other thread
     // can reach the reactor yet.
     raw->StartSendInitialMetadata();
     core_->Register(reactor);
+    // From now on each drain pass that brings samples writes them out; the stream holds itself
+    // only weakly here (the registry owns it).
+    subscription->SetOnSamples([weak = std::weak_ptr<SampleStreamReactor>(reactor)] {
+      if (std::shared_ptr<SampleStreamReactor> stream = weak.lock()) stream->Kick();
+    });
     HandOver(raw);
     return raw;
   }
@@ -541,6 +562,7 @@ void ServerCore::Register(const std::shared_ptr<StreamBase>& stream) {
   {
     std::lock_guard lock(mu_);
     streams_.emplace(stream.get(), stream);
+    pump_wake_ = true;
     stopping = stopping_;
     end = end_deadline_;
     status = stop_status_;
@@ -664,21 +686,25 @@ std::vector<std::shared_ptr<StreamBase>> ServerCore::Snapshot() {
 }
 
 void ServerCore::PumpLoop() {
+  pthread_setname_np(pthread_self(), "rtloop-pump");
   std::unique_lock lock(mu_);
   while (!pump_stop_) {
     if (streams_.empty()) {
       pump_cv_.wait(lock, [this] { return pump_stop_ || !streams_.empty(); });
       continue;
     }
+    pump_wake_ = false;
     lock.unlock();
     const SteadyClock::time_point now = SteadyClock::now();
+    SteadyClock::time_point next = now + config_.poll_period;  // the next stall check
     std::uint64_t stalled = 0;
     for (const std::shared_ptr<StreamBase>& s : Snapshot()) {
       if (config_.stall_timeout.count() > 0 && s->CancelIfStalled(now, config_.stall_timeout)) {
         ++stalled;
-      } else {
-        s->Kick();
+        continue;
       }
+      if (s->NextDue() <= now) s->Kick();
+      next = std::min(next, s->NextDue());
     }
     if (stalled > 0 && config_.log_to_stderr) {
       std::fprintf(stderr,
@@ -689,7 +715,7 @@ void ServerCore::PumpLoop() {
     }
     lock.lock();
     stalled_cancelled_ += stalled;
-    pump_cv_.wait_for(lock, config_.poll_period, [this] { return pump_stop_; });
+    pump_cv_.wait_until(lock, std::max(next, now), [this] { return pump_stop_ || pump_wake_; });
   }
 }
 

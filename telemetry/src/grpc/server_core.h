@@ -5,10 +5,12 @@
 // server_core.cc include it.
 //
 // Streams: each open stream is a ServerWriteReactor registered with the ServerCore. A message is
-// written when one is ready and no write is in flight: right after the previous write completed
-// (OnWriteDone, on a gRPC thread) or from the core's pump thread, which polls idle streams every
-// ServerConfig::poll_period (sample subscriptions fill every collector drain period; stats are due
-// every interval) and cancels streams whose write has been stuck for ServerConfig::stall_timeout.
+// written when one is ready and no write is in flight, and something wakes only when there is
+// work: right after the previous write completed (OnWriteDone, on a gRPC thread); for a sample
+// stream, when the collector's drain pass queued samples for it (Subscription::SetOnSamples, on
+// the collector thread); for a WatchStats stream, when its next snapshot is due (the core's pump
+// thread sleeps until then). The pump also looks every ServerConfig::poll_period for streams whose
+// write has been stuck for ServerConfig::stall_timeout, and cancels them.
 // gRPC calls (StartWrite, Finish, TryCancel) are never made under a reactor's lock, because gRPC
 // may run a reaction inline.
 //
@@ -54,6 +56,9 @@ class StreamBase {
   virtual void RequestEnd(SteadyClock::time_point deadline) = 0;
   // Cancels the call when a write has been in flight for `timeout` or longer; true if it did.
   virtual bool CancelIfStalled(SteadyClock::time_point now, std::chrono::milliseconds timeout) = 0;
+  // When the pump must Kick() this stream next; time_point::max() when something else will (a
+  // write completion, the collector) or never.
+  virtual SteadyClock::time_point NextDue() = 0;
 };
 
 class ServerCore {
@@ -128,6 +133,7 @@ class ServerCore {
   grpc::Status stop_status_;                             // set by FinishAll()
   std::uint64_t stalled_cancelled_ = 0;
   bool pump_stop_ = false;
+  bool pump_wake_ = false;  // a stream was registered: the pump recomputes its next due time
   std::thread pump_;
 };
 

@@ -1,7 +1,7 @@
 // CycleEngine: the executor's per-cycle bookkeeping for one task, everything a cycle does except
 // waiting for the release and calling Step(): the CycleContext, the next release (ReleaseSchedule
-// and the overrun policy), TaskStats, the watchdog, a Step()'s kStop/kFault, max_cycles / run_for
-// and the CycleObservers.
+// and the overrun policy), TaskStats, the watchdog, a Step()'s kStop/kFault, the warm-up,
+// max_cycles / run_for and the CycleObservers.
 //
 // The executor's RT loop is, per cycle:
 //   wait until engine.release();  W = Now();
@@ -32,6 +32,7 @@ struct CycleEngineConfig {
   OverrunPolicy overrun_policy = OverrunPolicy::kSkip;
   WatchdogConfig watchdog;
   std::uint64_t max_cycles = 0;         // 0: no limit
+  std::uint64_t warmup_cycles = 0;      // leading cycles left out of stats and observers
   std::chrono::nanoseconds run_for{0};  // stop once the next release is >= first + run_for; 0: no
   CycleObserverList observers;          // called in order after the stats; not owned
   TaskStats* stats = nullptr;           // required, not owned
@@ -78,10 +79,12 @@ class CycleEngine {
   // RT-safe.
   CycleOutcome EndCycle(TimePoint done, StepResult step) noexcept {
     const bool first = cycles_ == 0;
+    // Warm-up cycles run like any other but are neither recorded nor observed.
+    const bool measured = cycles_ >= config_.warmup_cycles;
     const ReleaseSchedule::Advanced adv = schedule_.Advance(done);
     CycleSample sample;
     sample.task = config_.task;
-    sample.seq = cycles_;
+    sample.seq = cycles_ - config_.warmup_cycles;
     sample.release = ctx_.release;
     sample.wakeup_latency_ns = (ctx_.wake - ctx_.release).count();
     sample.execution_ns = (done - ctx_.wake).count();
@@ -89,8 +92,12 @@ class CycleEngine {
     sample.missed_releases =
         adv.missed > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(adv.missed);
     sample.flags = (first ? kCycleFirst : 0u) | (adv.overrun ? kCycleOverrun : 0u);
-    config_.stats->Record(sample.wakeup_latency_ns, sample.execution_ns, sample.period_jitter_ns,
-                          first, adv.overrun, adv.missed);
+    if (measured) [[likely]] {
+      config_.stats->Record(sample.wakeup_latency_ns, sample.execution_ns, sample.period_jitter_ns,
+                            first, adv.overrun, adv.missed);
+    } else {
+      config_.stats->RecordWarmup();
+    }
 
     CycleOutcome out;
     consecutive_overruns_ = adv.overrun ? consecutive_overruns_ + 1 : 0;
@@ -107,7 +114,9 @@ class CycleEngine {
       sample.flags |= kCycleFault;
       out.fault_state = true;
     }
-    config_.observers.OnCycle(sample);
+    if (measured) [[likely]] {
+      config_.observers.OnCycle(sample);
+    }
 
     last_wake_ = ctx_.wake;
     pending_missed_ = adv.missed;

@@ -40,7 +40,9 @@ enum CycleFlags : std::uint32_t {
 // ns on the task's clock.
 struct CycleSample {
   TaskId task = 0;
-  std::uint64_t seq = 0;               // 0-based cycle index (== CycleContext::cycle)
+  // 0-based index among the task's measured cycles: CycleContext::cycle minus
+  // TaskConfig::warmup_cycles (warm-up cycles are not samples), so seqs are contiguous from 0.
+  std::uint64_t seq = 0;
   TimePoint release;                   // E_k
   std::int64_t wakeup_latency_ns = 0;  // L_k = W_k - E_k, signed
   std::int64_t execution_ns = 0;       // X_k = D_k - W_k

@@ -83,6 +83,13 @@ struct TaskConfig {
   WaitMode wait_mode = WaitMode::kAbsolute;
   std::size_t stack_size = 262'144;  // bytes (256 KiB), prefaulted when the executor locks memory
   std::uint64_t max_cycles = 0;      // stop the task after this many Step() calls; 0: never
+  // The first warmup_cycles cycles run as usual (Step() is called, the releases, the overrun
+  // policy and the watchdog work) but are left out of TaskStats and not shown to the observers, so
+  // cold caches, first-touch page faults and the start's own jitter stay out of every statistic,
+  // telemetry's included (cyclictest-style warm-up: rtloop-cyclic --warmup).
+  // TaskStatsSnapshot::warmup_cycles counts them; max_cycles counts them too (< max_cycles when
+  // that is set). 0: none.
+  std::uint64_t warmup_cycles = 0;
   // Stop the task once its releases reach E_0 + run_for: with a grid (kAbsolute, kPosixTimer) and
   // no overrun that is ceil(run_for / period) cycles, as cyclictest -D. 0: no time limit. >= 0.
   // With max_cycles too, whichever comes first ends the task.

@@ -44,7 +44,9 @@ const char* TaskStateName(TaskState state) noexcept;
 struct TaskStatsSnapshot {
   TaskState state = TaskState::kCreated;
   int tid = 0;               // kernel thread id of the RT thread; 0 before it started
-  std::uint64_t cycles = 0;  // Step() calls
+  std::uint64_t cycles = 0;  // measured cycles: Step() calls after the warm-up
+  // Cycles run before the statistics began (TaskConfig::warmup_cycles); in none of the figures.
+  std::uint64_t warmup_cycles = 0;
   // Wake-up latency and execution time: min/max/sum/last over all cycles; meaningful only when
   // has_data() (0 otherwise, which is not a measurement).
   std::int64_t latency_min_ns = 0;
@@ -66,8 +68,8 @@ struct TaskStatsSnapshot {
   // RT-safe, all of them.
   // At least one cycle ran: the latency and execution figures exist.
   bool has_data() const noexcept { return cycles > 0; }
-  // At least two cycles ran: the jitter figures exist.
-  bool has_jitter() const noexcept { return cycles > 1; }
+  // Two wake-ups, the second one measured: the jitter figures exist.
+  bool has_jitter() const noexcept { return cycles > 0 && cycles + warmup_cycles > 1; }
   // Mean wake-up latency / execution time; nullopt without data.
   std::optional<double> latency_avg_ns() const noexcept {
     if (!has_data()) return std::nullopt;
@@ -90,6 +92,8 @@ class TaskStats {
   // RT-safe. Records one cycle. `first` marks the task's first cycle (no jitter yet).
   void Record(std::int64_t latency_ns, std::int64_t execution_ns, std::int64_t jitter_ns,
               bool first, bool overrun, std::uint64_t missed) noexcept;
+  // RT-safe. Counts one warm-up cycle (TaskConfig::warmup_cycles): run, not measured.
+  void RecordWarmup() noexcept;
   // RT-safe. Counts one fault (a watchdog trip, or a Step() that returned kFault).
   void RecordFault() noexcept;
   // RT-safe. Set by the executor on the task's thread as its lifecycle moves on.
@@ -105,6 +109,7 @@ class TaskStats {
   std::atomic<TaskState> state_{TaskState::kCreated};
   std::atomic<int> tid_{0};
   U64 cycles_{0};
+  U64 warmup_{0};
   I64 latency_min_{std::numeric_limits<std::int64_t>::max()};
   I64 latency_max_{std::numeric_limits<std::int64_t>::min()};
   I64 latency_sum_{0};

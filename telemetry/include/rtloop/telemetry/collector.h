@@ -2,12 +2,14 @@
 // to sinks: subscriptions (bounded drop-oldest queues, added and removed at any time, e.g. one per
 // gRPC stream) and SampleSinks such as the SampleLogWriter.
 //
-// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, 10 ms by default)
-// while someone consumes samples (a subscription or a sink); with no consumer only as often as the
-// rings need to stay below half full (capacity / 2 cycles of the fastest task, at most once a
-// second), since nobody waits for the samples then. A new subscription wakes it at once. Each
-// wake-up on a CPU that runs RT tasks costs them latency: start it on a housekeeping CPU, or give
-// CollectorConfig::cpus (rtloop::Runtime picks CPUs no pinned task uses).
+// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, 10 ms by default;
+// rtloop::Runtime sets 50 ms) while someone consumes samples (a subscription or a sink); with no
+// consumer only as often as the rings need to stay below half full (capacity / 2 cycles of the
+// fastest task, at most once a second), since nobody waits for the samples then. A new subscription
+// wakes it at once. After a pass it tells each subscription that got samples
+// (Subscription::SetOnSamples), so that a consumer such as a gRPC stream need not wake on a timer
+// of its own. Each wake-up on a CPU that runs RT tasks costs them latency: start it on a
+// housekeeping CPU, or give CollectorConfig::cpus (rtloop::Runtime picks CPUs no pinned task uses).
 //
 //   rtloop::telemetry::Collector collector(hub);
 //   collector.AddSink(sample_log.get());                  // before Start()
@@ -35,6 +37,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -99,6 +102,13 @@ class Subscription {
   std::vector<std::uint64_t> TakeUnreportedLoss();
   // True when `task` passes this subscription's filter.
   bool Wants(TaskId task) const noexcept;
+  // `fn` is called on the collector's thread after every drain pass that queued samples here
+  // (outside the collector's locks; it may Pop()): a consumer can then react to new samples
+  // instead of polling for them. It must not block, and must not call the collector's Stop() or
+  // DrainOnce(). Replaces an earlier one; nullptr: none. Any (non-RT) thread.
+  void SetOnSamples(std::function<void()> fn);
+  // Calls the SetOnSamples() function, if any (the collector, after a drain pass).
+  void NotifySamples();
   SubscriptionStats stats() const;
 
   // Used by the collector: appends samples of one task, dropping the oldest beyond capacity; each
@@ -115,7 +125,8 @@ class Subscription {
   std::vector<Sample> ring_;  // circular, capacity_ slots, guarded by mu_
   std::size_t head_ = 0;      // index of the oldest queued sample
   std::size_t size_ = 0;
-  std::vector<std::uint64_t> pending_lost_;  // per task id, guarded by mu_
+  std::vector<std::uint64_t> pending_lost_;                  // per task id, guarded by mu_
+  std::shared_ptr<const std::function<void()>> on_samples_;  // guarded by mu_
   std::uint64_t offered_ = 0;
   std::uint64_t received_ = 0;
   std::uint64_t lost_ = 0;
@@ -187,6 +198,8 @@ class Collector {
   mutable std::mutex subs_mu_;
   std::vector<std::shared_ptr<Subscription>> subs_;  // guarded by subs_mu_
   std::mutex drain_mu_;                              // one drain pass at a time
+  // The subscriptions the current drain pass offered samples to (NotifySamples() after it).
+  std::vector<std::shared_ptr<Subscription>> notify_;  // guarded by drain_mu_
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_requested_ = false;  // guarded by stop_mu_

@@ -24,6 +24,10 @@
 // TelemetryConfig::http adds the HTTP endpoint (Prometheus /metrics and the live page at /,
 // http_server.h); it listens from Create() on, like the gRPC server.
 //
+// A program that checks and opens every output before it measures (rtloop-cyclic) hands the
+// runtime its sample log already open (RecordTo()), and ends a run whose set-up failed with
+// Abandon(), which leaves no output behind.
+//
 // Where the telemetry threads run: the collector, gRPC and HTTP threads are housekeeping. With
 // ExecutorConfig::housekeeping_cpus they run there. Otherwise, when the tasks' pinned CPUs
 // (TaskConfig::cpus) leave some of the process's CPUs free, Start() moves them to those free CPUs,
@@ -33,7 +37,8 @@
 // Stop order (Stop(), RunUntilSignal(), the destructor): the executor's tasks stop; the collector
 // drains what the rings still hold into the streams and the sample log; the gRPC streams end with
 // their final message and the server stops; the HTTP endpoint stops; the sample log gets its
-// trailer and is closed.
+// trailer and is closed. A Start() that fails stops in the same order but as Abandon() does:
+// nothing was measured, so no sample log is left.
 //
 // Signals: RunUntilSignal() takes SIGINT/SIGTERM on the calling thread (StopSignals,
 // framework/stop_signals.h). Every thread the Runtime creates (tasks, collector, gRPC) has them
@@ -74,10 +79,13 @@ struct TelemetryConfig {
   bool enabled = true;
   // Tasks telemetry can hold (slots are allocated up front). 1..65536.
   std::size_t max_tasks = 64;
-  // The one setting for both ends of the ring: sizes every task's ring (rate x 2 x drain_period)
-  // and paces the collector. 10 ms: a live view needs no more, and each collector wake-up on a CPU
-  // that runs RT tasks costs them latency. > 0.
-  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(10)};
+  // The one setting for both ends of the ring: sizes every task's ring (rate x 2 x drain_period,
+  // at least 8192 samples) and paces the collector while someone consumes samples (a stream, the
+  // sample log). 50 ms: a live view (20 updates a second) needs no more, and every drain pass
+  // wakes the collector, the gRPC threads that write each stream and the clients; on a CPU that
+  // runs RT tasks each wake-up costs them latency (bench/cyclic/telemetry_cost.py: 10 ms made
+  // ~785 telemetry wake-ups/s with one streaming client, 50 ms ~234). > 0.
+  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(50)};
   // Sample log to write (every sample, header and trailer: sample_log.h); empty: none.
   std::string record_path;
   // The gRPC API (needs `enabled`).
@@ -88,6 +96,12 @@ struct TelemetryConfig {
   // The HTTP endpoint: Prometheus /metrics and the live page (http_server.h; needs `enabled`).
   // Off unless set; set it to {} for 127.0.0.1:9101 (http_address() tells the bound one).
   std::optional<telemetry::HttpConfig> http;
+  // How the user of a program picks another gRPC / HTTP address, appended in parentheses to a
+  // "port in use" or "not permitted" error (a tool with a command line names its option, e.g.
+  // "give another --telemetry=HOST:PORT; port 0 picks a free one"). Empty: the RuntimeConfig
+  // fields to set.
+  std::string grpc_address_hint;
+  std::string http_address_hint;
 };
 
 struct RuntimeConfig {
@@ -118,6 +132,13 @@ class Runtime {
   // `task` must outlive the runtime.
   Result<TaskId> AddTask(PeriodicTask& task, const TaskConfig& config);
 
+  // Records the sample log into `file`, opened beforehand (by a program that checks and opens all
+  // of its outputs before it measures), instead of TelemetryConfig::record_path. `header` names
+  // the tool, its version and its command line (its path is `file`'s). The header is written at
+  // Start(), the trailer at Stop(); Abandon() removes the file. Before Start() only;
+  // FailedPrecondition without telemetry, with record_path set, or when called twice.
+  Status RecordTo(telemetry::OutputFile file, const telemetry::SampleLogConfig& header);
+
   // Opens the sample log, places the telemetry threads (see above), starts the collector and then
   // the executor's tasks (collector first, so that no ring fills before it runs).
   // FailedPrecondition when started before, stopped, or without tasks.
@@ -125,6 +146,11 @@ class Runtime {
   // The orderly stop described above. Idempotent; the first error (e.g. of the sample log) is
   // returned. After Stop() the runtime cannot start again.
   Status Stop();
+  // Ends a run whose set-up failed after Create() (before or after Start()): stops in the same
+  // order, but leaves nothing behind: gRPC streams end with UNAVAILABLE instead of a final
+  // message, and the sample log (PATH.partial, or the file given to RecordTo()) is removed
+  // instead of closed. Idempotent; after Stop() it does nothing.
+  void Abandon();
   // Start() (unless started), wait for SIGINT/SIGTERM, for `duration`, or for every task to end,
   // then Stop() and, with report_at_exit, print the task report. A stop signal is announced on
   // stderr ("<app_name>: SIGINT: stopping").
@@ -159,7 +185,7 @@ class Runtime {
   Status OpenSampleLog();
   std::vector<int> ChooseTelemetryCpus() const;
   Status StartCollector();
-  Status StopLocked();  // mu_ held
+  Status StopLocked(bool abandon);  // mu_ held
 
   const RuntimeConfig config_;
   std::vector<int> process_cpus_;  // the controlling thread's affinity at Create()
@@ -173,6 +199,9 @@ class Runtime {
   std::unique_ptr<telemetry::HttpServer> http_;
   std::vector<int> http_tids_;  // the threads HttpServer::Start() created
   std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
+  // RecordTo(): the sample log's file and header until Start() opens the writer on them.
+  std::optional<telemetry::OutputFile> record_file_;
+  telemetry::SampleLogConfig record_header_;
   std::vector<int> telemetry_cpus_;
   // Serialises Start() and Stop() (Stop() may come from another thread).
   std::mutex mu_;

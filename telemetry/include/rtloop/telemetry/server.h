@@ -92,12 +92,13 @@ struct ServerConfig {
   std::size_t max_batch_samples = 4096;
   // Shortest WatchStats interval accepted; shorter requests are INVALID_ARGUMENT.
   std::chrono::milliseconds min_watch_interval{10};
-  // How often the server's pump thread looks at streams that have nothing in flight (new samples,
-  // due WatchStats snapshots). Streams that keep writing are driven by their write completions;
-  // this bounds the delivery delay of an idle stream. Every wake-up of a telemetry thread on a CPU
-  // that also runs RT tasks costs them latency (measured: bench/cyclic/README.md), so keep it
-  // coarse there. 1..1000 ms.
-  std::chrono::milliseconds poll_period{10};
+  // How often the server's pump thread looks for streams whose write is stuck (stall_timeout
+  // below). Nothing else polls: a sample stream writes when the collector's drain pass queued
+  // samples for it and when its previous write completed, a WatchStats stream when its next
+  // snapshot is due, so a server without open streams, or with streams that have nothing to send,
+  // does not wake. (Every wake-up of a telemetry thread on a CPU that also runs RT tasks costs
+  // them latency: bench/cyclic/telemetry_cost.py measures it.) 1..1000 ms.
+  std::chrono::milliseconds poll_period{1000};
   // How long Stop() lets open streams flush their last message before cancelling them, and how
   // long Finish() lets them deliver what is queued (the rest then counts as lost).
   std::chrono::milliseconds stop_grace{300};

@@ -1,0 +1,240 @@
+#include "cyclic_thread_stats.h"
+
+#include <chrono>
+#include <new>
+#include <string>
+
+namespace rtloop::cyclic {
+namespace {
+
+// The largest spike list we accept: 16 bytes a node, so 64 MiB.
+constexpr std::uint32_t kMaxSpikeNodes = 4u << 20;
+
+// OnCycle() is RT-safe only if these never fall back to libatomic's lock-based implementation
+// (e.g. 64-bit atomics on a 32-bit target without double-word exclusives).
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+static_assert(std::atomic<double>::is_always_lock_free);
+static_assert(std::atomic<int>::is_always_lock_free);
+
+// Single-writer update of an atomic the RT thread alone writes: no read-modify-write needed.
+template <typename T>
+void Bump(std::atomic<T>& a, T by = 1) noexcept {
+  a.store(a.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::int64_t CyclictestDiff(TimePoint release, std::int64_t latency_ns, bool nsecs) noexcept {
+  // rt-utils' calcdiff(now, next): whole seconds, then the ns parts subtracted and divided by 1000
+  // (C division: truncation toward zero), so the result is not always latency_ns / 1000.
+  const timespec next = release.ToTimespec();
+  const timespec now = (release + std::chrono::nanoseconds(latency_ns)).ToTimespec();
+  const std::int64_t sec = static_cast<std::int64_t>(now.tv_sec) - next.tv_sec;
+  const std::int64_t nsec = static_cast<std::int64_t>(now.tv_nsec) - next.tv_nsec;
+  if (nsecs) return sec * 1'000'000'000 + nsec;
+  return sec * 1'000'000 + nsec / 1000;
+}
+
+// --- BreakLatch ---
+
+bool BreakLatch::TryTrip(int thread, std::uint64_t seq, std::int64_t value) noexcept {
+  int expected = kIdle;
+  if (!state_.compare_exchange_strong(expected, kWriting, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+    return false;
+  }
+  thread_.store(thread, std::memory_order_relaxed);
+  seq_.store(seq, std::memory_order_relaxed);
+  value_.store(value, std::memory_order_relaxed);
+  state_.store(kTripped, std::memory_order_release);
+  return true;
+}
+
+bool BreakLatch::Excludes(int thread, std::uint64_t seq) const noexcept {
+  // kWriting counts as not yet tripped: only the tripping thread is between the two stores, and
+  // it is busy with the breaking sample itself.
+  if (!hit()) return false;
+  return thread != thread_.load(std::memory_order_relaxed) ||
+         seq != seq_.load(std::memory_order_relaxed);
+}
+
+BreakLatch::Trip BreakLatch::Get() const noexcept {
+  Trip trip;
+  if (!hit()) return trip;
+  trip.hit = true;
+  trip.thread = thread_.load(std::memory_order_relaxed);
+  trip.seq = seq_.load(std::memory_order_relaxed);
+  trip.value = value_.load(std::memory_order_relaxed);
+  return trip;
+}
+
+StepResult CyclicThreadTask::Step(const CycleContext& /*ctx*/) noexcept {
+  return latch_ != nullptr && latch_->hit() ? StepResult::kStop : StepResult::kContinue;
+}
+
+// --- CyclicThreadStats ---
+
+Result<std::unique_ptr<CyclicThreadStats>> CyclicThreadStats::Create(
+    const CyclicStatsConfig& config) {
+  if (config.histogram_buckets > kMaxHistogramBuckets) {
+    return InvalidArgumentError("histogram size " + std::to_string(config.histogram_buckets) +
+                                " is too large: use at most " +
+                                std::to_string(kMaxHistogramBuckets) + " buckets (-h/-H)");
+  }
+  if (config.spike_threshold < 0) {
+    return InvalidArgumentError("spike threshold " + std::to_string(config.spike_threshold) +
+                                " is negative: give --spike a value >= 0");
+  }
+  if (config.spike_threshold > 0 && config.spike_nodes > kMaxSpikeNodes) {
+    return InvalidArgumentError("--spike-nodes=" + std::to_string(config.spike_nodes) +
+                                " is too large: use at most " + std::to_string(kMaxSpikeNodes));
+  }
+  if (config.break_threshold < 0) {
+    return InvalidArgumentError("break-trace limit " + std::to_string(config.break_threshold) +
+                                " is negative: give -b a value > 0");
+  }
+  if (config.break_threshold > 0 && config.break_latch == nullptr) {
+    return InvalidArgumentError("a break-trace limit (-b) needs a BreakLatch: set break_latch");
+  }
+  try {
+    return std::unique_ptr<CyclicThreadStats>(new CyclicThreadStats(config));
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kResourceExhausted,
+                  "out of memory for thread " + std::to_string(config.index) + "'s " +
+                      std::to_string(MemoryBytes(config) >> 20) +
+                      " MiB of histogram and sample buffers: lower -h, --spike-nodes or -t, or "
+                      "free memory (ulimit -v)");
+  }
+}
+
+std::uint64_t CyclicThreadStats::MemoryBytes(const CyclicStatsConfig& config) noexcept {
+  std::uint64_t bytes = 0;
+  // histogram_ and outliers_.
+  bytes += 2 * std::uint64_t{config.histogram_buckets} * sizeof(std::uint64_t);
+  if (config.verbose) bytes += kValueRingSize * sizeof(std::int64_t);
+  if (config.spike_threshold > 0) bytes += std::uint64_t{config.spike_nodes} * 16;
+  return bytes;
+}
+
+CyclicThreadStats::CyclicThreadStats(const CyclicStatsConfig& config) : config_(config) {
+  // make_unique<T[]> value-initialises: every page is written (touched) here, not on the RT path.
+  if (config_.histogram_buckets > 0) {
+    histogram_ = std::make_unique<U64[]>(config_.histogram_buckets);
+    outliers_ = std::make_unique<U64[]>(config_.histogram_buckets);
+  }
+  if (config_.verbose) values_ = std::make_unique<I64[]>(kValueRingSize);
+  if (config_.spike_threshold > 0 && config_.spike_nodes > 0) {
+    spike_slots_ = std::make_unique<SpikeSlot[]>(config_.spike_nodes);
+  }
+}
+
+CyclicThreadStats::~CyclicThreadStats() = default;
+
+void CyclicThreadStats::OnCycle(const CycleSample& sample) noexcept {
+  // -b: cyclictest's figures end with the sample that broke the limit, in every thread.
+  if (config_.break_latch != nullptr && config_.break_latch->Excludes(config_.index, sample.seq)) {
+    return;
+  }
+  const std::int64_t diff = CyclictestDiff(sample.release, sample.wakeup_latency_ns, config_.nsecs);
+  const std::uint64_t c = cycles_.load(std::memory_order_relaxed);
+
+  if (diff < min_.load(std::memory_order_relaxed)) min_.store(diff, std::memory_order_relaxed);
+  if (diff > max_.load(std::memory_order_relaxed)) {
+    max_.store(diff, std::memory_order_relaxed);
+    new_max_count_.store(new_max_count_.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_release);
+  }
+  Bump(avg_sum_, static_cast<double>(diff));
+  if (config_.spike_threshold > 0 && diff > config_.spike_threshold) RecordSpike(sample, diff);
+  if (config_.break_threshold > 0 && diff > config_.break_threshold && !break_seen_) {
+    break_seen_ = true;
+    config_.break_latch->TryTrip(config_.index, sample.seq, diff);
+  }
+  act_.store(diff, std::memory_order_relaxed);
+  if (values_) {
+    // Release: a reader that sees this value also sees cycles_ >= c (see DrainValues()).
+    values_[c & (kValueRingSize - 1)].store(diff, std::memory_order_release);
+  }
+  if (histogram_) RecordHistogram(diff, c);
+  cycles_.store(c + 1, std::memory_order_release);
+}
+
+void CyclicThreadStats::RecordSpike(const CycleSample& sample, std::int64_t diff) noexcept {
+  const std::uint64_t n = spikes_.load(std::memory_order_relaxed);
+  if (n < config_.spike_nodes) {
+    const timespec wake =
+        (sample.release + std::chrono::nanoseconds(sample.wakeup_latency_ns)).ToTimespec();
+    SpikeSlot& slot = spike_slots_[n];
+    slot.value.store(diff, std::memory_order_relaxed);
+    slot.ts_us.store(static_cast<std::int64_t>(wake.tv_sec) * 1'000'000 + wake.tv_nsec / 1000,
+                     std::memory_order_relaxed);
+  }
+  spikes_.store(n + 1, std::memory_order_release);
+}
+
+void CyclicThreadStats::RecordHistogram(std::int64_t diff, std::uint64_t cycle) noexcept {
+  if (diff >= 0 && diff < static_cast<std::int64_t>(config_.histogram_buckets)) {
+    Bump(histogram_[static_cast<std::size_t>(diff)]);
+    return;
+  }
+  // cyclictest's diff is unsigned, so a negative one lands here too.
+  const std::uint64_t listed = num_outliers_.load(std::memory_order_relaxed);
+  if (listed < config_.histogram_buckets) {
+    outliers_[listed].store(cycle, std::memory_order_relaxed);
+    num_outliers_.store(listed + 1, std::memory_order_release);
+  }
+  Bump(histogram_overflows_);
+}
+
+CyclicStatsSnapshot CyclicThreadStats::Snapshot() const noexcept {
+  CyclicStatsSnapshot s;
+  s.cycles = cycles_.load(std::memory_order_acquire);
+  s.min = min_.load(std::memory_order_relaxed);
+  s.act = act_.load(std::memory_order_relaxed);
+  s.avg_sum = avg_sum_.load(std::memory_order_relaxed);
+  s.max = max_.load(std::memory_order_relaxed);
+  s.histogram_overflows = histogram_overflows_.load(std::memory_order_relaxed);
+  s.spikes = spikes_.load(std::memory_order_acquire);
+  s.new_max_count = new_max_count_.load(std::memory_order_acquire);
+  return s;
+}
+
+void CyclicThreadStats::FillReport(ThreadReport& report) const {
+  const CyclicStatsSnapshot s = Snapshot();
+  report.index = config_.index;
+  report.cycles = s.cycles;
+  report.min = s.min;
+  report.act = s.act;
+  report.avg_sum = s.avg_sum;
+  report.max = s.max;
+  report.verbose_drops = verbose_drops_;
+  report.histogram_overflows = s.histogram_overflows;
+  report.histogram.clear();
+  report.overflow_cycles.clear();
+  if (!histogram_) return;
+  report.histogram.resize(config_.histogram_buckets);
+  for (std::uint32_t i = 0; i < config_.histogram_buckets; ++i) {
+    report.histogram[i] = histogram_[i].load(std::memory_order_relaxed);
+  }
+  const std::uint64_t listed = num_outliers_.load(std::memory_order_acquire);
+  report.overflow_cycles.resize(listed);
+  for (std::uint64_t i = 0; i < listed; ++i) {
+    report.overflow_cycles[i] = outliers_[i].load(std::memory_order_relaxed);
+  }
+}
+
+std::vector<SpikeEvent> CyclicThreadStats::Spikes() const {
+  std::vector<SpikeEvent> out;
+  if (!spike_slots_) return out;
+  const std::uint64_t total = spikes_.load(std::memory_order_acquire);
+  const std::uint64_t listed = total < config_.spike_nodes ? total : config_.spike_nodes;
+  out.reserve(listed);
+  for (std::uint64_t i = 0; i < listed; ++i) {
+    out.push_back({config_.index, spike_slots_[i].value.load(std::memory_order_relaxed),
+                   spike_slots_[i].ts_us.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
+}  // namespace rtloop::cyclic
