@@ -599,6 +599,9 @@ TEST(GrpcEndToEnd, BadServerConfigIsAClearStartErrorNamingTheField) {
   sc.poll_period = milliseconds(1001);
   expect_refused(sc, "poll_period");
   sc = ServerConfig();
+  sc.memory_limit_bytes = (1u << 20) - 1;
+  expect_refused(sc, "memory_limit_bytes");
+  sc = ServerConfig();
   sc.tls_cert_file = "/nonexistent/cert.pem";
   expect_refused(sc, "tls_key_file");
 }
