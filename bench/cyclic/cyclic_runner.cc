@@ -571,6 +571,7 @@ Status Run::Setup() {
   if (o_.metrics) {  // binds here too: a port in use stops the run before it measures
     telemetry::HttpConfig hc;
     if (!o_.metrics_address.empty()) hc.address = o_.metrics_address;
+    hc.token_file = o_.token_file;  // one token for both servers
     hc.cpus = o_.main_affinity;
     Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
         hc, *hub_, {.executor = executor_.get(), .collector = collector_.get()});

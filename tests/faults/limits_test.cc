@@ -6,10 +6,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "grpc_test_util.h"
 #include "http_test_util.h"
 #include "rtloop/telemetry/http_server.h"
@@ -22,10 +25,12 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using telemetry::testing::Cfg;
+using telemetry::testing::ChildProcess;
 using telemetry::testing::Connect;
 using telemetry::testing::HttpGet;
 using telemetry::testing::HttpReply;
 using telemetry::testing::Rig;
+using telemetry::testing::ScratchDir;
 namespace v1 = telemetry::v1;
 
 // gRPC's default limit on a received message, which the server keeps: 4 MiB.
@@ -70,6 +75,39 @@ TEST(SecurityLimits, AnHttpRequestHeadAbove16KiBIsRefusedAndTheServerServesOn) {
   EXPECT_NE(big.status, 200) << "a 32 KiB request head was served";
   EXPECT_EQ(big.body.find("rtloop_task_cycles_total"), std::string::npos);
   EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+}
+
+// rtloop-cyclic's --token-file guards both of its servers: with --metrics alone (or also) the
+// data of /metrics and /api/v1/tasks needs it; the page's files do not. (It guarded gRPC only.)
+TEST(SecurityLimits, RtloopCyclicsTokenFileGuardsItsMetricsEndpointToo) {
+  const ScratchDir dir("cyclic_http_token");
+  const std::string token = (dir / "token").string();
+  std::ofstream(token) << "metrics-token\n";
+  for (const bool with_grpc : {false, true}) {
+    std::vector<std::string> argv = {
+        RTLOOP_CYCLIC_PATH,     "-q", "-i1000", "-D20", "--default-system", "--metrics=127.0.0.1:0",
+        "--token-file=" + token};
+    if (with_grpc) argv.push_back("--telemetry=127.0.0.1:0");
+    ChildProcess cyclic(argv, dir / "out");
+    int port = 0;
+    ASSERT_TRUE(telemetry::testing::WaitFor(
+        [&] {
+          const std::string out = cyclic.Output();
+          const std::size_t at = out.find("live page on http://127.0.0.1:");
+          if (at == std::string::npos) return false;
+          port = std::atoi(out.c_str() + at + 30);
+          return port > 0;
+        },
+        milliseconds(10'000)))
+        << cyclic.Output();
+    EXPECT_NE(cyclic.Output().find("(bearer token)"), std::string::npos) << cyclic.Output();
+    EXPECT_EQ(HttpGet(port, "/metrics").status, 401);
+    EXPECT_EQ(HttpGet(port, "/api/v1/tasks").status, 401);
+    EXPECT_EQ(HttpGet(port, "/metrics", "Authorization: Bearer metrics-token\r\n").status, 200);
+    EXPECT_EQ(HttpGet(port, "/").status, 200);
+    cyclic.Stop();
+    EXPECT_EQ(cyclic.Wait(milliseconds(1000)), 0) << cyclic.Output();
+  }
 }
 
 // Nothing a client sends changes the process: every method of the service only reads. A new
