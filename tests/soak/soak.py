@@ -16,7 +16,8 @@ Then checks (exit 0 when all hold, 1 otherwise, 2 when a tool is missing):
   * no crash: rtloop-cyclic exits 0, every sink exits 0 ("run-ended", counts add up), Prometheus
     and Chromium are still running at the end;
   * RSS and descriptor count of rtloop-cyclic stable after warm-up: the median of the last third
-    of the samples at most 1 % above the median of the first third;
+    of the samples at most 1 % above the median of the first third, counted from the last change
+    of its thread count (gRPC grows its pool under load) if that came after the warm-up;
   * timing kept: per thread, cycles + missed releases = duration / interval;
   * every sample accounted: per thread, ring_pushed + ring_dropped = cycles and delivered =
     ring_pushed (gRPC final statistics); per sink and thread, first seq + received + lost + ring
@@ -88,11 +89,13 @@ class Checks:
 
 
 def read_proc(pid):
-    """(RSS in KiB, open descriptors) of pid, or None when it is gone."""
+    """(RSS in KiB, open descriptors, threads) of pid, or None when it is gone."""
     try:
         with open("/proc/%d/status" % pid) as f:
-            rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-        return rss, len(os.listdir("/proc/%d/fd" % pid))
+            status = f.read()
+        rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))
+        threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))
+        return rss, len(os.listdir("/proc/%d/fd" % pid)), threads
     except (OSError, AttributeError):
         return None
 
@@ -161,6 +164,9 @@ def main():
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--interval-us", type=int, default=250, help="each thread's period (4 kHz)")
     p.add_argument("--priority", type=int, default=80, help="SCHED_FIFO priority (0: SCHED_OTHER)")
+    p.add_argument("--mlock", action="store_true",
+                   help="run rtloop-cyclic with -m (mlockall): every thread gRPC adds to its pool "
+                        "then locks its whole stack (RLIMIT_STACK, 8 MiB)")
     p.add_argument("--sinks", type=int, default=4)
     p.add_argument("--stress", default="--cpu 1 --cpu-load 50 --io 1 --vm 1 --vm-bytes 32M",
                    help="stress-ng load arguments ('' for none)")
@@ -206,7 +212,9 @@ def main():
                    "-d0", "-D%d" % a.duration, "--telemetry=" + grpc_addr,
                    "--metrics=" + http_addr, "--record=" + rec, "--json=" + jsn]
     if a.priority > 0:
-        cyclic_argv += ["-m", "-p%d" % a.priority]
+        cyclic_argv += ["-p%d" % a.priority]
+    if a.mlock:
+        cyclic_argv += ["-m"]
     print("soak: %d s: %s" % (a.duration, " ".join(cyclic_argv)), flush=True)
     samples_proc = []
     final = {}
@@ -254,7 +262,7 @@ def main():
             now = time.monotonic()
             pf = read_proc(cyclic.pid)
             if pf is not None:
-                samples_proc.append((now - t0, pf[0], pf[1]))
+                samples_proc.append((now - t0,) + pf)
             if dom_at is not None and now >= dom_at:
                 # A second page, with a DOM dump: it shows data and counts no error.
                 dom_at = None
@@ -359,11 +367,16 @@ def main():
         if g is None or t is None:
             checks.expect(False, "%s: no gRPC or trailer statistics" % name)
             continue
+        # The recording holds what the ring delivered: with ring drops, the others less those.
+        whole = g.ring_dropped == 0
+        checks.expect(r[0] + g.ring_dropped == g.cycles, "%s: recording %d + ring drops %d != %d"
+                      % (name, r[0], g.ring_dropped, g.cycles))
         for what, values in (
-                ("cycles", (e["cycles"], g.cycles, t.cycles, r[0])),
-                ("latency max ns", (e["latency_ns"]["max"], g.latency.max_ns, t.latency.max_ns, r[3])),
-                ("latency min ns", (g.latency.min_ns, t.latency.min_ns, r[2])),
-                ("latency sum ns", (g.latency.sum_ns, t.latency.sum_ns, r[1])),
+                ("cycles", (e["cycles"], g.cycles, t.cycles) + ((r[0],) if whole else ())),
+                ("latency max ns", (e["latency_ns"]["max"], g.latency.max_ns, t.latency.max_ns)
+                 + ((r[3],) if whole else ())),
+                ("latency min ns", (g.latency.min_ns, t.latency.min_ns) + ((r[2],) if whole else ())),
+                ("latency sum ns", (g.latency.sum_ns, t.latency.sum_ns) + ((r[1],) if whole else ())),
                 ("overruns", (e["overruns"], g.overruns, t.overruns)),
                 ("ring drops", (e["ring_drops"], g.ring_dropped, t.ring_dropped))):
             checks.expect(len(set(values)) == 1, "%s: %s differ (executor/json, gRPC, trailer, "
@@ -391,12 +404,28 @@ def main():
                           % (i, task, first, received, lost, ring, samples))
     # RSS and descriptors after warm-up.
     with open(os.path.join(tmp, "process.csv"), "w") as f:
-        f.write("seconds,rss_kib,fds\n")
-        for t, rss, fds in samples_proc:
-            f.write("%.1f,%d,%d\n" % (t, rss, fds))
-    after = [s for s in samples_proc if s[0] >= a.warmup * a.duration and s[0] <= a.duration - 1]
+        f.write("seconds,rss_kib,fds,threads\n")
+        for row in samples_proc:
+            f.write("%.1f,%d,%d,%d\n" % row)
+    # gRPC adds threads to its pool when its threads are busy (bounded; each new thread brings its
+    # stack and, in glibc, a malloc arena): RSS is compared from the last change of the thread
+    # count on, which must leave a quarter of the run.
+    stable_from = a.warmup * a.duration
+    for prev, cur in zip(samples_proc, samples_proc[1:]):
+        if cur[3] != prev[3] and cur[0] > stable_from - 5:
+            stable_from = cur[0] + 5
+    threads = [s[3] for s in samples_proc if s[0] >= a.warmup * a.duration]
+    if threads and min(threads) != max(threads):
+        checks.note("threads: %d -> %d after warm-up (gRPC's pool grew), compared from %.0f s on"
+                    % (threads[0], threads[-1], stable_from))
+    after = [s for s in samples_proc if stable_from <= s[0] <= a.duration - 1]
+    checks.expect(len(after) >= 0.2 * a.duration,
+                  "the thread count changed until %.0f s: too little of the run left to compare "
+                  "RSS and descriptors" % stable_from)
     third = max(1, len(after) // 3)
     for col, what in ((1, "RSS KiB"), (2, "descriptors")):
+        if not after:
+            break
         first = statistics.median(s[col] for s in after[:third])
         last = statistics.median(s[col] for s in after[-third:])
         growth = (last - first) / first * 100 if first else 0
@@ -405,10 +434,10 @@ def main():
         checks.expect(growth < 1.0, "%s grew %.2f %% after warm-up (%d -> %d)" % (what, growth, first, last))
     worst = max(e["latency_ns"]["max"] for e in executor.values()) / 1000
     checks.note("cycles per thread %s, missed releases %s, max latency %.0f us (noisy shared VM), "
-                "samples lost by sinks %d, recording %d samples"
+                "ring drops %s, samples lost by sinks %d, recording %d samples"
                 % ([executor[str(t)]["cycles"] for t in range(a.threads)],
                    [executor[str(t)]["missed_releases"] for t in range(a.threads)], worst,
-                   sink_lost, sum(v[0] for v in recount.values())))
+                   [executor[str(t)]["ring_drops"] for t in range(a.threads)], sink_lost, sum(v[0] for v in recount.values())))
     if not a.keep:
         shutil.rmtree(tmp, ignore_errors=True)
     if checks.failures:
