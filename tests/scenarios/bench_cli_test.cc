@@ -279,7 +279,8 @@ TEST(BenchRun, ALoadThatDiesDuringTheMeasurementIsReportedAndExitsOne) {
   std::optional<int> status = bench.Wait(seconds(30));
   ASSERT_TRUE(status.has_value()) << "bench did not end";
   EXPECT_EQ(*status, 1) << bench.Stderr();
-  EXPECT_NE(bench.Stderr().find("ended during the measurement (signal 9 (SIGKILL))"), std::string::npos)
+  EXPECT_NE(bench.Stderr().find("ended during the measurement (signal 9 (SIGKILL))"),
+            std::string::npos)
       << bench.Stderr();
   EXPECT_NE(bench.Stderr().find("a load ended before the measurement did"), std::string::npos)
       << bench.Stderr();
