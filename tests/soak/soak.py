@@ -419,7 +419,7 @@ def main():
         checks.note("threads: %d -> %d after warm-up (gRPC's pool grew), compared from %.0f s on"
                     % (threads[0], threads[-1], stable_from))
     after = [s for s in samples_proc if stable_from <= s[0] <= a.duration - 1]
-    checks.expect(len(after) >= 0.2 * a.duration,
+    checks.expect(a.duration - 1 - stable_from >= 0.2 * a.duration and len(after) >= 6,
                   "the thread count changed until %.0f s: too little of the run left to compare "
                   "RSS and descriptors" % stable_from)
     third = max(1, len(after) // 3)
