@@ -33,13 +33,20 @@ Status CheckWarmup(const CyclicOptions& o) {
   return Status::Ok();
 }
 
-// The server's address, token and TLS files, checked with the other options.
+// The servers' address, token and TLS files, checked with the other options. The token guards
+// both servers (--telemetry and --metrics); TLS is the gRPC server's alone.
 Status CheckTelemetry(const CyclicOptions& o) {
-  if (!o.telemetry &&
-      (!o.token_file.empty() || !o.tls_cert_file.empty() || !o.tls_key_file.empty())) {
+  if (!o.telemetry && (!o.tls_cert_file.empty() || !o.tls_key_file.empty())) {
     return Invalid(
-        "--token-file, --tls-cert and --tls-key configure the telemetry server: add "
-        "--telemetry[=ADDR]");
+        "--tls-cert and --tls-key configure the telemetry server: add --telemetry[=ADDR]");
+  }
+  if (!o.telemetry && !o.metrics && !o.token_file.empty()) {
+    return Invalid(
+        "--token-file guards the servers of --telemetry[=ADDR] and --metrics[=ADDR]: add one");
+  }
+  if (!o.token_file.empty()) {
+    Result<std::string> token = telemetry::ReadTokenFile(o.token_file);
+    if (!token.ok()) return Invalid("--token-file: " + token.status().message());
   }
   if (!o.telemetry) return Status::Ok();
   if (!o.telemetry_address.empty()) {
@@ -51,10 +58,6 @@ Status CheckTelemetry(const CyclicOptions& o) {
     return Invalid(
         "--tls-cert and --tls-key go together: give both (PEM certificate chain "
         "and its private key)");
-  }
-  if (!o.token_file.empty()) {
-    Result<std::string> token = telemetry::ReadTokenFile(o.token_file);
-    if (!token.ok()) return Invalid("--token-file: " + token.status().message());
   }
   for (const auto& [option, path] :
        {std::pair<const char*, const std::string*>{"--tls-cert", &o.tls_cert_file},

@@ -142,19 +142,19 @@ struct CyclicOptions {
   WaitMode wait_mode = WaitMode::kAbsolute;  // from -r, -s, -x
 
   // ---- rtloop extensions ----
-  bool telemetry = false;                         // --telemetry[=ADDR]
-  std::string telemetry_address;                  // empty: the server's default (127.0.0.1)
-  std::string token_file;                         // --token-file=FILE (needs --telemetry)
-  std::string tls_cert_file;                      // --tls-cert=FILE (with --tls-key)
-  std::string tls_key_file;                       // --tls-key=FILE (with --tls-cert)
-  bool metrics = false;                           // --metrics[=ADDR]: Prometheus + live page
-  std::string metrics_address;                    // empty: the HTTP default (127.0.0.1:9101)
-  std::string record_path;                        // --record=FILE
-  bool percentiles = false;                       // --percentiles
-  std::optional<std::int64_t> fail_above_us;      // --fail-above=US
-  std::vector<PercentileBound> fail_percentiles;  // --fail-percentile=P:US (repeatable)
-  std::optional<std::uint64_t> fail_missed;       // --fail-missed=N
-  std::uint64_t warmup = 0;                       // --warmup=N
+  bool telemetry = false;                     // --telemetry[=ADDR]
+  std::string telemetry_address;              // empty: the server's default (127.0.0.1)
+  std::string token_file;                     // --token-file=FILE (--telemetry and/or --metrics)
+  std::string tls_cert_file;                  // --tls-cert=FILE (with --tls-key)
+  std::string tls_key_file;                   // --tls-key=FILE (with --tls-cert)
+  bool metrics = false;                       // --metrics[=ADDR]: Prometheus + live page
+  std::string metrics_address;                // empty: the HTTP default (127.0.0.1:9101)
+  std::string record_path;                    // --record=FILE
+  bool percentiles = false;                   // --percentiles
+  std::optional<std::int64_t> fail_above_us;  // --fail-above=US
+  std::vector<PercentileBound> fail_percentiles;           // --fail-percentile=P:US (repeatable)
+  std::optional<std::uint64_t> fail_missed;                // --fail-missed=N
+  std::uint64_t warmup = 0;                                // --warmup=N
   HistogramStyle histogram_style = HistogramStyle::kFull;  // --histogram-style
   std::string max_over_time_path;                          // --max-over-time=FILE (max_over_time.h)
   std::int64_t max_window_ms = 1000;                       // --max-window=MS

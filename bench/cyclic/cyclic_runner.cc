@@ -278,6 +278,7 @@ Status Run::CreateRuntime() {
   if (o_.metrics) {
     telemetry::HttpConfig hc;
     if (!o_.metrics_address.empty()) hc.address = o_.metrics_address;
+    hc.token_file = o_.token_file;  // one token for both servers
     tc.http = hc;
   }
   tc.http_address_hint = "choose another with --metrics=HOST:PORT; port 0 picks a free one";

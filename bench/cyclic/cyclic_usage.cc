@@ -66,7 +66,7 @@ rtloop-cyclic <options>
 
 rtloop extensions:
          --telemetry[=ADDR]       serve the gRPC telemetry API while measuring (127.0.0.1)
-         --token-file=FILE        clients must send this bearer token (needs --telemetry)
+         --token-file=FILE        clients must send this bearer token (gRPC, /metrics, /api)
          --tls-cert=FILE          serve TLS with this PEM certificate chain (with --tls-key)
          --tls-key=FILE           the certificate's PEM private key (with --tls-cert)
          --metrics[=ADDR]         serve Prometheus /metrics and the live page at / over HTTP

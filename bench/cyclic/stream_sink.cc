@@ -7,8 +7,10 @@
 // Retries the connection for CONNECT_TIMEOUT_S (default 10) seconds, then reads the stream until
 // the server ends it and prints on stderr
 //   rtloop-cyclic-sink: samples=N lost=M batches=B end=run-ended
-//   rtloop-cyclic-sink: task 0: last seq 4999, 5000 samples: received 5000, lost 0, ring 0
-// (one line per task from the server's final message), or end=<why> when the stream did not end
+//   rtloop-cyclic-sink: task 0: last seq 4999, 5000 samples: received 5000, lost 0, ring 0,
+//   first seq 0
+// (one line per task from the server's final message; first seq: the first this sink received,
+// the samples before it came before the sink did), or end=<why> when the stream did not end
 // normally. Exit 0 when the run ended normally and the counts add up: received = what the server
 // says it sent; without loss the last sample received is the task's last; for a sink connected
 // before the run started, received + lost + dropped in the ring = samples. 1 otherwise, 2 on bad
@@ -83,11 +85,12 @@ int main(int argc, char** argv) {
     const unsigned long long got = received[t.task_id()];
     std::fprintf(stderr,
                  "rtloop-cyclic-sink: task %u: last seq %llu, %llu samples: received %llu, lost "
-                 "%llu, ring %llu\n",
+                 "%llu, ring %llu, first seq %llu\n",
                  t.task_id(), static_cast<unsigned long long>(t.last_seq()),
                  static_cast<unsigned long long>(t.samples()), got,
                  static_cast<unsigned long long>(t.lost_total()),
-                 static_cast<unsigned long long>(t.ring_dropped()));
+                 static_cast<unsigned long long>(t.ring_dropped()),
+                 first_seq.count(t.task_id()) != 0 ? first_seq[t.task_id()] : 0ull);
     const bool from_start = first_seq.count(t.task_id()) == 0 || first_seq[t.task_id()] == 0;
     if (got != t.sent()) accounted = false;
     if (from_start && got + t.lost_total() + t.ring_dropped() != t.samples()) accounted = false;

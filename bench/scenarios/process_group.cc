@@ -119,7 +119,12 @@ bool KillMembers(pid_t pgid, const std::string& cgroup, pid_t self, int grace_ms
 
 std::string StatusText(int status) {
   if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return std::string("signal ") + strsignal(WTERMSIG(status));
+  if (WIFSIGNALED(
+          status)) {  // "signal 9 (SIGKILL)": the number scripts match, the name people read
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "signal " + std::to_string(WTERMSIG(status)) +
+           (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
+  }
   return "status " + std::to_string(status);
 }
 

@@ -58,7 +58,7 @@ class LoadGroup {
                     const std::string& log_path);
   // The load's process is still running (reaps it when it exited).
   bool Alive(int index);
-  // Its exit status text ("exit 1", "signal 9"), once it ended.
+  // Its exit status text ("exit 1", "signal 9 (SIGKILL)"), once it ended.
   std::string ExitText(int index) const;
   pid_t pid(int index) const { return loads_[static_cast<std::size_t>(index)].pid; }
   // Processes of the group now (the loads and all their descendants).

@@ -370,15 +370,18 @@ TEST_F(CyclicOutputsTest, HelpDocumentsEveryExitStatus) {
 }
 
 // The server's token and TLS files are checked with the options: bounded reads that never block
-// (a FIFO, a directory, a huge file), and they need --telemetry.
+// (a FIFO, a directory, a huge file); the token needs --telemetry or --metrics, TLS --telemetry.
 TEST_F(CyclicOutputsTest, TokenAndTlsOptionsAreCheckedWithTheOptions) {
   const std::string fifo = Path("tokfifo");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   { std::ofstream(Path("tok")) << "s3cret\n"; }
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--token-file=" + Path("tok")}, "add --telemetry"},
+      {{"--token-file=" + Path("tok")}, "--telemetry[=ADDR] and --metrics[=ADDR]: add one"},
+      {{"--tls-cert=" + Path("tok"), "--tls-key=" + Path("tok"), "--metrics=127.0.0.1:0"},
+       "add --telemetry"},
       {{"--telemetry=127.0.0.1:0", "--token-file=" + fifo}, "named pipe (FIFO)"},
       {{"--telemetry=127.0.0.1:0", "--token-file=" + dir_}, "is a directory"},
+      {{"--metrics=127.0.0.1:0", "--token-file=" + fifo}, "named pipe (FIFO)"},
       {{"--telemetry=127.0.0.1:0", "--tls-cert=" + Path("tok")}, "go together"},
       {{"--telemetry=127.0.0.1:0", "--tls-cert=" + fifo, "--tls-key=" + fifo}, "named pipe"},
   };

@@ -462,6 +462,25 @@ TEST(GrpcEndToEnd, StreamLimitIsResourceExhausted) {
   EXPECT_EQ(rig.server().open_streams(), 2u);
 }
 
+// Cancel() after the stream ended (a watchdog, a client that cancels whatever happened) keeps
+// the real outcome: it turned a refusal (RESOURCE_EXHAUSTED, the limit named) into "CANCELLED".
+TEST(GrpcEndToEnd, CancelAfterTheStreamEndedKeepsItsRealStatus) {
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.max_streams = 1;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  std::unique_ptr<SampleStream> a = client->StreamSamples({});
+  ASSERT_TRUE(a->WaitForReady());
+  std::unique_ptr<SampleStream> refused = client->StreamSamples({});
+  v1::StreamSamplesResponse r;
+  EXPECT_FALSE(refused->Next(&r));
+  refused->Cancel();
+  const Status s = refused->Finish();
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("max_streams"), std::string::npos) << s.ToString();
+}
+
 TEST(GrpcEndToEnd, StopEndsOpenStreamsWithinOneSecond) {
   Rig rig;
   RigConfig rc = Cfg(1, std::chrono::microseconds(100), 0);
@@ -620,6 +639,9 @@ TEST(GrpcEndToEnd, BadServerConfigIsAClearStartErrorNamingTheField) {
   expect_refused(sc, "poll_period");
   sc.poll_period = milliseconds(1001);
   expect_refused(sc, "poll_period");
+  sc = ServerConfig();
+  sc.memory_limit_bytes = (1u << 20) - 1;
+  expect_refused(sc, "memory_limit_bytes");
   sc = ServerConfig();
   sc.tls_cert_file = "/nonexistent/cert.pem";
   expect_refused(sc, "tls_key_file");

@@ -41,6 +41,7 @@ namespace {
 using rtloop::testing::WithoutBlocking;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using testing::Background;
 using testing::Cfg;
 using testing::Command;
 using testing::Connect;
@@ -227,20 +228,6 @@ TEST(GrpcHardening, TokenMustBeExactlyOneWellFormedBearerValue) {
 
 // ----------------------------------------------------------------------------------------------
 // Item 9: the end of a run reaches every stream.
-
-// Runs fn() on a thread joined when it goes out of scope (a failed ASSERT included).
-class Background {
- public:
-  template <typename Fn>
-  explicit Background(Fn fn) : thread_(std::move(fn)) {}
-  ~Background() { Join(); }
-  void Join() {
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::thread thread_;
-};
 
 TEST(GrpcStreamEnd, FinishDeliversEveryRemainingSampleThenAFinalMessageAndOk) {
   constexpr std::uint64_t kCycles = 20'000;  // 2 s at 10 kHz

@@ -53,6 +53,20 @@ inline std::unique_ptr<Client> Connect(const std::string& address,
   return std::move(*c);
 }
 
+// Runs fn() on a thread joined when it goes out of scope (a failed ASSERT included).
+class Background {
+ public:
+  template <typename Fn>
+  explicit Background(Fn fn) : thread_(std::move(fn)) {}
+  ~Background() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
+
 // Cancels `stream` when `timeout` passes before Disarm(): no test can hang on a stream.
 template <typename Stream>
 class Watchdog {

@@ -240,6 +240,21 @@ TEST_F(HttpServerTest, TasksJsonHasEveryTaskWithItsHistoryAndHistogram) {
   EXPECT_NE(r.body.find("\"history\":[["), std::string::npos);
 }
 
+// history=N gets at most what the server keeps (HttpConfig.history): a huge N, or one past the
+// 86400 s cap, costs no more than that. (A value longer than 15 characters gets no history.)
+TEST_F(HttpServerTest, HistoryBeyondWhatTheServerKeepsGetsWhatItKeeps) {
+  Build(2, 300);
+  RunToEnd();
+  windows_->Tick();
+  const HttpReply kept = HttpGet(http_->port(), "/api/v1/tasks?history=300");
+  ASSERT_EQ(kept.status, 200) << kept.error;
+  for (const char* n : {"86401", "999999999999999"}) {
+    const HttpReply huge = HttpGet(http_->port(), std::string("/api/v1/tasks?history=") + n);
+    EXPECT_EQ(huge.status, 200) << n;
+    EXPECT_EQ(huge.body.size(), kept.body.size()) << "history=" << n;
+  }
+}
+
 TEST_F(HttpServerTest, UnknownPathsAndMethodsAreRefused) {
   Build(1, 10);
   EXPECT_EQ(HttpGet(http_->port(), "/nothing").status, 404);

@@ -25,6 +25,7 @@
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/sample_log_file.h"
+#include "telemetry_rig.h"
 
 namespace rtloop {
 namespace {
@@ -49,27 +50,8 @@ class CountingObserver final : public CycleObserver {
   std::atomic<std::uint64_t> cycles{0};
 };
 
-// Loopback, any free port, quiet; tasks without RT privileges; memory not locked.
-RuntimeConfig TestConfig() {
-  RuntimeConfig c;
-  c.app_name = "runtime_test";
-  c.executor.lock_memory = false;
-  c.executor.start_delay = milliseconds(5);
-  c.telemetry.grpc.address = "127.0.0.1:0";
-  c.telemetry.grpc.log_to_stderr = false;
-  return c;
-}
-
-TaskConfig OtherTask(const std::string& name, std::chrono::nanoseconds period,
-                     std::uint64_t cycles) {
-  TaskConfig tc;
-  tc.name = name;
-  tc.period = period;
-  tc.policy = SchedPolicy::kOther;
-  tc.priority = 0;
-  tc.max_cycles = cycles;
-  return tc;
-}
+using telemetry::testing::OtherTask;
+RuntimeConfig TestConfig() { return telemetry::testing::TestRuntimeConfig("runtime_test"); }
 
 std::unique_ptr<Runtime> MakeRuntime(const RuntimeConfig& config = TestConfig()) {
   Result<std::unique_ptr<Runtime>> rt = Runtime::Create(config);

@@ -25,6 +25,30 @@ class IdleTask final : public PeriodicTask {
   StepResult Step(const CycleContext& /*ctx*/) noexcept override { return StepResult::kContinue; }
 };
 
+// A Runtime's config for a test: memory not locked, the gRPC server quiet on any free loopback
+// port (HTTP off unless set).
+inline RuntimeConfig TestRuntimeConfig(const std::string& app_name) {
+  RuntimeConfig rc;
+  rc.app_name = app_name;
+  rc.executor.lock_memory = false;
+  rc.executor.start_delay = std::chrono::milliseconds(5);
+  rc.telemetry.grpc.address = "127.0.0.1:0";
+  rc.telemetry.grpc.log_to_stderr = false;
+  return rc;
+}
+
+// A SCHED_OTHER task (no privilege needed) of `period`, ending after `cycles` (0: never).
+inline TaskConfig OtherTask(const std::string& name, std::chrono::nanoseconds period,
+                            std::uint64_t cycles = 0) {
+  TaskConfig tc;
+  tc.name = name;
+  tc.period = period;
+  tc.policy = SchedPolicy::kOther;
+  tc.priority = 0;
+  tc.max_cycles = cycles;
+  return tc;
+}
+
 struct RigConfig {
   int tasks = 1;
   std::chrono::nanoseconds period{std::chrono::microseconds(100)};
@@ -38,10 +62,7 @@ class Rig {
   ~Rig() { Shutdown(); }
 
   Status Build(RigConfig config) {
-    RuntimeConfig rc;
-    rc.app_name = "telemetry_rig";
-    rc.executor.lock_memory = false;
-    rc.executor.start_delay = std::chrono::milliseconds(5);
+    RuntimeConfig rc = TestRuntimeConfig("telemetry_rig");
     rc.telemetry.grpc = config.server;
     if (rc.telemetry.grpc.address == ServerConfig().address) {
       rc.telemetry.grpc.address = "127.0.0.1:0";
@@ -52,13 +73,9 @@ class Rig {
     runtime_ = std::move(*rt);
     tasks_.resize(static_cast<std::size_t>(config.tasks));
     for (int i = 0; i < config.tasks; ++i) {
-      TaskConfig tc;
-      tc.name = "task" + std::to_string(i);
-      tc.period = config.period;
-      tc.policy = SchedPolicy::kOther;
-      tc.priority = 0;
-      tc.max_cycles = config.cycles;
-      Result<TaskId> id = runtime_->AddTask(tasks_[static_cast<std::size_t>(i)], tc);
+      Result<TaskId> id =
+          runtime_->AddTask(tasks_[static_cast<std::size_t>(i)],
+                            OtherTask("task" + std::to_string(i), config.period, config.cycles));
       if (!id.ok()) return id.status();
       ids_.push_back(*id);
     }

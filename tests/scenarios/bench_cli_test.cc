@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -244,6 +245,54 @@ TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
   EXPECT_EQ(r.status, kExitFail);
   EXPECT_NE(r.err.find("rtloop-cyclic failed (exit 1)"), std::string::npos) << r.err;
   ExpectNothingLeft(r.err);
+}
+
+// The bench's own child process named `comm` (a load it started), or -1.
+pid_t ChildNamed(pid_t parent, const std::string& comm) {
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = ReadFile("/proc/" + name + "/stat");
+    const std::size_t open = stat.find('(');
+    const std::size_t close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 4 > stat.size())
+      continue;
+    if (stat.substr(open + 1, close - open - 1) != comm) continue;
+    if (std::atoi(stat.c_str() + close + 4) == parent) return std::atoi(name.c_str());
+  }
+  return -1;
+}
+
+// A load tool that dies during the measurement (stress-ng SIGKILLed): the bench measures to the
+// end, says which load ended and how, records it in result.json, exits 1, and leaves no process
+// (the dead tool's workers included).
+TEST(BenchRun, ALoadThatDiesDuringTheMeasurementIsReportedAndExitsOne) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("load_died");
+  Child bench({kBench, "run", "--scenario=stress", "--duration=4", "--out=" + dir.path(),
+               "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 3, seconds(10)).size(), 3u) << bench.Stderr();
+  const pid_t load = ChildNamed(bench.pid(), "stress-ng");
+  ASSERT_GT(load, 0) << "no stress-ng child of the bench";
+  std::this_thread::sleep_for(milliseconds(500));  // measuring
+  ASSERT_EQ(kill(load, SIGKILL), 0);
+  std::optional<int> status = bench.Wait(seconds(30));
+  ASSERT_TRUE(status.has_value()) << "bench did not end";
+  EXPECT_EQ(*status, 1) << bench.Stderr();
+  EXPECT_NE(bench.Stderr().find("ended during the measurement (signal 9 (SIGKILL))"),
+            std::string::npos)
+      << bench.Stderr();
+  EXPECT_NE(bench.Stderr().find("a load ended before the measurement did"), std::string::npos)
+      << bench.Stderr();
+  ExpectNothingLeft(bench.Stderr());
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  ASSERT_GE(result["loads"].size(), 1u);
+  EXPECT_TRUE(result["loads"][0]["exited_early"].get<bool>());
+  EXPECT_EQ(result["loads"][0]["exit"], "signal 9 (SIGKILL)");
+  // The measurement ran its whole duration: -D4 at the scenario's interval.
+  const std::uint64_t cycles = result["threads"][0]["cycles"].get<std::uint64_t>();
+  const std::uint64_t interval_us = result["threads"][0]["interval_us"].get<std::uint64_t>();
+  EXPECT_GE(cycles, 4'000'000 / interval_us * 9 / 10) << "cycles " << cycles;
 }
 
 TEST(BenchRun, AMissingToolNamesItsDebianPackage) {

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <optional>
 #include <utility>
 
@@ -86,7 +87,7 @@ class ClientStream<Message>::Impl {
   bool Next(Message* message) {
     if (done_ || end_.has_value()) return Drain();
     if (!reader->Read(message)) {
-      done_ = true;
+      MarkDone();
       return false;
     }
     ++received_;
@@ -102,7 +103,7 @@ class ClientStream<Message>::Impl {
         Message discard;
         while (reader->Read(&discard)) {
         }
-        done_ = true;
+        MarkDone();
       }
       const grpc::Status s = reader->Finish();
       // A stream that was served and then ended by the server: no connectivity hint.
@@ -116,22 +117,32 @@ class ClientStream<Message>::Impl {
     return final_;
   }
   const v1::StreamEnd* end() const { return end_.has_value() ? &*end_ : nullptr; }
+  // Any thread. A stream whose reads ended keeps its outcome: cancelling it then would replace
+  // the server's status (a refusal, the final OK) by CANCELLED.
+  void Cancel() {
+    if (!read_ended_.load(std::memory_order_acquire)) context.TryCancel();
+  }
 
  private:
+  void MarkDone() {
+    done_ = true;
+    read_ended_.store(true, std::memory_order_release);
+  }
   // After the final message only the stream's end (OK) may follow.
   bool Drain() {
     if (!done_) {
       Message extra;
       while (reader->Read(&extra)) {
       }
-      done_ = true;
+      MarkDone();
     }
     return false;
   }
 
   std::string what_;
   std::string address_;
-  bool done_ = false;
+  bool done_ = false;                    // the reading thread's
+  std::atomic<bool> read_ended_{false};  // done_, for Cancel() on other threads
   bool finished_ = false;
   std::uint64_t received_ = 0;
   std::optional<v1::StreamEnd> end_;
@@ -163,7 +174,7 @@ Status ClientStream<Message>::Finish() {
 
 template <typename Message>
 void ClientStream<Message>::Cancel() {
-  impl_->context.TryCancel();
+  impl_->Cancel();
 }
 
 template <typename Message>

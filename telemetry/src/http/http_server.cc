@@ -64,7 +64,9 @@ Status ValidateConfig(const HttpConfig& c) {
   return WindowedStats::Validate({.window = c.window, .history = c.history});
 }
 
-// Answers with `code`, `type` and `body` (HEAD: headers only). Returns the code for civetweb.
+// Answers with `code`, `type` and `body` (HEAD: headers only), in one write: civetweb stops
+// writing once mg_stop() set its flag, and a reply written in two parts could then lose its body
+// after its headers. Returns the code for civetweb.
 int Send(mg_connection* conn, int code, std::string_view type, std::string_view body,
          const char* extra_headers = "") {
   const char* reason = code == 200   ? "OK"
@@ -72,19 +74,19 @@ int Send(mg_connection* conn, int code, std::string_view type, std::string_view 
                        : code == 404 ? "Not Found"
                        : code == 405 ? "Method Not Allowed"
                                      : "Service Unavailable";
-  mg_printf(
-      conn,
-      "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
-      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%sConnection: close\r\n\r\n",
-      code, reason, static_cast<int>(type.size()), type.data(), body.size(), extra_headers);
+  std::string reply = "HTTP/1.1 " + std::to_string(code) + " " + reason +
+                      "\r\nContent-Type: " + std::string(type) +
+                      "\r\nContent-Length: " + std::to_string(body.size()) +
+                      "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" +
+                      extra_headers + "Connection: close\r\n\r\n";
   const mg_request_info* ri = mg_get_request_info(conn);
-  if (ri != nullptr && ri->request_method != nullptr &&
-      std::string_view(ri->request_method) == "HEAD") {
-    return code;
+  if (ri == nullptr || ri->request_method == nullptr ||
+      std::string_view(ri->request_method) != "HEAD") {
+    reply += body;
   }
   // A client that does not read makes this wait up to request_timeout, then fail: fine, the
   // worker is released either way.
-  if (!body.empty()) mg_write(conn, body.data(), body.size());
+  mg_write(conn, reply.data(), reply.size());
   return code;
 }
 
@@ -104,6 +106,10 @@ class HttpServer::Impl {
   internal::HttpCounters counters;
   std::atomic<std::size_t> in_flight{0};
   std::atomic<std::uint64_t> requests{0};
+  // Stop() lets the requests being answered (`active`, every route) finish before mg_stop(),
+  // which cuts replies short; requests that come after it began get 503.
+  std::atomic<bool> stopping{false};
+  std::atomic<std::size_t> active{0};
   std::mutex stop_mu;
 
   internal::MetricsInput Input() const {
@@ -116,6 +122,15 @@ class HttpServer::Impl {
 
   int Handle(mg_connection* conn) {
     requests.fetch_add(1, std::memory_order_relaxed);
+    active.fetch_add(1);  // seq_cst with `stopping`: Stop() either waits for this or it sees 503
+    struct Done {
+      std::atomic<std::size_t>& active;
+      ~Done() { active.fetch_sub(1); }
+    } done{active};
+    if (stopping.load()) {
+      counters.busy.fetch_add(1, std::memory_order_relaxed);
+      return Send(conn, 503, "text/plain; charset=utf-8", "the server is stopping\n");
+    }
     const mg_request_info* ri = mg_get_request_info(conn);
     const internal::HttpDecision d =
         internal::RouteRequest({.method = ri->request_method != nullptr ? ri->request_method : "",
@@ -238,6 +253,13 @@ class HttpServer::Impl {
   void Stop() {
     std::lock_guard<std::mutex> lock(stop_mu);
     if (ctx != nullptr) {
+      // Replies being written finish first (bounded: a client that reads nothing holds its
+      // worker request_timeout at most, as mg_stop() would wait for it too).
+      stopping.store(true);
+      const auto drain_until = std::chrono::steady_clock::now() + config.request_timeout;
+      while (active.load() > 0 && std::chrono::steady_clock::now() < drain_until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
       // mg_stop() joins civetweb's threads; each open request ends within request_timeout. Its
       // master thread only sees the stop flag when its poll() returns, every 2 s
       // (SOCKET_TIMEOUT_QUANTUM) when idle: a connection to the listening socket wakes it at once.

@@ -84,7 +84,8 @@ class ClientStream {
   // The server's final message when the run ended normally (reason, and for a sample stream per
   // task the last seq and what this stream sent and lost); nullptr otherwise or before it came.
   const v1::StreamEnd* end() const;
-  // Any thread: ends the stream; a blocked Next() returns false soon.
+  // Any thread: ends the stream; a blocked Next() returns false soon. After the stream ended
+  // (Next() returned false) it changes nothing: Finish() still says how it ended.
   void Cancel();
 
  private:

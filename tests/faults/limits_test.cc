@@ -1,0 +1,150 @@
+// The limits and promises of the README's "Security model" that no other test covers: the
+// largest gRPC request and HTTP request head the servers take, the API having no call that
+// changes anything, and no library that serves requests being able to start a process.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "grpc_test_util.h"
+#include "http_test_util.h"
+#include "rtloop/telemetry/http_server.h"
+#include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
+#include "telemetry_rig.h"
+
+namespace rtloop::faults {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using telemetry::testing::Cfg;
+using telemetry::testing::ChildProcess;
+using telemetry::testing::Connect;
+using telemetry::testing::HttpGet;
+using telemetry::testing::HttpReply;
+using telemetry::testing::Rig;
+using telemetry::testing::ScratchDir;
+namespace v1 = telemetry::v1;
+
+// gRPC's default limit on a received message, which the server keeps: 4 MiB.
+constexpr std::size_t kGrpcMaxRequestBytes = 4u << 20;
+
+grpc::StatusCode GetStatsWithTaskIds(const std::string& address, std::size_t ids) {
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(-1);  // the client would refuse to send it otherwise
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::unique_ptr<v1::Telemetry::Stub> stub = v1::Telemetry::NewStub(channel);
+  v1::GetStatsRequest request;
+  for (std::size_t i = 0; i < ids; ++i) request.add_task_ids(0);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetStatsResponse response;
+  return stub->GetStats(&context, request, &response).error_code();
+}
+
+TEST(SecurityLimits, AGrpcRequestAbove4MiBIsRefusedAndTheServerServesOn) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, microseconds(1000), 10)).ok());
+  // Packed task ids of value 0: one byte each, plus the field's few bytes.
+  EXPECT_EQ(GetStatsWithTaskIds(rig.address(), kGrpcMaxRequestBytes + 1024),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(GetStatsWithTaskIds(rig.address(), 1000), grpc::StatusCode::OK)
+      << "repeated ids are reported once: a small request is served";
+  EXPECT_TRUE(Connect(rig.address())->ListTasks().ok());
+}
+
+// civetweb's max_request_size (16 KiB by default, which the server keeps) bounds a request's
+// head: a larger one gets no reply with data and the endpoint serves on.
+TEST(SecurityLimits, AnHttpRequestHeadAbove16KiBIsRefusedAndTheServerServesOn) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, microseconds(1000), 10)).ok());
+  Result<std::unique_ptr<telemetry::HttpServer>> http =
+      telemetry::HttpServer::Start({.address = "127.0.0.1:0", .log_to_stderr = false}, rig.hub());
+  ASSERT_TRUE(http.ok()) << http.status().ToString();
+  const int port = (*http)->port();
+  const HttpReply fits = HttpGet(port, "/metrics", "X-Pad: " + std::string(8u << 10, 'a') + "\r\n");
+  EXPECT_EQ(fits.status, 200) << fits.error;
+  const HttpReply big = HttpGet(port, "/metrics", "X-Pad: " + std::string(32u << 10, 'a') + "\r\n");
+  EXPECT_NE(big.status, 200) << "a 32 KiB request head was served";
+  EXPECT_EQ(big.body.find("rtloop_task_cycles_total"), std::string::npos);
+  EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+}
+
+// rtloop-cyclic's --token-file guards both of its servers: with --metrics alone (or also) the
+// data of /metrics and /api/v1/tasks needs it; the page's files do not. (It guarded gRPC only.)
+TEST(SecurityLimits, RtloopCyclicsTokenFileGuardsItsMetricsEndpointToo) {
+  const ScratchDir dir("cyclic_http_token");
+  const std::string token = (dir / "token").string();
+  std::ofstream(token) << "metrics-token\n";
+  for (const bool with_grpc : {false, true}) {
+    std::vector<std::string> argv = {
+        RTLOOP_CYCLIC_PATH,     "-q", "-i1000", "-D20", "--default-system", "--metrics=127.0.0.1:0",
+        "--token-file=" + token};
+    if (with_grpc) argv.push_back("--telemetry=127.0.0.1:0");
+    ChildProcess cyclic(argv, dir / "out");
+    int port = 0;
+    ASSERT_TRUE(telemetry::testing::WaitFor(
+        [&] {
+          const std::string out = cyclic.Output();
+          const std::size_t at = out.find("live page on http://127.0.0.1:");
+          if (at == std::string::npos) return false;
+          port = std::atoi(out.c_str() + at + 30);
+          return port > 0;
+        },
+        milliseconds(10'000)))
+        << cyclic.Output();
+    EXPECT_NE(cyclic.Output().find("(bearer token)"), std::string::npos) << cyclic.Output();
+    EXPECT_EQ(HttpGet(port, "/metrics").status, 401);
+    EXPECT_EQ(HttpGet(port, "/api/v1/tasks").status, 401);
+    EXPECT_EQ(HttpGet(port, "/metrics", "Authorization: Bearer metrics-token\r\n").status, 200);
+    EXPECT_EQ(HttpGet(port, "/").status, 200);
+    cyclic.Stop();
+    EXPECT_EQ(cyclic.Wait(milliseconds(1000)), 0) << cyclic.Output();
+  }
+}
+
+// Nothing a client sends changes the process: every method of the service only reads. A new
+// method fails this test on purpose: it needs the token rule of the README's security model.
+TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethods) {
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          "rtloop.telemetry.v1.Telemetry");
+  ASSERT_NE(service, nullptr);
+  std::vector<std::string> methods;
+  for (int i = 0; i < service->method_count(); ++i) methods.push_back(service->method(i)->name());
+  EXPECT_EQ(methods, (std::vector<std::string>{"GetSystemInfo", "ListTasks", "GetStats",
+                                               "WatchStats", "StreamSamples"}));
+}
+
+// No request can start a program: the libraries that serve requests (framework, telemetry, the
+// cyclictest runner) do not even link the calls that could (rtloop-bench, which runs loads, does).
+TEST(SecurityLimits, NoLibraryThatServesRequestsCanStartAProcess) {
+  for (const char* lib :
+       {RTLOOP_FRAMEWORK_LIB, RTLOOP_TELEMETRY_CORE_LIB, RTLOOP_TELEMETRY_LIB, RTLOOP_CYCLIC_LIB}) {
+    const std::string cmd = std::string("nm -u --format=posix '") + lib + "' 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string symbols;
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) symbols.append(buf, n);
+    ASSERT_EQ(pclose(p), 0) << "nm failed (binutils): " << symbols.substr(0, 300);
+    EXPECT_NE(symbols.find(" U"), std::string::npos) << lib << ": nm listed nothing";
+    for (const char* call :
+         {"system", "popen", "fork", "vfork", "execl", "execlp", "execle", "execv", "execve",
+          "execvp", "execvpe", "posix_spawn", "posix_spawnp", "clone", "clone3"}) {
+      EXPECT_EQ(symbols.find("\n" + std::string(call) + " U"), std::string::npos)
+          << lib << " uses " << call << "()";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rtloop::faults
