@@ -21,6 +21,7 @@ PACKAGES=(
   procps
   openssl  # tests: generates the TLS test certificate
   python3-grpcio python3-grpc-tools  # tests: the README's Python telemetry client (tests/examples)
+  python3-pkg-resources  # grpc_tools.protoc imports it; Debian 12's python3-grpc-tools does not depend on it
   nlohmann-json3-dev  # rtloop-bench: result.json, cyclictest --json input; tests: Prometheus replies, the Grafana dashboard
   stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
   gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png
