@@ -1,0 +1,204 @@
+// rtloop-top end to end: the binary in a child process against a server in this process (a Rig)
+// or in rtloop-cyclic: --once snapshots (JSON and text), one-line errors with exit 2, the live
+// mode reconnecting after the server restarts.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpc_test_util.h"
+#include "rtloop/telemetry/client.h"
+#include "scratch_dir.h"
+#include "telemetry_rig.h"
+
+namespace rtloop::telemetry {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::Cfg;
+using testing::Command;
+using testing::Connect;
+using testing::CountOf;
+using testing::ReadAll;
+using testing::ReadStream;
+using testing::Rig;
+using testing::RigConfig;
+using testing::RunCommand;
+using testing::ScratchDir;
+using testing::StreamCheck;
+using testing::WaitFor;
+
+TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::milliseconds(1), 50)).ok());
+  ASSERT_TRUE(rig.StartTasks().ok());
+  rig.WaitTasks();
+  Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --json");
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(c.output.rfind("{\"schema_version\":1,", 0), 0u) << c.output;
+  EXPECT_NE(c.output.find("\"task_name\":\"task1\""), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("\"cycles\":\"50\""), std::string::npos) << c.output;
+  EXPECT_NE(c.output.find("\"latency_bins\":[{\"task_id\":0"), std::string::npos) << c.output;
+
+  Command text = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("LAT_P99"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("task1"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("wake-up latency, task 0"), std::string::npos) << text.output;
+  std::printf("%s", text.output.c_str());  // for the log: what the dashboard looks like
+}
+
+TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
+  // Unreachable: a port that was free a moment ago.
+  std::string free_address;
+  {
+    Rig rig;
+    ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
+    free_address = rig.address();
+  }
+  Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + free_address + " --once --timeout 1");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 1) << c.output;
+  EXPECT_NE(c.output.find(free_address), std::string::npos) << c.output;
+
+  // Bad token.
+  const ScratchDir dir("top_token");
+  const std::string token = (dir / "token").string();
+  std::ofstream(token) << "right\n";
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.token_file = token;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("token"), std::string::npos) << c.output;
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --token-file " +
+                 token);
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+
+  // Bad usage.
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --interval 0");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --bogus");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+}
+
+TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
+  const ScratchDir dir("top_live");
+  const std::string out = (dir / "out").string();
+  const std::string err = (dir / "err").string();
+  auto rig = std::make_unique<Rig>();
+  ASSERT_TRUE(rig->Build(Cfg(1, std::chrono::milliseconds(1), 0)).ok());
+  ASSERT_TRUE(rig->StartTasks().ok());
+  const std::string address = rig->address();
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::string path = RTLOOP_TOP_PATH;
+  std::string interval = "--interval=0.05";
+  std::vector<char*> argv = {path.data(), const_cast<char*>(address.c_str()), interval.data(),
+                             nullptr};
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // A failed ASSERT below must not leave rtloop-top retrying forever.
+  struct KillOnExit {
+    pid_t pid;
+    ~KillOnExit() {
+      if (pid != 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+    }
+  } guard{pid};
+
+  EXPECT_TRUE(
+      WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") >= 2; }, milliseconds(10'000)));
+  rig.reset();  // the server goes away
+  EXPECT_TRUE(WaitFor([&] { return ReadAll(err).find("retrying") != std::string::npos; },
+                      milliseconds(10'000)))
+      << ReadAll(err);
+  const std::size_t frames_before = CountOf(ReadAll(out), "rtloop-top  ");
+  RigConfig rc = Cfg(1, std::chrono::milliseconds(1), 0);
+  rc.server.address = address;  // the same port again
+  rig = std::make_unique<Rig>();
+  Status rebuilt = rig->Build(rc);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.ToString();
+  EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") > frames_before + 1; },
+                      milliseconds(15'000)))
+      << ReadAll(err);
+  kill(pid, SIGTERM);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  guard.pid = 0;
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  // Not a TTY: plain frames, no screen control codes.
+  EXPECT_EQ(ReadAll(out).find('\x1b'), std::string::npos);
+}
+
+// The server in another process: rtloop-cyclic --telemetry=127.0.0.1:0 prints the port it got;
+// rtloop-top --once --json and a streaming Client in this process read it.
+TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
+#ifndef RTLOOP_CYCLIC_PATH
+  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
+#else
+  const ScratchDir dir("cyclic");
+  const std::string out = (dir / "out").string();
+  const std::string err = (dir / "err").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> args = {
+      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "3", "-i", "1000", "-q"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  std::string address;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string e = ReadAll(err);
+        const std::size_t at = e.find("serving on ");
+        if (at == std::string::npos) return false;
+        const std::size_t end = e.find(' ', at + 11);
+        if (end == std::string::npos) return false;
+        address = e.substr(at + 11, end - at - 11);
+        return true;
+      },
+      milliseconds(10'000)))
+      << ReadAll(err);
+  if (!address.empty()) {
+    std::unique_ptr<Client> client = Connect(address);
+    std::unique_ptr<SampleStream> stream = client->StreamSamples({});
+    StreamCheck check;
+    Status read = ReadStream(
+        *stream, check, [&] { return check.received[0] >= 300; }, milliseconds(10'000));
+    EXPECT_TRUE(read.ok()) << read.ToString();
+    stream->Cancel();
+    Command top = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + address + " --once --json");
+    EXPECT_EQ(top.exit_code, 0) << top.output;
+    EXPECT_NE(top.output.find("\"task_name\":\"cyclic0\""), std::string::npos) << top.output;
+  }
+  int wstatus = 0;
+  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &wstatus, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+#endif
+}
+
+}  // namespace
+}  // namespace rtloop::telemetry
