@@ -4,6 +4,7 @@
 // Each program is a child process on loopback with a free port, killed if it outlives its test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -228,12 +229,16 @@ TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {
     const int port = std::atoi(address.substr(address.rfind(':') + 1).c_str());
     testing::HttpReply metrics;
     const auto deadline = Clock::now() + std::chrono::seconds(10);
-    do {  // the task threads start right after the server listens
+    const auto has_every_task = [&] {
+      return std::all_of(tasks.begin(), tasks.end(), [&](const std::string& task) {
+        return metrics.body.find("rtloop_task_cycles_total{task=\"" + task + "\"") !=
+               std::string::npos;
+      });
+    };
+    do {  // the task threads start right after the server listens, each at its own first release
       metrics = testing::HttpGet(port, "/metrics");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    } while (metrics.body.find("rtloop_task_cycles_total{task=\"" + tasks[0] + "\"") ==
-                 std::string::npos &&
-             Clock::now() < deadline);
+    } while (!has_every_task() && Clock::now() < deadline);
     EXPECT_EQ(metrics.status, 200) << argv[0] << ": " << metrics.error;
     for (const std::string& task : tasks) {
       EXPECT_NE(metrics.body.find("rtloop_task_cycles_total{task=\"" + task + "\""),
