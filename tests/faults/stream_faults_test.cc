@@ -83,6 +83,12 @@ int SettledFdCount(const std::string& address) {
 // 50 clients, each connecting, opening a stream, reading one message and going away, over and
 // over while two 4 kHz tasks run; one client streams the whole run.
 TEST(StreamFaults, FiftyClientsComingAndGoingDuringARunCostTheTasksNoCycleAndLeaveNothing) {
+#if defined(__SANITIZE_THREAD__)
+  // Measured in a clean-clone CI run: 50 gRPC clients under ThreadSanitizer on 2 CPUs took 92 s
+  // for what takes 2 s, rounds timed out, and the reports it raised were gRPC's own
+  // (tests/sanitizers/README.md). The ASan build and the normal build run it.
+  GTEST_SKIP() << "too slow under ThreadSanitizer (50 gRPC clients); runs in the other builds";
+#endif
   constexpr std::uint64_t kCycles = 8000;  // 2 s at 4 kHz
   constexpr int kClients = 50;
   constexpr int kRounds = 4;
