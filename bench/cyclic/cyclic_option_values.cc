@@ -38,12 +38,18 @@ std::optional<std::int64_t> ParseStrictInt(std::string_view text) {
     i = 1;
   }
   if (i == text.size()) return std::nullopt;
+  // Accumulated as a negative number, whose range includes INT64_MIN; a value beyond int64 is
+  // refused like any other text that is not a number.
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
   std::int64_t value = 0;
   for (; i < text.size(); ++i) {
     if (text[i] < '0' || text[i] > '9') return std::nullopt;
-    value = value * 10 + (text[i] - '0');
+    const int digit = text[i] - '0';
+    if (value < (kMin + digit) / 10) return std::nullopt;
+    value = value * 10 - digit;
   }
-  return negative ? -value : value;
+  if (!negative && value == kMin) return std::nullopt;
+  return negative ? value : -value;
 }
 
 std::optional<double> ParseStrictDouble(const std::string& text) {

@@ -14,7 +14,7 @@
 
 namespace rtloop::cyclic {
 
-// An optional sign and 1..19 decimal digits, nothing else.
+// An optional sign and 1..19 decimal digits, nothing else, within int64 (beyond it: nullopt).
 std::optional<std::int64_t> ParseStrictInt(std::string_view text);
 // A finite decimal number (strtod) with nothing after it.
 std::optional<double> ParseStrictDouble(const std::string& text);

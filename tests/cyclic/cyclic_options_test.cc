@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include "cyclic_option_values.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -434,6 +438,22 @@ TEST(CyclicOptionsTest, CpuOutsideAffinityOrOfflineIsRejected) {
   m.allowed = {0, 1};
   EXPECT_NE(ParseError({"-a", "2"}, m).find("offline"), std::string::npos);
   EXPECT_NE(ParseError({"-a", "3"}, m).find("affinity"), std::string::npos);
+}
+
+// Found by cyclic_options_fuzzer: 19 digits beyond int64 overflowed (UBSan) instead of being
+// refused.
+TEST(CyclicOptionsTest, NumbersBeyondInt64AreRefusedNotWrapped) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(ParseStrictInt("9223372036854775807"), kMax);
+  EXPECT_EQ(ParseStrictInt("-922337203685477580"), -922337203685477580);
+  EXPECT_EQ(ParseStrictInt("+42"), 42);
+  EXPECT_FALSE(ParseStrictInt("9223372036854775808").has_value());
+  EXPECT_FALSE(ParseStrictInt("9559799597975959799").has_value());
+  EXPECT_FALSE(ParseStrictInt("9999999999999999999").has_value());
+  EXPECT_NE(ParseError({"-i", "9559799597975959799"}).find("-i/--interval"), std::string::npos);
+  EXPECT_NE(ParseError({"-a", "9999999999999999999"}).find("-a/--affinity"), std::string::npos);
+  EXPECT_NE(ParseError({"--fail-percentile=99:9999999999999999999"}).find("P:US"),
+            std::string::npos);
 }
 
 TEST(CyclicOptionsTest, DurationParserRejectsJunk) {
