@@ -4,9 +4,10 @@
 # crashed it. Exit 0 when no fuzzer found anything; 1 otherwise, with each finding's input kept
 # in OUT/ and its report in OUT/NAME.log.
 #
-#   tests/fuzz/run.sh [--seconds 60] [--jobs 2] [--bin build-fuzz/bin] [--out DIR] [NAME...]
+#   tests/fuzz/run.sh [--seconds 60] [--jobs 2] [--bin build-fuzz/bin] [--out DIR] [--seed N] [NAME...]
 #
-# NAME: grpc_request_fuzzer ... (default: every *_fuzzer in --bin).
+# NAME: grpc_request_fuzzer ... (default: every *_fuzzer in --bin). --seed: libFuzzer's -seed
+# (1..4294967295; default: a new random one each run, printed in each log as "INFO: Seed:").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 repo=$PWD
@@ -14,6 +15,7 @@ seconds=60
 jobs=2
 bin=build-fuzz/bin
 out=""
+seed=""
 names=()
 while (($#)); do
   case "$1" in
@@ -21,12 +23,14 @@ while (($#)); do
     --jobs) jobs=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    --seed) seed=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "tests/fuzz/run.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
 done
 [[ $seconds =~ ^[0-9]+$ && $seconds -gt 0 ]] || { echo "tests/fuzz/run.sh: --seconds must be a whole number > 0" >&2; exit 2; }
+[[ -z $seed || ($seed =~ ^[0-9]+$ && $seed -gt 0 && $seed -le 4294967295) ]] || { echo "tests/fuzz/run.sh: --seed must be a whole number from 1 to 4294967295" >&2; exit 2; }
 bin=$(cd "$bin" 2>/dev/null && pwd) || { echo "tests/fuzz/run.sh: no $bin: build the fuzzers first (README.md)" >&2; exit 2; }
 if ((${#names[@]} == 0)); then
   for f in "$bin"/*_fuzzer; do names+=("$(basename "$f")"); done
@@ -44,14 +48,14 @@ fuzz_one() {
   local start=$SECONDS rc=0
   timeout --kill-after=10 $((seconds + 60)) "$bin/$name" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$out/$name-" \
-    "$work" "${inputs[@]}" > "$out/$name.log" 2>&1 || rc=$?
+    ${seed:+-seed="$seed"} "$work" "${inputs[@]}" > "$out/$name.log" 2>&1 || rc=$?
   local runs
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$out/$name.log" | grep -o '[0-9]*$' || echo "?")
   if ((rc == 0)); then
     echo "$name: no finding in $((SECONDS - start)) s ($runs runs)"
   else
     echo "$name: FINDING (exit $rc after $((SECONDS - start)) s); report: $out/$name.log"
-    grep -E 'ERROR:|runtime error|what\(\)|Test unit written' "$out/$name.log" | head -5 | sed 's/^/  /'
+    grep -E 'INFO: Seed:|ERROR:|runtime error|what\(\)|Test unit written' "$out/$name.log" | head -6 | sed 's/^/  /'
   fi
   return $rc
 }
