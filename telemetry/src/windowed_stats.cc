@@ -20,21 +20,32 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 
-// One cumulative reading of a histogram: its non-empty buckets (by layout index, ascending).
-struct CumulativeEntry {
-  std::uint32_t index;
-  std::uint64_t count;
-};
+// A histogram's cumulative counts as of its last reading, dense by bucket index. Allocated once,
+// at the first reading (kBucketCount counts, 224 KiB), then updated in place by each tick: what a
+// task's statistics take does not grow as its latency tail finds buckets it never used before (a
+// sparse copy of the non-empty buckets, rebuilt every second, did, by up to 0.7 MB a histogram).
 struct CumulativeReading {
   bool taken = false;
-  std::vector<CumulativeEntry> buckets;
-  std::vector<std::uint64_t> running;  // running[i]: sum of buckets[0..i].count (for Bin)
-  std::int64_t negative_min = 0;       // lower edge of the negatives' bucket (the all-time min)
+  std::vector<std::uint64_t> counts;  // by layout index; empty until the first reading
+  std::size_t begin = 0;              // the non-empty buckets lie in [begin, end); none: equal
+  std::size_t end = 0;
+  std::int64_t negative_min = 0;  // lower edge of the negatives' bucket (the all-time min)
   std::int64_t sum_ns = 0;
   std::uint64_t negatives = 0;
   std::int64_t negative_sum = 0;
   std::uint64_t overflow = 0;
   std::int64_t max_ns = kI64Min;  // the all-time max at the reading (kI64Min: empty)
+};
+
+// One tick's reading of a histogram before it is folded into the CumulativeReading: the scalars
+// here, the non-empty buckets (as ExportBuckets gives them) in the caller's buffer.
+struct Snapshot {
+  std::int64_t negative_min = 0;
+  std::int64_t sum_ns = 0;
+  std::uint64_t negatives = 0;
+  std::int64_t negative_sum = 0;
+  std::uint64_t overflow = 0;
+  std::int64_t max_ns = kI64Min;
 };
 
 // What one tick added to a histogram: bucket count differences (non-zero only, ascending).
@@ -52,25 +63,33 @@ struct Delta {
   std::int64_t max_ns = 0;  // meaningful when count > 0 (see the header's "Accuracy")
 };
 
-CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* scratch) {
-  CumulativeReading r;
-  r.taken = true;
+bool InRange(const HistogramBucket& b) {
+  return b.lower_ns >= 0 && b.lower_ns < LatencyHistogram::kMaxTrackable;
+}
+
+// A buffer for ExportBuckets that never grows again: room for every bucket, the negatives' and
+// the overflow's, its pages touched once.
+void PrepareExportBuffer(std::vector<HistogramBucket>* buffer) {
+  if (buffer->capacity() >= LatencyHistogram::kBucketCount + 2) return;
+  buffer->resize(LatencyHistogram::kBucketCount + 2);
+  buffer->clear();
+}
+
+Snapshot Read(const LatencyHistogram& h, std::vector<HistogramBucket>* buckets) {
+  Snapshot r;
   r.negative_sum = h.negative_sum_ns();
   r.sum_ns = h.sum_ns();
-  scratch->clear();
-  h.ExportBuckets(scratch);
-  r.buckets.reserve(scratch->size());
-  r.running.reserve(scratch->size());
-  for (const HistogramBucket& b : *scratch) {
+  buckets->clear();
+  h.ExportBuckets(buckets);
+  std::size_t highest = 0;  // 1 + the highest in-range bucket's index; 0: none
+  for (const HistogramBucket& b : *buckets) {
     if (b.lower_ns < 0) {
       r.negatives = b.count;
       r.negative_min = b.lower_ns;
     } else if (b.lower_ns >= LatencyHistogram::kMaxTrackable) {
       r.overflow = b.count;
     } else {
-      r.buckets.push_back(
-          {static_cast<std::uint32_t>(LatencyHistogram::BucketIndex(b.lower_ns)), b.count});
-      r.running.push_back((r.running.empty() ? 0 : r.running.back()) + b.count);
+      highest = LatencyHistogram::BucketIndex(b.lower_ns) + 1;
     }
   }
   // The max after the buckets, and at least as new as they are: the writer bumps a value's bucket
@@ -80,11 +99,11 @@ CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* 
   // longer in that tick's difference): the all-time max would be lost from the history. A max
   // below the highest counted bucket is such a stale one: read it again (the writer is a few
   // instructions from storing it; bounded, should it have been preempted there).
-  const bool any = h.count() > 0 || !r.buckets.empty() || r.negatives > 0 || r.overflow > 0;
+  const bool any = h.count() > 0 || highest > 0 || r.negatives > 0 || r.overflow > 0;
   r.max_ns = any ? h.max_ns() : kI64Min;
-  const auto stale = [&r] {
-    if (r.buckets.empty() || r.max_ns >= LatencyHistogram::kMaxTrackable) return false;
-    return r.max_ns < 0 || LatencyHistogram::BucketIndex(r.max_ns) < r.buckets.back().index;
+  const auto stale = [&r, highest] {
+    if (highest == 0 || r.max_ns >= LatencyHistogram::kMaxTrackable) return false;
+    return r.max_ns < 0 || LatencyHistogram::BucketIndex(r.max_ns) + 1 < highest;
   };
   for (int tries = 0; tries < 10'000 && stale(); ++tries) {
     std::this_thread::yield();
@@ -93,17 +112,42 @@ CumulativeReading Read(const LatencyHistogram& h, std::vector<HistogramBucket>* 
   return r;
 }
 
-// now - prev, bucket by bucket (both ascending by index; counts never shrink).
-Delta Subtract(const CumulativeReading& now, const CumulativeReading& prev) {
+// Makes `r` the reading `now` with `buckets` (counts never shrink: every bucket that was non-empty
+// is among them).
+void Fold(const Snapshot& now, const std::vector<HistogramBucket>& buckets, CumulativeReading* r) {
+  if (r->counts.empty()) r->counts.assign(LatencyHistogram::kBucketCount, 0);
+  for (const HistogramBucket& b : buckets) {
+    if (!InRange(b)) continue;
+    const std::size_t i = LatencyHistogram::BucketIndex(b.lower_ns);
+    r->counts[i] = b.count;
+    if (r->begin == r->end) {
+      r->begin = i;
+      r->end = i + 1;
+    } else {
+      r->begin = std::min(r->begin, i);
+      r->end = std::max(r->end, i + 1);
+    }
+  }
+  r->taken = true;
+  r->negative_min = now.negative_min;
+  r->sum_ns = now.sum_ns;
+  r->negatives = now.negatives;
+  r->negative_sum = now.negative_sum;
+  r->overflow = now.overflow;
+  r->max_ns = now.max_ns;
+}
+
+// now - prev, bucket by bucket (`buckets` ascending; counts never shrink).
+Delta Subtract(const Snapshot& now, const std::vector<HistogramBucket>& buckets,
+               const CumulativeReading& prev) {
   Delta d;
-  std::size_t j = 0;
-  for (const CumulativeEntry& e : now.buckets) {
-    while (j < prev.buckets.size() && prev.buckets[j].index < e.index) ++j;
-    const std::uint64_t before =
-        j < prev.buckets.size() && prev.buckets[j].index == e.index ? prev.buckets[j].count : 0;
-    if (e.count > before) {
-      const std::uint64_t n = std::min<std::uint64_t>(e.count - before, UINT32_MAX);
-      d.buckets.push_back({e.index, static_cast<std::uint32_t>(n)});
+  for (const HistogramBucket& b : buckets) {
+    if (!InRange(b)) continue;
+    const std::size_t i = LatencyHistogram::BucketIndex(b.lower_ns);
+    const std::uint64_t before = prev.counts.empty() ? 0 : prev.counts[i];
+    if (b.count > before) {
+      const std::uint64_t n = std::min<std::uint64_t>(b.count - before, UINT32_MAX);
+      d.buckets.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n)});
       d.count += n;
     }
   }
@@ -223,10 +267,12 @@ WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::u
   return s;
 }
 
-// The since-start statistics of a cumulative reading (already sorted: no scratch needed).
-WindowSummary SummarizeReading(const CumulativeReading& r) {
+// The since-start statistics of a reading (its buckets ascending: no scratch needed).
+WindowSummary SummarizeReading(const Snapshot& r, const std::vector<HistogramBucket>& buckets) {
   WindowSummary s = Rank(r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
-    for (const CumulativeEntry& e : r.buckets) visit(e.index, e.count);
+    for (const HistogramBucket& b : buckets) {
+      if (InRange(b)) visit(LatencyHistogram::BucketIndex(b.lower_ns), b.count);
+    }
   });
   if (s.valid) s.sum_ns = r.sum_ns;
   return s;
@@ -234,11 +280,11 @@ WindowSummary SummarizeReading(const CumulativeReading& r) {
 
 std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
   std::vector<HistogramBucket> out;
-  out.reserve(r.buckets.size() + 2);
   if (r.negatives > 0) out.push_back({r.negative_min, 0, r.negatives});
-  for (const CumulativeEntry& e : r.buckets) {
+  for (std::size_t i = r.begin; i < r.end; ++i) {
+    if (r.counts[i] == 0) continue;
     out.push_back(
-        {LatencyHistogram::BucketLower(e.index), LatencyHistogram::BucketUpper(e.index), e.count});
+        {LatencyHistogram::BucketLower(i), LatencyHistogram::BucketUpper(i), r.counts[i]});
   }
   if (r.overflow > 0) {
     out.push_back({LatencyHistogram::kMaxTrackable,
@@ -249,25 +295,23 @@ std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
 
 // The reading's buckets summed into the bins of `bounds` (see HistogramReading::bins; bounds
 // ascending and >= 0). The buckets whose every value is <= b are exactly those below the bucket
-// holding b + 1, so each bound costs one binary search over the running sums.
+// holding b + 1: one pass over the non-empty range for all the bounds.
 std::vector<std::uint64_t> Bin(const CumulativeReading& r, std::span<const std::int64_t> bounds) {
   std::vector<std::uint64_t> bins;
   bins.reserve(bounds.size() + 1);
-  std::uint64_t before = 0;  // values counted in earlier bins
+  std::uint64_t before = 0;                 // values counted in earlier bins
+  std::uint64_t at_or_below = r.negatives;  // values in the buckets below i, negatives included
+  std::size_t i = r.begin;
   for (const std::int64_t bound : bounds) {
     const std::size_t first_above = bound + 1 >= LatencyHistogram::kMaxTrackable
                                         ? LatencyHistogram::kBucketCount
                                         : LatencyHistogram::BucketIndex(bound + 1);
-    const auto it = std::lower_bound(
-        r.buckets.begin(), r.buckets.end(), first_above,
-        [](const CumulativeEntry& e, std::size_t index) { return e.index < index; });
-    const auto n = static_cast<std::size_t>(it - r.buckets.begin());
-    const std::uint64_t at_or_below = r.negatives + (n == 0 ? 0 : r.running[n - 1]);
+    for (; i < r.end && i < first_above; ++i) at_or_below += r.counts[i];
     bins.push_back(at_or_below - before);
     before = at_or_below;
   }
-  const std::uint64_t total = r.negatives + (r.running.empty() ? 0 : r.running.back()) + r.overflow;
-  bins.push_back(total - before);  // the rest, overflow (>= 2^37 ns) included
+  for (; i < r.end; ++i) at_or_below += r.counts[i];
+  bins.push_back(at_or_below + r.overflow - before);  // the rest, overflow (>= 2^37 ns) included
   return bins;
 }
 
@@ -361,7 +405,8 @@ WindowedStats::TaskState* WindowedStats::StateFor(TaskId id) const {
 
 void WindowedStats::Tick() {
   if (scratch_.empty()) scratch_.assign(LatencyHistogram::kBucketCount, 0);
-  std::vector<HistogramBucket> buckets;
+  PrepareExportBuffer(&latency_buckets_);
+  PrepareExportBuffer(&execution_buckets_);
   for (const TaskId id : hub_.TaskIds()) {
     const TaskTelemetry* t = hub_.task(id);
     if (t == nullptr) continue;
@@ -373,13 +418,12 @@ void WindowedStats::Tick() {
       state = tasks_[id].get();
       state->window.id = id;
     }
-    TickTask(*t, state, &buckets);
+    TickTask(*t, state);
   }
   ticks_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state,
-                             std::vector<HistogramBucket>* buckets) {
+void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
   const std::size_t window_ticks = static_cast<std::size_t>(
       (std::chrono::duration_cast<std::chrono::milliseconds>(config_.window) + config_.tick -
        std::chrono::milliseconds(1)) /
@@ -388,10 +432,10 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state,
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
   // Read and subtract without the state's lock: only this thread writes the series.
   const Clock::time_point now = Clock::now();
-  CumulativeReading latency = Read(t.latency(), buckets);
-  CumulativeReading execution = Read(t.execution(), buckets);
-  const WindowSummary latency_total = SummarizeReading(latency);
-  const WindowSummary execution_total = SummarizeReading(execution);
+  const Snapshot latency = Read(t.latency(), &latency_buckets_);
+  const Snapshot execution = Read(t.execution(), &execution_buckets_);
+  const WindowSummary latency_total = SummarizeReading(latency, latency_buckets_);
+  const WindowSummary execution_total = SummarizeReading(execution, execution_buckets_);
   const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
@@ -400,8 +444,8 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state,
   Delta de;
   SecondStats second;
   if (!baseline) {
-    dl = Subtract(latency, state->latency.prev);
-    de = Subtract(execution, state->execution.prev);
+    dl = Subtract(latency, latency_buckets_, state->latency.prev);
+    de = Subtract(execution, execution_buckets_, state->execution.prev);
     const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
     const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
     second = {.unix_ms = unix_ms,
@@ -414,8 +458,8 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state,
   }
 
   std::lock_guard<std::mutex> lock(state->mu);
-  state->latency.prev = std::move(latency);
-  state->execution.prev = std::move(execution);
+  Fold(latency, latency_buckets_, &state->latency.prev);
+  Fold(execution, execution_buckets_, &state->execution.prev);
   state->latency_total = latency_total;
   state->execution_total = execution_total;
   state->reading_unix_ms = unix_ms;

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -220,6 +224,77 @@ TEST_F(WindowedStatsTest, ReadingHoldsTheSinceStartHistogramOfTheLastTick) {
   w.Tick();
   EXPECT_EQ(w.Reading(0).latency.total.count, 1002u);
   EXPECT_EQ(w.Reading(0).latency.total.max_ns, 5000);
+}
+
+// Bins are counted from the reading kept between ticks (updated in place each tick): every value
+// once, in the first bin whose bound its bucket's every value is at or below.
+TEST_F(WindowedStatsTest, BinsCountEveryValueOnceInTheFirstBinThatHoldsIt) {
+  WindowedStats w(hub_);
+  const std::vector<std::int64_t> bounds = {999, 1000, 5000, 1'000'000};
+  std::vector<std::int64_t> values = {-20, 0, 999, 1000, 1001, 4999, 5000, 5003, 999'999};
+  const auto expected = [&bounds](const std::vector<std::int64_t>& vs) {
+    std::vector<std::uint64_t> bins(bounds.size() + 1, 0);
+    for (const std::int64_t v : vs) {
+      std::size_t b = bounds.size();
+      if (v < 0) {
+        b = 0;
+      } else if (v < LatencyHistogram::kMaxTrackable) {
+        const std::int64_t top =
+            LatencyHistogram::BucketUpper(LatencyHistogram::BucketIndex(v)) - 1;
+        for (b = 0; b < bounds.size() && top > bounds[b]; ++b) {
+        }
+      }
+      ++bins[b];
+    }
+    return bins;
+  };
+  for (const std::int64_t v : values) Record(v);
+  w.Tick();
+  EXPECT_EQ(w.Reading(0, false, bounds).latency.bins, expected(values));
+  // New buckets below, between and above the first ones, and beyond the buckets.
+  const std::vector<std::int64_t> more = {-5,     3,         2500,
+                                          70'000, 2'000'000, LatencyHistogram::kMaxTrackable + 5};
+  for (const std::int64_t v : more) {
+    Record(v);
+    values.push_back(v);
+  }
+  w.Tick();
+  const TaskReading r = w.Reading(0, true, bounds);
+  EXPECT_EQ(r.latency.bins, expected(values));
+  std::vector<HistogramBucket> buckets;
+  hub_.task(0)->latency().ExportBuckets(&buckets);
+  ASSERT_EQ(r.latency.buckets.size(), buckets.size());
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    EXPECT_EQ(r.latency.buckets[i].lower_ns, buckets[i].lower_ns) << i;
+    EXPECT_EQ(r.latency.buckets[i].count, buckets[i].count) << i;
+  }
+}
+
+// The soak test's finding: a task whose latency tail keeps reaching buckets it never used before
+// must not make the statistics' memory grow (the previous reading was a sparse copy rebuilt every
+// second, which grew with every new bucket). With the window and the history full, 40 ticks that
+// each reach 300 new buckets leave the heap in use where it was (a sparse reading would have grown
+// by 40 * 300 * 24 bytes = 288 KB).
+TEST_F(WindowedStatsTest, MemoryDoesNotGrowAsValuesReachNewBuckets) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "needs glibc's mallinfo2 (a sanitizer's allocator does not report it)";
+#else
+  WindowedStats w(hub_, {.window = seconds(10), .history = seconds(10), .tick = seconds(1)});
+  std::int64_t next = 3000;  // exact below 2048; above, each value in a bucket of its own
+  const auto tick_reaching_new_buckets = [&] {
+    for (int i = 0; i < 300; ++i) {
+      Record(next);
+      next += Width(next);
+    }
+    w.Tick();
+  };
+  for (int i = 0; i < 15; ++i) tick_reaching_new_buckets();  // window and history full
+  const std::size_t before = mallinfo2().uordblks;
+  for (int i = 0; i < 40; ++i) tick_reaching_new_buckets();
+  const std::size_t after = mallinfo2().uordblks;
+  EXPECT_LT(after, before + 16'384) << "heap in use " << before << " -> " << after << " bytes";
+  EXPECT_EQ(w.Reading(0).latency.total.count, 55u * 300u);
+#endif
 }
 
 TEST(WindowedStatsConfigTest, ValidateNamesTheFieldOutOfRange) {

@@ -22,9 +22,12 @@
 // max, at most 1/1024 above it. Negative values (early wake-ups) are counted per second with
 // their sum: a percentile whose rank falls among them reports their mean, as the hub does.
 //
-// Memory: per histogram, the previous reading (8 bytes per non-empty bucket), the window's
-// seconds (8 bytes per bucket that changed in that second: a 1 kHz task <= 8 KB a second) and the
-// history (32 bytes a second). Allocated on the ticking thread, never on an RT thread.
+// Memory: per histogram, the previous reading (dense: 8 bytes per bucket, 224 KiB, allocated at
+// its first tick and never grown), the window's seconds (8 bytes per bucket that changed in that
+// second: a 1 kHz task <= 8 KB a second) and the history (56 bytes a second); once, two buffers
+// for the histograms' exports (672 KiB each, touched at the first tick). So after the history is
+// full, the memory no longer grows with the values a task records. Allocated on the ticking
+// thread, never on an RT thread.
 //
 // Threading: Start()/Stop() for one controlling thread; Tick() is called by the thread (or by a
 // test when none was started), never concurrently with itself; Window()/History()/TaskIds() from
@@ -156,7 +159,7 @@ class WindowedStats {
   void Run();
   TaskState* StateFor(TaskId id) const;
   // One task's part of Tick().
-  void TickTask(const TaskTelemetry& t, TaskState* state, std::vector<HistogramBucket>* buckets);
+  void TickTask(const TaskTelemetry& t, TaskState* state);
 
   const TelemetryHub& hub_;
   const WindowedStatsConfig config_;
@@ -164,6 +167,8 @@ class WindowedStats {
   std::vector<std::unique_ptr<TaskState>> tasks_;  // by task id (null: not seen yet)
   std::vector<std::uint64_t> scratch_;             // window merge, dense by bucket (Tick only)
   std::vector<std::uint32_t> touched_;             // indices set in scratch_ (Tick only)
+  std::vector<HistogramBucket> latency_buckets_;   // a task's export, room for all (Tick only)
+  std::vector<HistogramBucket> execution_buckets_;
   std::mutex run_mu_;
   std::condition_variable run_cv_;
   bool stop_ = false;  // guarded by run_mu_
