@@ -8,9 +8,13 @@
 //   ... open client streams on rig.address() ...
 //   ASSERT_TRUE(rig.StartTasks().ok());
 //   rig.WaitTasks();   // every task ran its cycles; the collector has delivered every sample
+//
+// Build() adds config.tasks tasks; AddTasks() adds more later (e.g. after a client opened its
+// streams, as an application that starts its server before its tasks does). One test thread.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,15 +75,18 @@ class Rig {
     Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
     if (!rt.ok()) return rt.status();
     runtime_ = std::move(*rt);
-    tasks_.resize(static_cast<std::size_t>(config.tasks));
-    for (int i = 0; i < config.tasks; ++i) {
-      Result<TaskId> id =
-          runtime_->AddTask(tasks_[static_cast<std::size_t>(i)],
-                            OtherTask("task" + std::to_string(i), config.period, config.cycles));
+    address_ = runtime_->grpc_address();
+    return AddTasks(config.tasks, config.period, config.cycles);
+  }
+  // Adds `n` SCHED_OTHER tasks of `period` and `cycles`, named task<id>, before StartTasks().
+  Status AddTasks(int n, std::chrono::nanoseconds period, std::uint64_t cycles) {
+    for (int i = 0; i < n; ++i) {
+      tasks_.emplace_back();  // a deque: the tasks added before keep their addresses
+      Result<TaskId> id = runtime_->AddTask(
+          tasks_.back(), OtherTask("task" + std::to_string(ids_.size()), period, cycles));
       if (!id.ok()) return id.status();
       ids_.push_back(*id);
     }
-    address_ = runtime_->grpc_address();
     return Status::Ok();
   }
 
@@ -105,7 +112,7 @@ class Rig {
 
  private:
   // Declared before the runtime: the tasks outlive it.
-  std::vector<IdleTask> tasks_;
+  std::deque<IdleTask> tasks_;
   std::unique_ptr<Runtime> runtime_;
   std::vector<TaskId> ids_;
   std::string address_;

@@ -278,12 +278,12 @@ class StreamReactor : public grpc::ServerWriteReactor<Response>, public StreamBa
 
 class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
  public:
-  WatchStatsReactor(ServerCore* core, grpc::CallbackServerContext* context, std::vector<TaskId> ids,
-                    bool histogram, std::chrono::milliseconds interval)
+  WatchStatsReactor(ServerCore* core, grpc::CallbackServerContext* context, StatsWatchPlan plan)
       : StreamReactor(core, context),
-        ids_(std::move(ids)),
-        histogram_(histogram),
-        interval_(interval),
+        ids_(std::move(plan.tasks)),
+        every_task_(plan.every_task),
+        histogram_(plan.include_histogram),
+        interval_(plan.interval),
         next_(SteadyClock::now()) {}
 
  protected:
@@ -293,7 +293,7 @@ class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
     next_ += interval_;
     if (next_ < now) next_ = now + interval_;  // fell behind (slow client): no burst
     out->Clear();
-    core_->FillStats(ids_, histogram_, out);
+    core_->FillStats(every_task_ ? core_->hub().TaskIds() : ids_, histogram_, out);
     return true;
   }
   bool FillQueued(v1::GetStatsResponse* /*out*/) override { return false; }
@@ -301,12 +301,13 @@ class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
   // The final statistics, marked as the end.
   void FillEnd(v1::GetStatsResponse* out) override {
     out->Clear();
-    core_->FillStats(ids_, histogram_, out);
+    core_->FillStats(every_task_ ? core_->hub().TaskIds() : ids_, histogram_, out);
     out->mutable_end()->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
   }
 
  private:
   const std::vector<TaskId> ids_;
+  const bool every_task_;  // none named: the hub's tasks at each snapshot, not those at the request
   const bool histogram_;
   const std::chrono::milliseconds interval_;
   SteadyClock::time_point next_;
@@ -315,12 +316,12 @@ class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
 class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse> {
  public:
   SampleStreamReactor(ServerCore* core, grpc::CallbackServerContext* context,
-                      std::shared_ptr<Subscription> subscription, std::vector<TaskId> tasks,
-                      std::size_t max_batch)
+                      std::shared_ptr<Subscription> subscription, SampleStreamPlan plan)
       : StreamReactor(core, context),
         subscription_(std::move(subscription)),
-        tasks_(std::move(tasks)),
-        max_batch_(max_batch) {}
+        tasks_(std::move(plan.tasks)),
+        every_task_(plan.every_task),
+        max_batch_(plan.max_batch_samples) {}
 
  protected:
   bool Fill(v1::StreamSamplesResponse* out) override {
@@ -358,7 +359,7 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
     out->Clear();
     v1::StreamEnd* end = out->mutable_end();
     end->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
-    for (const TaskId id : tasks_) {
+    for (const TaskId id : every_task_ ? core_->hub().TaskIds() : tasks_) {
       Result<TaskTelemetrySnapshot> snap = core_->hub().Snapshot(id);
       v1::TaskStreamEnd* t = end->add_tasks();
       t->set_task_id(id);
@@ -391,6 +392,7 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
 
   const std::shared_ptr<Subscription> subscription_;
   const std::vector<TaskId> tasks_;  // the stream's tasks, for the final message
+  const bool every_task_;            // none named: the hub's tasks at the end (added since, too)
   const std::size_t max_batch_;
   std::vector<SampleBatch> pending_;
   std::size_t next_ = 0;
@@ -446,8 +448,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
     Result<StatsWatchPlan> plan = PlanStatsWatch(core_->hub(), *request, core_->config());
     if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
-    auto reactor = std::make_shared<WatchStatsReactor>(core_, context, std::move(plan->tasks),
-                                                       plan->include_histogram, plan->interval);
+    auto reactor = std::make_shared<WatchStatsReactor>(core_, context, std::move(*plan));
     WatchStatsReactor* raw = reactor.get();
     core_->Register(reactor);
     raw->Kick();  // the first snapshot right away
@@ -463,8 +464,8 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
     if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
     std::shared_ptr<Subscription> subscription = core_->collector().Subscribe(plan->subscription);
-    auto reactor = std::make_shared<SampleStreamReactor>(
-        core_, context, subscription, std::move(plan->tasks), plan->max_batch_samples);
+    auto reactor =
+        std::make_shared<SampleStreamReactor>(core_, context, subscription, std::move(*plan));
     SampleStreamReactor* raw = reactor.get();
     // Send the response headers now: the client then knows the subscription exists (every sample
     // from here on reaches it) even before the first batch. Before Register(): no other thread

@@ -160,6 +160,7 @@ Result<SampleStreamPlan> PlanSampleStream(const TelemetryHub& hub,
   }
   SampleStreamPlan plan;
   if (request.task_ids_size() > 0) plan.subscription.tasks = *ids;
+  plan.every_task = request.task_ids_size() == 0;
   plan.tasks = std::move(*ids);
   plan.subscription.capacity =
       request.buffer_samples() == 0 ? config.stream_buffer_samples : request.buffer_samples();
@@ -181,6 +182,7 @@ Result<StatsWatchPlan> PlanStatsWatch(const TelemetryHub& hub, const v1::WatchSt
                                 std::to_string(config.min_watch_interval.count()) + " ms");
   }
   return StatsWatchPlan{.tasks = std::move(*ids),
+                        .every_task = request.task_ids_size() == 0,
                         .include_histogram = request.include_histogram(),
                         .interval = interval};
 }

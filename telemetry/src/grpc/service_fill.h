@@ -47,7 +47,10 @@ inline constexpr std::chrono::milliseconds kDefaultWatchInterval{1000};
 
 // A StreamSamples request, checked: what its stream subscribes to and how it batches.
 struct SampleStreamPlan {
-  std::vector<TaskId> tasks;        // the stream's tasks, each once (every task when none named)
+  // The stream's tasks, each once; every_task (none named): the hub's tasks at each use, so a
+  // stream opened before the application's tasks were added reports them all.
+  std::vector<TaskId> tasks;
+  bool every_task = false;
   SubscriptionConfig subscription;  // its filter (empty: every task) and queue capacity
   std::size_t max_batch_samples = 0;
 };
@@ -59,7 +62,8 @@ Result<SampleStreamPlan> PlanSampleStream(const TelemetryHub& hub,
 
 // A WatchStats request, checked.
 struct StatsWatchPlan {
-  std::vector<TaskId> tasks;
+  std::vector<TaskId> tasks;  // as SampleStreamPlan::tasks
+  bool every_task = false;
   bool include_histogram = false;
   std::chrono::milliseconds interval{0};
 };
