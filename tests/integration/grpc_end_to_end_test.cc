@@ -37,6 +37,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using testing::BuildTokenRig;
 using testing::Cfg;
 using testing::Command;
 using testing::Connect;
@@ -274,12 +275,9 @@ TEST(GrpcEndToEnd, TokenIsRequiredWhenConfigured) {
   const ScratchDir dir("token");
   const std::string good = (dir / "good").string();
   const std::string bad = (dir / "bad").string();
-  std::ofstream(good) << "s3cret-token\n";
   std::ofstream(bad) << "s3cret-tokem\n";
-  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
-  rc.server.token_file = good;
   Rig rig;
-  ASSERT_TRUE(rig.Build(rc).ok());
+  ASSERT_TRUE(BuildTokenRig(rig, good, "s3cret-token").ok());
 
   Result<v1::ListTasksResponse> none = Connect(rig.address())->ListTasks();
   EXPECT_EQ(none.status().code(), StatusCode::kUnauthenticated);

@@ -42,6 +42,7 @@ using rtloop::testing::WithoutBlocking;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::Background;
+using testing::BuildTokenRig;
 using testing::Cfg;
 using testing::Command;
 using testing::Connect;
@@ -200,12 +201,8 @@ grpc::StatusCode ListTasksWith(const std::string& address,
 
 TEST(GrpcHardening, TokenMustBeExactlyOneWellFormedBearerValue) {
   const ScratchDir dir("auth");
-  const std::string token = (dir / "token").string();
-  std::ofstream(token) << "s3cret-token\n";
-  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
-  rc.server.token_file = token;
   Rig rig;
-  ASSERT_TRUE(rig.Build(rc).ok());
+  ASSERT_TRUE(BuildTokenRig(rig, (dir / "token").string(), "s3cret-token").ok());
   const std::string a = rig.address();
   EXPECT_EQ(ListTasksWith(a, {"Bearer s3cret-token"}), grpc::StatusCode::OK);
   EXPECT_EQ(ListTasksWith(a, {"bearer s3cret-token"}), grpc::StatusCode::OK);

@@ -41,6 +41,15 @@ inline RigConfig Cfg(int tasks, std::chrono::nanoseconds period, std::uint64_t c
   return rc;
 }
 
+// Writes `token` to `token_file` and builds `rig` with one 100 us task of 10 cycles whose server
+// requires it (ServerConfig::token_file).
+inline Status BuildTokenRig(Rig& rig, const std::string& token_file, const std::string& token) {
+  std::ofstream(token_file) << token << "\n";
+  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
+  rc.server.token_file = token_file;
+  return rig.Build(rc);
+}
+
 inline std::unique_ptr<Client> Connect(const std::string& address,
                                        const std::string& token_file = {},
                                        const std::string& ca = {}) {

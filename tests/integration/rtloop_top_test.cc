@@ -25,6 +25,7 @@ namespace rtloop::telemetry {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::BuildTokenRig;
 using testing::Cfg;
 using testing::Command;
 using testing::Connect;
@@ -74,11 +75,8 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   // Bad token.
   const ScratchDir dir("top_token");
   const std::string token = (dir / "token").string();
-  std::ofstream(token) << "right\n";
-  RigConfig rc = Cfg(1, std::chrono::microseconds(100), 10);
-  rc.server.token_file = token;
   Rig rig;
-  ASSERT_TRUE(rig.Build(rc).ok());
+  ASSERT_TRUE(BuildTokenRig(rig, token, "right").ok());
   c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_NE(c.output.find("token"), std::string::npos) << c.output;
