@@ -135,6 +135,7 @@ void BM_ScrapeOverHttp(benchmark::State& state) {
   const Fixture f(static_cast<int>(state.range(0)));
   HttpConfig hc;
   hc.address = "127.0.0.1:0";
+  hc.max_requests_per_second = 0;  // scrapes back to back
   hc.log_to_stderr = false;
   Result<std::unique_ptr<HttpServer>> server =
       HttpServer::Start(hc, f.hub, {.windows = &f.windows});

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "child_process.h"
@@ -30,6 +31,7 @@ using telemetry::testing::Connect;
 using telemetry::testing::HttpGet;
 using telemetry::testing::HttpReply;
 using telemetry::testing::Rig;
+using telemetry::testing::RigConfig;
 using telemetry::testing::ScratchDir;
 namespace v1 = telemetry::v1;
 
@@ -75,6 +77,71 @@ TEST(SecurityLimits, AnHttpRequestHeadAbove16KiBIsRefusedAndTheServerServesOn) {
   EXPECT_NE(big.status, 200) << "a 32 KiB request head was served";
   EXPECT_EQ(big.body.find("rtloop_task_cycles_total"), std::string::npos);
   EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+}
+
+// One client address starts at most max_calls_per_second calls a second (bursts of
+// max_calls_burst), checked before the token: beyond, RESOURCE_EXHAUSTED naming the limit, counted
+// in GetStats; its budget refills with time.
+TEST(SecurityLimits, AGrpcClientAddressStartsAtMostItsRateOfCalls) {
+  RigConfig rc = Cfg(1, microseconds(1000), 10);
+  rc.server.max_calls_per_second = 1;
+  rc.server.max_calls_burst = 3;
+  Rig rig;
+  ASSERT_TRUE(rig.Build(rc).ok());
+  std::unique_ptr<telemetry::Client> client = Connect(rig.address());
+  int refused = 0;
+  for (int i = 0; i < 6; ++i) {
+    Result<v1::ListTasksResponse> r = client->ListTasks();
+    if (i < 3) {
+      EXPECT_TRUE(r.ok()) << i << ": " << r.status().ToString();
+    } else if (!r.ok()) {
+      ++refused;
+      EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+      EXPECT_NE(r.status().message().find("ServerConfig::max_calls_per_second"), std::string::npos)
+          << r.status().message();
+    }
+  }
+  // Three quick calls beyond the burst: each would need a second of refill to pass.
+  EXPECT_GE(refused, 2);
+  std::this_thread::sleep_for(milliseconds(1200));
+  Result<v1::GetStatsResponse> stats = client->GetStats({}, false);
+  ASSERT_TRUE(stats.ok()) << "the budget refilled: " << stats.status().ToString();
+  EXPECT_EQ(stats->calls_rate_limited(), static_cast<std::uint64_t>(refused));
+}
+
+// The same for the HTTP endpoint's data requests (429, Retry-After); the page's files are not
+// counted, and neither are other clients' requests.
+TEST(SecurityLimits, AnHttpClientAddressMakesAtMostItsRateOfDataRequests) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, microseconds(1000), 10)).ok());
+  Result<std::unique_ptr<telemetry::HttpServer>> http =
+      telemetry::HttpServer::Start({.address = "127.0.0.1:0",
+                                    .max_requests_per_second = 1,
+                                    .max_requests_burst = 3,
+                                    .log_to_stderr = false},
+                                   rig.hub());
+  ASSERT_TRUE(http.ok()) << http.status().ToString();
+  const int port = (*http)->port();
+  EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+  EXPECT_EQ(HttpGet(port, "/api/v1/tasks").status, 200);
+  EXPECT_EQ(HttpGet(port, "/metrics").status, 200);
+  int refused = 0;
+  for (int i = 0; i < 3; ++i) {
+    const HttpReply r = HttpGet(port, i == 1 ? "/api/v1/tasks" : "/metrics");
+    if (r.status == 200) continue;
+    ++refused;
+    EXPECT_EQ(r.status, 429) << r.error;
+    EXPECT_NE(r.headers.find("Retry-After: 1"), std::string::npos) << r.headers;
+    EXPECT_NE(r.body.find("HttpConfig.max_requests_per_second"), std::string::npos) << r.body;
+  }
+  EXPECT_GE(refused, 2);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(HttpGet(port, "/").status, 200) << "the page is free";
+  std::this_thread::sleep_for(milliseconds(1200));
+  const HttpReply m = HttpGet(port, "/metrics");
+  ASSERT_EQ(m.status, 200) << "the budget refilled";
+  EXPECT_NE(m.body.find("rtloop_http_requests_total{code=\"429\"} " + std::to_string(refused)),
+            std::string::npos)
+      << m.body.substr(0, 2000);
 }
 
 // rtloop-cyclic's --token-file guards both of its servers: with --metrics alone (or also) the

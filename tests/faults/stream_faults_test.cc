@@ -323,7 +323,9 @@ TEST(StreamFaults, PrometheusScrapesDuringShutdownGetAWholeReplyOrNone) {
   {
     RuntimeConfig rc = TestRuntimeConfig("scrape_rig");
     rc.telemetry.serve_grpc = false;  // gRPC's global threads would outlive the runtime
-    rc.telemetry.http = telemetry::HttpConfig{.address = "127.0.0.1:0", .log_to_stderr = false};
+    // Scrapes back to back: the per-client rate limit (its own test) would answer most with 429.
+    rc.telemetry.http = telemetry::HttpConfig{
+        .address = "127.0.0.1:0", .max_requests_per_second = 0, .log_to_stderr = false};
     Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
     ASSERT_TRUE(rt.ok()) << rt.status().ToString();
     std::vector<telemetry::testing::IdleTask> tasks(2);

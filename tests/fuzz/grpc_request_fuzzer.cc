@@ -122,7 +122,7 @@ void GetSystemInfo(std::string_view bytes) {
   RTLOOP_FUZZ_CHECK(resp.SerializeToString(&out));
 }
 
-// ServerCore::Authorize's check of the one "authorization" value.
+// ServerCore::Admit's token check of the one "authorization" value.
 void Authorization(std::string_view value) {
   static const std::string kToken = "fuzz-Token_0123";
   const std::optional<std::string_view> token = internal::BearerToken(value);

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -640,6 +641,14 @@ TEST(GrpcEndToEnd, BadServerConfigIsAClearStartErrorNamingTheField) {
   sc = ServerConfig();
   sc.memory_limit_bytes = (1u << 20) - 1;
   expect_refused(sc, "memory_limit_bytes");
+  sc = ServerConfig();
+  sc.max_calls_per_second = -1;
+  expect_refused(sc, "max_calls_per_second");
+  sc.max_calls_per_second = std::numeric_limits<double>::quiet_NaN();
+  expect_refused(sc, "max_calls_per_second");
+  sc = ServerConfig();
+  sc.max_calls_burst = 0;
+  expect_refused(sc, "max_calls_burst");
   sc = ServerConfig();
   sc.tls_cert_file = "/nonexistent/cert.pem";
   expect_refused(sc, "tls_key_file");

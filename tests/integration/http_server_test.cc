@@ -336,9 +336,9 @@ TEST(HttpRtSafetyTest, ScrapesAndThePageFeedCauseNoAllocationOnRtThreads) {
                               .history = std::chrono::seconds(60),
                               .tick = milliseconds(50)});
   ASSERT_TRUE(windows.Start().ok());
-  Result<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start({.address = "127.0.0.1:0", .log_to_stderr = false}, hub,
-                        {.executor = ex->get(), .collector = &collector, .windows = &windows});
+  Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      {.address = "127.0.0.1:0", .max_requests_per_second = 0, .log_to_stderr = false}, hub,
+      {.executor = ex->get(), .collector = &collector, .windows = &windows});
   ASSERT_TRUE(http.ok()) << http.status().ToString();
   std::atomic<bool> done{false};
   std::atomic<int> scrapes{0};
@@ -493,6 +493,9 @@ TEST(HttpServerStartTest, LimitsOutOfRangeNameTheField) {
       {{.address = "127.0.0.1:0", .max_in_flight = 9}, "HttpConfig.max_in_flight"},
       {{.address = "127.0.0.1:0", .request_timeout = milliseconds(1)},
        "HttpConfig.request_timeout"},
+      {{.address = "127.0.0.1:0", .max_requests_per_second = -1},
+       "HttpConfig.max_requests_per_second"},
+      {{.address = "127.0.0.1:0", .max_requests_burst = 0.5}, "max_requests_burst"},
       {{.address = "127.0.0.1:0", .window = std::chrono::seconds(0)}, "window"},
       {{.address = "127.0.0.1:0", .cpus = {100000}}, "HttpConfig.cpus"},
   };
@@ -597,7 +600,11 @@ TEST_F(HttpLoadTest, SlowClientsThatNeverReadOrNeverSendHoldOnlyTheirOwnWorkerUn
 }
 
 TEST_F(HttpLoadTest, HundredConcurrentScrapersEachGetMetricsOrARefusal) {
-  Build(8, {.threads = 4, .queue = 16, .max_in_flight = 2, .request_timeout = milliseconds(2000)});
+  Build(8, {.threads = 4,
+            .queue = 16,
+            .max_in_flight = 2,
+            .request_timeout = milliseconds(2000),
+            .max_requests_per_second = 0});  // concurrency alone: 503, never 429
   std::this_thread::sleep_for(milliseconds(1100));
   const std::uint64_t cycles_before = Cycles();
   constexpr int kScrapers = 100;

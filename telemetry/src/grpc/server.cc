@@ -23,6 +23,7 @@
 
 #include "grpc_log.h"
 #include "net_util.h"
+#include "rate_limiter.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/task_telemetry.h"
@@ -68,6 +69,12 @@ Status ValidateConfig(const ServerConfig& c) {
   }
   if (c.max_calls_per_connection < 1) {
     return InvalidArgumentError("ServerConfig.max_calls_per_connection must be >= 1");
+  }
+  if (Status s =
+          internal::ValidateRateLimit({.rate = c.max_calls_per_second, .burst = c.max_calls_burst},
+                                      "ServerConfig.max_calls_per_second", "max_calls_burst");
+      !s.ok()) {
+    return s;
   }
   if (c.memory_limit_bytes < (1u << 20)) {
     return InvalidArgumentError("ServerConfig.memory_limit_bytes must be >= 1 MiB");

@@ -408,7 +408,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
                                           const v1::GetSystemInfoRequest* /*request*/,
                                           v1::GetSystemInfoResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    grpc::Status status = core_->Authorize(context);
+    grpc::Status status = core_->Admit(context);
     if (status.ok()) internal::FillSystemInfo(core_->address(), response);
     reactor->Finish(status);
     return reactor;
@@ -418,7 +418,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
                                       const v1::ListTasksRequest* /*request*/,
                                       v1::ListTasksResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    grpc::Status status = core_->Authorize(context);
+    grpc::Status status = core_->Admit(context);
     if (status.ok()) internal::FillTaskList(core_->hub(), core_->executor(), response);
     reactor->Finish(status);
     return reactor;
@@ -428,7 +428,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
                                      const v1::GetStatsRequest* request,
                                      v1::GetStatsResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    grpc::Status status = core_->Authorize(context);
+    grpc::Status status = core_->Admit(context);
     if (status.ok()) {
       Result<std::vector<TaskId>> ids = internal::ResolveTaskIds(core_->hub(), request->task_ids());
       if (ids.ok()) {
@@ -444,7 +444,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
   grpc::ServerWriteReactor<v1::GetStatsResponse>* WatchStats(
       grpc::CallbackServerContext* context, const v1::WatchStatsRequest* request) override {
     using Error = ErrorReactor<v1::GetStatsResponse>;
-    if (grpc::Status s = core_->Authorize(context); !s.ok()) return new Error(core_, s);
+    if (grpc::Status s = core_->Admit(context); !s.ok()) return new Error(core_, s);
     Result<StatsWatchPlan> plan = PlanStatsWatch(core_->hub(), *request, core_->config());
     if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
@@ -459,7 +459,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
   grpc::ServerWriteReactor<v1::StreamSamplesResponse>* StreamSamples(
       grpc::CallbackServerContext* context, const v1::StreamSamplesRequest* request) override {
     using Error = ErrorReactor<v1::StreamSamplesResponse>;
-    if (grpc::Status s = core_->Authorize(context); !s.ok()) return new Error(core_, s);
+    if (grpc::Status s = core_->Admit(context); !s.ok()) return new Error(core_, s);
     Result<SampleStreamPlan> plan = PlanSampleStream(core_->hub(), *request, core_->config());
     if (!plan.ok()) return new Error(core_, ToGrpc(plan.status()));
     if (grpc::Status s = core_->ReserveStream(); !s.ok()) return new Error(core_, s);
@@ -496,7 +496,8 @@ ServerCore::ServerCore(const ServerConfig& config, std::string token, TelemetryH
       token_(std::move(token)),
       hub_(hub),
       collector_(collector),
-      executor_(executor) {}
+      executor_(executor),
+      rate_limiter_({.rate = config.max_calls_per_second, .burst = config.max_calls_burst}) {}
 
 ServerCore::~ServerCore() { StopPump(); }
 
@@ -510,7 +511,15 @@ void ServerCore::set_address(std::string address) {
   address_ = std::move(address);
 }
 
-grpc::Status ServerCore::Authorize(const grpc::CallbackServerContext* context) const {
+grpc::Status ServerCore::Admit(const grpc::CallbackServerContext* context) {
+  const std::string peer = context->peer();
+  const std::string_view client = internal::ClientAddress(peer);
+  if (!rate_limiter_.Allow(client)) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "more than " + internal::FormatRate(config_.max_calls_per_second) +
+                " calls per second from " + std::string(client) +
+                " (ServerConfig::max_calls_per_second); retry in a second"};
+  }
   if (token_.empty()) return grpc::Status::OK;
   const auto& metadata = context->client_metadata();
   const auto [first, last] = metadata.equal_range("authorization");
@@ -627,6 +636,7 @@ void ServerCore::FillStats(const std::vector<TaskId>& ids, bool histogram,
   }
   out->set_open_streams(static_cast<std::uint32_t>(live_streams_));
   out->set_stalled_streams_cancelled(stalled_cancelled_);
+  out->set_calls_rate_limited(rate_limiter_.refused());
 }
 
 void ServerCore::StartPump() {

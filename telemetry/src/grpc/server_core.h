@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rate_limiter.h"
 #include "rtloop/framework/status.h"
 #include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_telemetry.h"
@@ -74,9 +75,12 @@ class ServerCore {
   Collector& collector() { return collector_; }
   const Executor* executor() const { return executor_; }
 
-  // OK, or UNAUTHENTICATED unless the call carries exactly one well-formed
-  // "authorization: Bearer <token>" with the configured token (compared in constant time).
-  grpc::Status Authorize(const grpc::CallbackServerContext* context) const;
+  // Every call's first check. RESOURCE_EXHAUSTED when the client's address started more calls
+  // than max_calls_per_second allows (before the token: probing tokens is rate-limited too);
+  // then UNAUTHENTICATED unless the call carries exactly one well-formed
+  // "authorization: Bearer <token>" with the configured token (compared in constant time); OK.
+  grpc::Status Admit(const grpc::CallbackServerContext* context);
+  std::uint64_t calls_rate_limited() const { return rate_limiter_.refused(); }
 
   // Reserves a stream slot: OK, RESOURCE_EXHAUSTED beyond max_streams, UNAVAILABLE when stopping.
   grpc::Status ReserveStream();
@@ -119,6 +123,7 @@ class ServerCore {
   TelemetryHub& hub_;
   Collector& collector_;
   const Executor* const executor_;
+  internal::RateLimiter rate_limiter_;
 
   mutable std::mutex mu_;
   std::string address_;  // guarded by mu_

@@ -4,6 +4,7 @@
 target_sources(rtloop_telemetry PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/grpc_log.cc  # gRPC's log lines off stderr unless asked
   ${CMAKE_CURRENT_LIST_DIR}/net_util.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rate_limiter.cc  # per-client request rate, both servers
   ${CMAKE_CURRENT_LIST_DIR}/service_fill.cc
   ${CMAKE_CURRENT_LIST_DIR}/server.cc       # the grpc::Server: build, restart, finish, stop
   ${CMAKE_CURRENT_LIST_DIR}/server_core.cc  # the service, its stream reactors, the pump

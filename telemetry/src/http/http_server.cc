@@ -20,6 +20,7 @@
 #include "metrics.h"
 #include "net_util.h"
 #include "page_json.h"
+#include "rate_limiter.h"
 #include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "rtloop/telemetry/windowed_stats.h"
@@ -57,6 +58,12 @@ Status ValidateConfig(const HttpConfig& c) {
                                 std::to_string(c.threads) + "), not " +
                                 std::to_string(c.max_in_flight));
   }
+  if (Status s = internal::ValidateRateLimit(
+          {.rate = c.max_requests_per_second, .burst = c.max_requests_burst},
+          "HttpConfig.max_requests_per_second", "max_requests_burst");
+      !s.ok()) {
+    return s;
+  }
   if (c.request_timeout < milliseconds(100) || c.request_timeout > milliseconds(60'000)) {
     return InvalidArgumentError("HttpConfig.request_timeout must be 100 ms .. 60 s, not " +
                                 std::to_string(c.request_timeout.count()) + " ms");
@@ -73,6 +80,7 @@ int Send(mg_connection* conn, int code, std::string_view type, std::string_view 
                        : code == 401 ? "Unauthorized"
                        : code == 404 ? "Not Found"
                        : code == 405 ? "Method Not Allowed"
+                       : code == 429 ? "Too Many Requests"
                                      : "Service Unavailable";
   std::string reply = "HTTP/1.1 " + std::to_string(code) + " " + reason +
                       "\r\nContent-Type: " + std::string(type) +
@@ -106,6 +114,7 @@ class HttpServer::Impl {
   internal::HttpCounters counters;
   std::atomic<std::size_t> in_flight{0};
   std::atomic<std::uint64_t> requests{0};
+  std::unique_ptr<internal::RateLimiter> rate_limiter;  // set before mg_start
   // Stop() lets the requests being answered (`active`, every route) finish before mg_stop(),
   // which cuts replies short; requests that come after it began get 503.
   std::atomic<bool> stopping{false};
@@ -137,6 +146,17 @@ class HttpServer::Impl {
                                 .path = ri->local_uri != nullptr ? ri->local_uri : "",
                                 .authorization = mg_get_header(conn, "Authorization")},
                                token);
+    const bool data = d.route == internal::HttpRoute::kMetrics ||
+                      d.route == internal::HttpRoute::kTasks ||
+                      d.route == internal::HttpRoute::kUnauthorized;
+    if (data && !rate_limiter->Allow(ri->remote_addr)) {  // before the token: no fast guessing
+      counters.rate_limited.fetch_add(1, std::memory_order_relaxed);
+      return Send(conn, 429, "text/plain; charset=utf-8",
+                  "more than " + internal::FormatRate(config.max_requests_per_second) +
+                      " requests per second from " + ri->remote_addr +
+                      " (HttpConfig.max_requests_per_second); retry in a second\n",
+                  "Retry-After: 1\r\n");
+    }
     switch (d.route) {
       case internal::HttpRoute::kBadMethod:
         counters.bad_method.fetch_add(1, std::memory_order_relaxed);
@@ -329,6 +349,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
   }
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->rate_limiter = std::make_unique<internal::RateLimiter>(internal::RateLimit{
+      .rate = config.max_requests_per_second, .burst = config.max_requests_burst});
   impl->hub = &hub;
   impl->sources = sources;
   if (!config.token_file.empty()) {

@@ -204,11 +204,9 @@ void AddProcessFamilies(const MetricsInput& in, std::size_t task_count,
         Family("rtloop_http_requests_total", "Requests the HTTP endpoint answered, by status code",
                MetricType::Counter);
     const std::pair<const char*, const std::atomic<std::uint64_t>*> codes[] = {
-        {"200", &in.http->ok},
-        {"401", &in.http->unauthorized},
-        {"404", &in.http->not_found},
-        {"405", &in.http->bad_method},
-        {"503", &in.http->busy}};
+        {"200", &in.http->ok},           {"401", &in.http->unauthorized},
+        {"404", &in.http->not_found},    {"405", &in.http->bad_method},
+        {"429", &in.http->rate_limited}, {"503", &in.http->busy}};
     for (const auto& [code, value] : codes) {
       AddCounter(&requests, {{"code", code}},
                  static_cast<double>(value->load(std::memory_order_relaxed)));

@@ -54,6 +54,7 @@ struct HttpCounters {
   std::atomic<std::uint64_t> unauthorized{0};        // 401
   std::atomic<std::uint64_t> not_found{0};           // 404
   std::atomic<std::uint64_t> bad_method{0};          // 405
+  std::atomic<std::uint64_t> rate_limited{0};        // 429 (max_requests_per_second)
   std::atomic<std::uint64_t> busy{0};                // 503 (max_in_flight)
   std::atomic<std::int64_t> last_scrape_cpu_ns{-1};  // -1: no scrape yet
 };

@@ -84,6 +84,13 @@ struct HttpConfig {
   // A connection that has not sent its request, or not taken its response, within this is
   // closed. 100 ms..60 s.
   std::chrono::milliseconds request_timeout{5000};
+  // Data requests (/metrics, /api/v1/tasks, with or without the right token) one client address
+  // may make per second on average, at most max_requests_burst at once; beyond: 429 with
+  // Retry-After: 1 (rtloop_http_requests_total{code="429"}). Prometheus scrapes once a second and
+  // the page polls once a second; behind a proxy every client shares its address: raise the rate
+  // there. The page's files are not counted. 0: no limit; else 0.1..1e6, burst 1..1e6.
+  double max_requests_per_second = 20;
+  double max_requests_burst = 40;
   // The sliding window of the *_max_seconds / *_quantile_seconds gauges (window="10s") and the
   // per-second history the page charts. Used when the server owns its WindowedStats.
   std::chrono::seconds window{10};

@@ -27,7 +27,9 @@
 // within handshake_timeout, or carries no call for max_connection_idle, is closed; a connection
 // carries at most max_calls_per_connection calls at once; a client pinging more often than
 // min_client_ping_interval without calls is sent away (GOAWAY too_many_pings); gRPC's memory for
-// connections is bounded by memory_limit_bytes (beyond it new connections are closed at once).
+// connections is bounded by memory_limit_bytes (beyond it new connections are closed at once); a
+// client address starts at most max_calls_per_second calls per second (bursts of
+// max_calls_burst), beyond which calls fail with RESOURCE_EXHAUSTED.
 // gRPC 1.51 has no limit on the number of connections: their number, and so the memory they take
 // at the peak of a flood, is bounded by the descriptor limit and handshake_timeout; afterwards the
 // freed memory is given back (trim_memory).
@@ -115,6 +117,13 @@ struct ServerConfig {
   int max_calls_per_connection = 64;
   // Clients that ping more often than this without a call get GOAWAY after 2 strikes. > 0.
   std::chrono::milliseconds min_client_ping_interval{10'000};
+  // Calls one client address may start per second on average (every RPC; opening a stream is
+  // one), at most max_calls_burst at once; beyond, a call fails with RESOURCE_EXHAUSTED until
+  // the client's budget refills (GetStatsResponse.calls_rate_limited counts them). Checked before
+  // the token, so token guessing is bounded too. Behind a proxy all its clients share its
+  // address: raise the rate there. 0: no limit; else 0.1..1e6, burst 1..1e6.
+  double max_calls_per_second = 100;
+  double max_calls_burst = 200;
   // Memory gRPC may use for this server's connections and calls (a grpc::ResourceQuota); under
   // pressure gRPC closes new connections at once. >= 1 MiB.
   std::size_t memory_limit_bytes = 64u << 20;
