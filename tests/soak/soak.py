@@ -411,13 +411,12 @@ def main():
     # its threads are busy (bounded; each brings its stack and, in glibc, a malloc arena): that
     # counts as growth too, and is reported.
     stable_from = a.warmup * a.duration
-    threads = [s[3] for s in samples_proc if s[0] >= stable_from]
+    after = [s for s in samples_proc if stable_from <= s[0] <= a.duration - 1]  # not the stop
+    threads = [s[3] for s in after]
     if threads and min(threads) != max(threads):
-        changes = [cur[0] for prev, cur in zip(samples_proc, samples_proc[1:])
-                   if cur[3] != prev[3] and cur[0] >= stable_from]
-        checks.note("threads: %d -> %d after warm-up (gRPC's pool), last change at %.0f s"
-                    % (threads[0], threads[-1], changes[-1] if changes else stable_from))
-    after = [s for s in samples_proc if stable_from <= s[0] <= a.duration - 1]
+        changes = [cur[0] for prev, cur in zip(after, after[1:]) if cur[3] != prev[3]]
+        checks.note("threads: %d -> %d after warm-up (gRPC's pool, %d..%d), last change at %.0f s"
+                    % (threads[0], threads[-1], min(threads), max(threads), changes[-1]))
     checks.expect(len(after) >= 6, "only %d process readings after warm-up" % len(after))
     third = max(1, len(after) // 3)
     for col, what in ((1, "RSS KiB"), (2, "descriptors")):
