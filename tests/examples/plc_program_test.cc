@@ -202,12 +202,22 @@ TEST_F(PlcProgramTest, InjectedOverrunTripsTheWatchdogMakesOutputsSafeAndFaultsT
        {"will inject 2 overruns of task \"logic\" (watchdog 5ms x 2) from cycle 100",
         "outputs: SAFE (motor off, red lamp) since the PLC fault", "motor off, lamp red;",
         "PLC FAULT: watchdog of task \"logic\" (10ms, watchdog 5ms x 2) tripped at cycle 10",
-        "2 consecutive violations; task halted, outputs set to safe values"}) {
+        "task halted, outputs set to safe values"}) {
     EXPECT_NE(out.find(part), std::string::npos) << part << " in:\n" << out;
   }
+  // The trip's reason: two injected 6.2 ms cycles in a row, or (the test runs SCHED_OTHER, on a
+  // loaded machine the first spin can be preempted past 10 ms: seen once in ctest -j2) the first
+  // alone lasting longer than watchdog x sensitivity. The monitor's row says which.
+  const bool in_a_row = out.find("2 consecutive violations;") != std::string::npos;
+  const bool one_long =
+      out.find("one cycle longer than watchdog x sensitivity") != std::string::npos;
+  EXPECT_TRUE(in_a_row != one_long) << out;
+  const std::string n = in_a_row ? "2" : "1";
   // The monitor's rows: the logic task in the fault state, its watchdog tripped.
   EXPECT_TRUE(std::regex_search(out, std::regex("\\n +1 logic +fault "))) << out;
-  EXPECT_TRUE(std::regex_search(out, std::regex("\\n  logic +5ms +2  TRIPPED +2 +2\\n"))) << out;
+  EXPECT_TRUE(
+      std::regex_search(out, std::regex("\\n  logic +5ms +2  TRIPPED +" + n + " +" + n + "\\n")))
+      << out;
   EXPECT_EQ(Child::Count(ReadFile(plc.err()), "PLC FAULT"), 1) << "reported once";
 }
 
