@@ -112,20 +112,52 @@ Snapshot Read(const LatencyHistogram& h, std::vector<HistogramBucket>* buckets) 
   return r;
 }
 
-// Makes `r` the reading `now` with `buckets` (counts never shrink: every bucket that was non-empty
-// is among them).
-void Fold(const Snapshot& now, const std::vector<HistogramBucket>& buckets, CumulativeReading* r) {
+// What `now` (its non-empty buckets in `buckets`, ascending) added since the reading `r`, which
+// then becomes `now`: one pass over the buckets both diffs and stores them, each of `r`'s counts
+// touched once (counts never shrink: every bucket that was non-empty is among them). The first
+// call allocates `r`'s counts and returns everything as added.
+Delta Advance(const Snapshot& now, const std::vector<HistogramBucket>& buckets,
+              CumulativeReading* r) {
   if (r->counts.empty()) r->counts.assign(LatencyHistogram::kBucketCount, 0);
+  Delta d;
   for (const HistogramBucket& b : buckets) {
     if (!InRange(b)) continue;
     const std::size_t i = LatencyHistogram::BucketIndex(b.lower_ns);
-    r->counts[i] = b.count;
+    std::uint64_t& count = r->counts[i];
+    if (b.count > count) {
+      const std::uint64_t n = std::min<std::uint64_t>(b.count - count, UINT32_MAX);
+      d.buckets.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n)});
+      d.count += n;
+    }
+    count = b.count;
     if (r->begin == r->end) {
       r->begin = i;
       r->end = i + 1;
     } else {
       r->begin = std::min(r->begin, i);
       r->end = std::max(r->end, i + 1);
+    }
+  }
+  d.negatives = now.negatives > r->negatives ? now.negatives - r->negatives : 0;
+  d.negative_sum = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.negative_sum) -
+                                             static_cast<std::uint64_t>(r->negative_sum));
+  d.overflow = now.overflow > r->overflow ? now.overflow - r->overflow : 0;
+  d.count += d.negatives + d.overflow;
+  d.sum_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.sum_ns) -
+                                       static_cast<std::uint64_t>(r->sum_ns));
+  if (d.count > 0) {
+    if (d.overflow > 0) {
+      d.max_ns = now.max_ns;  // beyond the buckets: only the exact all-time max is known
+    } else if (!d.buckets.empty()) {
+      const std::size_t top = d.buckets.back().index;
+      const bool raised = now.max_ns > r->max_ns;
+      if (raised && LatencyHistogram::BucketIndex(now.max_ns) == top) {
+        d.max_ns = now.max_ns;  // this tick holds the all-time max: exact
+      } else {
+        d.max_ns = std::min(LatencyHistogram::BucketUpper(top) - 1, now.max_ns);
+      }
+    } else {
+      d.max_ns = -1;  // only early wake-ups: all below 0
     }
   }
   r->taken = true;
@@ -135,43 +167,6 @@ void Fold(const Snapshot& now, const std::vector<HistogramBucket>& buckets, Cumu
   r->negative_sum = now.negative_sum;
   r->overflow = now.overflow;
   r->max_ns = now.max_ns;
-}
-
-// now - prev, bucket by bucket (`buckets` ascending; counts never shrink).
-Delta Subtract(const Snapshot& now, const std::vector<HistogramBucket>& buckets,
-               const CumulativeReading& prev) {
-  Delta d;
-  for (const HistogramBucket& b : buckets) {
-    if (!InRange(b)) continue;
-    const std::size_t i = LatencyHistogram::BucketIndex(b.lower_ns);
-    const std::uint64_t before = prev.counts.empty() ? 0 : prev.counts[i];
-    if (b.count > before) {
-      const std::uint64_t n = std::min<std::uint64_t>(b.count - before, UINT32_MAX);
-      d.buckets.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(n)});
-      d.count += n;
-    }
-  }
-  d.negatives = now.negatives > prev.negatives ? now.negatives - prev.negatives : 0;
-  d.negative_sum = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.negative_sum) -
-                                             static_cast<std::uint64_t>(prev.negative_sum));
-  d.overflow = now.overflow > prev.overflow ? now.overflow - prev.overflow : 0;
-  d.count += d.negatives + d.overflow;
-  d.sum_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(now.sum_ns) -
-                                       static_cast<std::uint64_t>(prev.sum_ns));
-  if (d.count == 0) return d;
-  if (d.overflow > 0) {
-    d.max_ns = now.max_ns;  // beyond the buckets: only the exact all-time max is known
-  } else if (!d.buckets.empty()) {
-    const std::size_t top = d.buckets.back().index;
-    const bool raised = now.max_ns > prev.max_ns;
-    if (raised && LatencyHistogram::BucketIndex(now.max_ns) == top) {
-      d.max_ns = now.max_ns;  // this tick holds the all-time max: exact
-    } else {
-      d.max_ns = std::min(LatencyHistogram::BucketUpper(top) - 1, now.max_ns);
-    }
-  } else {
-    d.max_ns = -1;  // only early wake-ups: all below 0
-  }
   return d;
 }
 
@@ -430,7 +425,7 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
       config_.tick);
   const std::size_t history_ticks = static_cast<std::size_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
-  // Read and subtract without the state's lock: only this thread writes the series.
+  // Read without the state's lock: only this thread writes the series.
   const Clock::time_point now = Clock::now();
   const Snapshot latency = Read(t.latency(), &latency_buckets_);
   const Snapshot execution = Read(t.execution(), &execution_buckets_);
@@ -439,33 +434,27 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
   const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
-  const bool baseline = !state->latency.prev.taken;  // the first reading only sets the baseline
-  Delta dl;
-  Delta de;
-  SecondStats second;
-  if (!baseline) {
-    dl = Subtract(latency, latency_buckets_, state->latency.prev);
-    de = Subtract(execution, execution_buckets_, state->execution.prev);
-    const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
-    const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
-    second = {.unix_ms = unix_ms,
-              .latency_count = sl.count,
-              .latency_max_ns = sl.max_ns,
-              .latency_p99_ns = sl.p99_ns,
-              .execution_count = se.count,
-              .execution_max_ns = se.max_ns,
-              .execution_p99_ns = se.p99_ns};
-  }
-
+  // Under the lock from here: the readers see the new reading, totals, window and history at once.
   std::lock_guard<std::mutex> lock(state->mu);
-  Fold(latency, latency_buckets_, &state->latency.prev);
-  Fold(execution, execution_buckets_, &state->execution.prev);
+  const bool baseline = !state->latency.prev.taken;  // the first reading only sets the baseline
+  Delta dl = Advance(latency, latency_buckets_, &state->latency.prev);
+  Delta de = Advance(execution, execution_buckets_, &state->execution.prev);
   state->latency_total = latency_total;
   state->execution_total = execution_total;
   state->reading_unix_ms = unix_ms;
   const Clock::duration since_last = now - state->last_reading;
   state->last_reading = now;
   if (baseline) return;
+  const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
+  const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
+  state->history.push_back({.unix_ms = unix_ms,
+                            .latency_count = sl.count,
+                            .latency_max_ns = sl.max_ns,
+                            .latency_p99_ns = sl.p99_ns,
+                            .execution_count = se.count,
+                            .execution_max_ns = se.max_ns,
+                            .execution_p99_ns = se.p99_ns});
+  while (state->history.size() > history_ticks) state->history.pop_front();
   state->latency.ticks.push_back(std::move(dl));
   state->execution.ticks.push_back(std::move(de));
   state->spans.push_back(since_last);
@@ -474,8 +463,6 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
     state->execution.ticks.pop_front();
     state->spans.pop_front();
   }
-  state->history.push_back(second);
-  while (state->history.size() > history_ticks) state->history.pop_front();
   state->window.latency = SummarizeWindow(state->latency, &scratch_, &touched_);
   state->window.execution = SummarizeWindow(state->execution, &scratch_, &touched_);
   Clock::duration span{0};
