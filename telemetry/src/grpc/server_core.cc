@@ -292,20 +292,27 @@ class WatchStatsReactor final : public StreamReactor<v1::GetStatsResponse> {
     if (now < next_) return false;
     next_ += interval_;
     if (next_ < now) next_ = now + interval_;  // fell behind (slow client): no burst
-    out->Clear();
-    core_->FillStats(every_task_ ? core_->hub().TaskIds() : ids_, histogram_, out);
+    Snapshot(out);
     return true;
   }
   bool FillQueued(v1::GetStatsResponse* /*out*/) override { return false; }
   SteadyClock::time_point DueLocked() const override { return next_; }
   // The final statistics, marked as the end.
   void FillEnd(v1::GetStatsResponse* out) override {
-    out->Clear();
-    core_->FillStats(every_task_ ? core_->hub().TaskIds() : ids_, histogram_, out);
+    Snapshot(out);
     out->mutable_end()->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
   }
 
  private:
+  void Snapshot(v1::GetStatsResponse* out) {
+    out->Clear();
+    if (every_task_) {
+      core_->FillStats(core_->hub().TaskIds(), histogram_, out);
+    } else {
+      core_->FillStats(ids_, histogram_, out);  // not copied: a ?: with TaskIds() would copy it
+    }
+  }
+
   const std::vector<TaskId> ids_;
   const bool every_task_;  // none named: the hub's tasks at each snapshot, not those at the request
   const bool histogram_;
