@@ -157,7 +157,7 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
   posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<std::string> args = {
-      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "3", "-i", "1000", "-q"};
+      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
