@@ -118,10 +118,11 @@ bool KillMembers(pid_t pgid, const std::string& cgroup, pid_t self, int grace_ms
   return Members(pgid, cgroup, self).empty();
 }
 
-// Clean-up must not starve under the load it cleans up: 750 hackbench processes leave a nice-0
-// process a few percent of a CPU, and the killed bench's loads then ran on for seconds. The lowest
-// real-time priority (below every measurement thread; it only runs once the bench is gone), else
-// nice -20 (an RT group budget of 0 refuses SCHED_FIFO); best effort, as either only shortens it.
+// Clean-up must not starve under the load it cleans up: among 750 hackbench processes a nice-0
+// guardian left a killed bench's load running for 2-6 s (bench/scenarios/README.md). The lowest
+// real-time priority (below every measurement thread; it runs only once the bench is done or
+// gone), else nice -20 (an RT group budget of 0 refuses SCHED_FIFO); best effort, as either only
+// shortens the clean-up.
 void RaiseForCleanUp() {
   sched_param lowest{};
   lowest.sched_priority = sched_get_priority_min(SCHED_FIFO);
