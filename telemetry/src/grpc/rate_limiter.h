@@ -42,7 +42,6 @@ class RateLimiter {
   bool Allow(std::string_view client, Clock::time_point now = Clock::now());
   // Requests refused so far.
   std::uint64_t refused() const;
-  const RateLimit& limit() const noexcept { return limit_; }
 
  private:
   struct Bucket {

@@ -80,7 +80,6 @@ class ServerCore {
   // then UNAUTHENTICATED unless the call carries exactly one well-formed
   // "authorization: Bearer <token>" with the configured token (compared in constant time); OK.
   grpc::Status Admit(const grpc::CallbackServerContext* context);
-  std::uint64_t calls_rate_limited() const { return rate_limiter_.refused(); }
 
   // Reserves a stream slot: OK, RESOURCE_EXHAUSTED beyond max_streams, UNAVAILABLE when stopping.
   grpc::Status ReserveStream();
