@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <span>
 #include <sstream>
 #include <system_error>
 #include <utility>
 
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/output_file.h"
 
 namespace plc {
@@ -20,6 +20,10 @@ namespace {
 using rtloop::Result;
 using rtloop::Status;
 using std::chrono::nanoseconds;
+
+// A configuration holds three tasks and a conveyor (conveyor.toml: under 1 KiB); a file above this
+// is not one.
+constexpr std::size_t kMaxConfigBytes = 256u << 10;
 
 constexpr std::string_view kTopKeys[] = {"plc", "task", "conveyor"};
 constexpr std::string_view kPlcKeys[] = {"name"};
@@ -436,15 +440,12 @@ Result<PlcConfig> ParsePlcConfig(std::string_view text, std::string_view source_
 }
 
 Result<PlcConfig> LoadPlcConfig(const std::string& path, const std::vector<int>& online_cpus) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return rtloop::NotFoundError("cannot read PLC configuration \"" + path +
-                                 "\": no such file or not readable — give the path of a TOML "
-                                 "file such as examples/plc/conveyor.toml");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParsePlcConfig(text.str(), path, online_cpus);
+  // The bounded, non-blocking reader of every small input file: a FIFO, a device (/dev/zero), a
+  // directory or a huge file is refused by what it is, before anything is read or parsed.
+  Result<std::string> text = rtloop::telemetry::ReadInputFile(
+      path, {.what = "PLC configuration", .max_bytes = kMaxConfigBytes});
+  if (!text.ok()) return text.status();
+  return ParsePlcConfig(*text, path, online_cpus);
 }
 
 }  // namespace plc

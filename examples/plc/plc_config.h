@@ -83,7 +83,10 @@ struct PlcConfig {
 rtloop::Result<PlcConfig> ParsePlcConfig(std::string_view text, std::string_view source_name,
                                          const std::vector<int>& online_cpus);
 
-// Reads and parses the file at `path`; a missing or unreadable file is an error naming it.
+// Reads and parses the file at `path` through rtloop's input reader (input_file.h): a regular
+// file of at most 256 KiB, read without ever blocking. A missing file is NotFound, an unreadable
+// one PermissionDenied, a directory, FIFO, device or socket InvalidArgument and a bigger file
+// ResourceExhausted, each naming the file and the fix; nothing is parsed then.
 rtloop::Result<PlcConfig> LoadPlcConfig(const std::string& path,
                                         const std::vector<int>& online_cpus);
 

@@ -2,11 +2,18 @@
 // refused with one line naming the file, the line, the key and the fix.
 #include "plc_config.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -240,6 +247,46 @@ TEST(PlcConfigTest, ErrorsNameTheFileTheyCameFrom) {
   std::remove(path.c_str());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().rfind(path + ":9:", 0), 0u) << r.status().message();
+}
+
+// The configuration goes through the bounded, non-blocking input reader (input_file.h): what is
+// not a regular file is refused by what it is, before anything is read (it was: /dev/zero read
+// until memory ran out, a FIFO blocked forever, a directory was "no [[task]] tables"), and a file
+// far larger than any configuration is refused by its size (a 200 MB file was read and parsed).
+TEST(PlcConfigTest, OnlyARegularFileOfAConfigurationsSizeIsRead) {
+  const std::string dir = ::testing::TempDir() + "/rtloop_plc_inputs_" + std::to_string(getpid());
+  ASSERT_TRUE(std::filesystem::create_directories(dir)) << dir;
+  const std::string fifo = dir + "/plc.toml.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string big = dir + "/big.toml";  // 200 MB, sparse: its size says what it is
+  std::filesystem::copy_file(std::string(RTLOOP_SOURCE_DIR) + "/examples/plc/conveyor.toml", big);
+  std::filesystem::resize_file(big, 200u << 20);
+  struct Case {
+    std::string path;
+    rtloop::StatusCode code;
+    std::string why;
+  } cases[] = {
+      {"/dev/zero", rtloop::StatusCode::kInvalidArgument, "is a character device"},
+      {dir, rtloop::StatusCode::kInvalidArgument, "is a directory"},
+      {fifo, rtloop::StatusCode::kInvalidArgument, "is a named pipe (FIFO)"},
+      {big, rtloop::StatusCode::kResourceExhausted, "is 209715200 bytes"},
+  };
+  for (const Case& c : cases) {
+    std::future<rtloop::Result<PlcConfig>> load =
+        std::async(std::launch::async, [&] { return LoadPlcConfig(c.path, kOnline); });
+    if (load.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << c.path << ": still reading after 10 s";
+      // A writer that comes and goes ends a read blocked on the FIFO.
+      const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) close(fd);
+    }
+    const rtloop::Result<PlcConfig> r = load.get();
+    ASSERT_FALSE(r.ok()) << c.path;
+    EXPECT_EQ(r.status().code(), c.code) << r.status().ToString();
+    const std::string msg = r.status().message();
+    EXPECT_EQ(msg.rfind("PLC configuration '" + c.path + "': " + c.why, 0), 0u) << msg;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DurationTest, ParsesUnitsAndTheIecPrefix) {
