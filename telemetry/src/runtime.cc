@@ -14,6 +14,8 @@
 
 #include "rtloop/framework/stop_signals.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/input_file.h"
+#include "rtloop/telemetry/output_file.h"
 
 namespace rtloop {
 namespace {
@@ -64,7 +66,7 @@ Status ServerStartError(const Status& s, const char* what, const char* fix) {
   return Status(s.code(), std::string(what) + ": " + message, s.sys_errno());
 }
 
-Status ValidateConfig(const RuntimeConfig& c) {
+Status CheckValues(const RuntimeConfig& c) {
   if (c.duration.count() < 0) {
     return InvalidArgumentError("RuntimeConfig::duration is negative (" +
                                 std::to_string(c.duration.count()) +
@@ -91,20 +93,62 @@ Status ValidateConfig(const RuntimeConfig& c) {
   return Status::Ok();
 }
 
+// `s` with `field` (the RuntimeConfig field it is about) in front of its message.
+Status About(const char* field, const Status& s) {
+  if (s.ok()) return s;
+  return Status(s.code(), std::string("RuntimeConfig::") + field + ": " + s.message(),
+                s.sys_errno());
+}
+
+// What the user of a program names (the servers' addresses and token files, the sample log), each
+// through the check its consumer makes, so that none of them fails after a server started.
+Status CheckUserInputs(const TelemetryConfig& t) {
+  if (t.serve_grpc) {
+    RTLOOP_RETURN_IF_ERROR(
+        About("telemetry.grpc.address", telemetry::CheckServerAddress(t.grpc.address)));
+    if (!t.grpc.token_file.empty()) {
+      RTLOOP_RETURN_IF_ERROR(
+          About("telemetry.grpc.token_file", telemetry::ReadTokenFile(t.grpc.token_file).status()));
+    }
+  }
+  if (t.http.has_value()) {
+    // The HTTP endpoint reads its address as the gRPC server does (HOST:PORT, port 0: any).
+    RTLOOP_RETURN_IF_ERROR(
+        About("telemetry.http->address", telemetry::CheckServerAddress(t.http->address)));
+    if (!t.http->token_file.empty()) {
+      RTLOOP_RETURN_IF_ERROR(About("telemetry.http->token_file",
+                                   telemetry::ReadTokenFile(t.http->token_file).status()));
+    }
+  }
+  if (!t.record_path.empty()) {
+    // The sample log is binary; the runtime's and the application's text goes to stdout.
+    Result<telemetry::OutputTarget> log =
+        telemetry::ResolveOutputPath(t.record_path, {.what = "sample log", .allow_stdout = false});
+    RTLOOP_RETURN_IF_ERROR(About("telemetry.record_path", log.status()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Runtime::Runtime(const RuntimeConfig& config) : config_(config) {}
 
 Runtime::~Runtime() { (void)Stop(); }
 
+Status Runtime::Check(const RuntimeConfig& config) {
+  RTLOOP_RETURN_IF_ERROR(CheckValues(config));
+  if (!config.telemetry.enabled) return Status::Ok();
+  return CheckUserInputs(config.telemetry);
+}
+
 Result<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config) {
+  RTLOOP_RETURN_IF_ERROR(Check(config));  // before anything is created, started or bound
   std::unique_ptr<Runtime> rt(new Runtime(config));
   RTLOOP_RETURN_IF_ERROR(rt->Init());
   return rt;
 }
 
 Status Runtime::Init() {
-  RTLOOP_RETURN_IF_ERROR(ValidateConfig(config_));
   process_cpus_ = CurrentAffinity();
   Result<std::unique_ptr<Executor>> ex = Executor::Create(config_.executor);
   if (!ex.ok()) return ex.status();

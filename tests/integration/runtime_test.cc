@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -197,6 +198,52 @@ TEST(RuntimeTest, BadConfigAndWrongOrderAreClearErrors) {
   EXPECT_EQ(rt->Start().code(), StatusCode::kFailedPrecondition);
 }
 
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("rtloop_runtime_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+// Create() checks every setting a program's user names before it creates, starts or binds
+// anything (it was: the gRPC server served, then a bad HTTP address failed; a sample log on
+// /dev/full or "-" was found only at Start()). Runtime::Check() gives the same answer alone.
+TEST(RuntimeTest, CreateChecksEverySettingBeforeAnythingStarts) {
+  const std::string missing = TempPath("no-such-token");
+  const std::vector<std::pair<std::function<void(RuntimeConfig&)>, std::string>> cases = {
+      {[](RuntimeConfig& c) { c.telemetry.grpc.address = "bogus"; },
+       "RuntimeConfig::telemetry.grpc.address: bad address \"bogus\""},
+      {[](RuntimeConfig& c) { c.telemetry.http->address = "bogus"; },
+       "RuntimeConfig::telemetry.http->address: bad address \"bogus\""},
+      {[&](RuntimeConfig& c) { c.telemetry.http->token_file = missing; },
+       "RuntimeConfig::telemetry.http->token_file: cannot open token file '" + missing + "'"},
+      {[](RuntimeConfig& c) { c.telemetry.record_path = "/dev/full"; },
+       "RuntimeConfig::telemetry.record_path: sample log '/dev/full': is a character device"},
+      {[](RuntimeConfig& c) { c.telemetry.record_path = "-"; },
+       "RuntimeConfig::telemetry.record_path: sample log '-': this output cannot go to standard "
+       "output"},
+  };
+  for (const auto& [set, message] : cases) {
+    RuntimeConfig c = TestConfig();
+    c.telemetry.grpc.log_to_stderr = true;  // "serving on ..." when a server starts
+    c.telemetry.http = telemetry::HttpConfig{.address = "127.0.0.1:0"};
+    set(c);
+    const Status check = Runtime::Check(c);
+    EXPECT_EQ(check.message().rfind(message, 0), 0u) << check.ToString();
+    ::testing::internal::CaptureStderr();
+    const Result<std::unique_ptr<Runtime>> rt = Runtime::Create(c);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    ASSERT_FALSE(rt.ok()) << message;
+    EXPECT_EQ(rt.status().message(), check.message());
+    EXPECT_EQ(err.find("serving on"), std::string::npos) << message << ": a server started:\n"
+                                                         << err;
+  }
+  // Telemetry off: its settings are not used, and not checked.
+  RuntimeConfig off = TestConfig();
+  off.telemetry.enabled = false;
+  off.telemetry.grpc.address = "bogus";
+  EXPECT_TRUE(Runtime::Check(off).ok());
+}
+
 TEST(RuntimeTest, DurationEndsRunUntilSignal) {
   RuntimeConfig c = TestConfig();
   c.duration = milliseconds(200);
@@ -266,12 +313,6 @@ TEST(RuntimeTest, SampleLogHoldsEverySampleOfTheRun) {
   ASSERT_TRUE(file->trailer.has_value());
   ASSERT_EQ(file->trailer->stats_size(), 1);
   EXPECT_EQ(file->trailer->stats(0).cycles(), 300u);
-}
-
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("rtloop_runtime_" + std::to_string(getpid()) + "_" + name))
-      .string();
 }
 
 // A program that opens its outputs before it measures gives the runtime the open file: the

@@ -86,7 +86,9 @@ struct TelemetryConfig {
   // runs RT tasks each wake-up costs them latency (bench/cyclic/telemetry_cost.py: 10 ms made
   // ~785 telemetry wake-ups/s with one streaming client, 50 ms ~234). > 0.
   std::chrono::nanoseconds drain_period{std::chrono::milliseconds(50)};
-  // Sample log to write (every sample, header and trailer: sample_log.h); empty: none.
+  // Sample log to write (every sample, header and trailer: sample_log.h); empty: none. A file
+  // (or /dev/null), not standard output: a program that wants the log on stdout and nothing else
+  // there hands an OutputFile to RecordTo().
   std::string record_path;
   // The gRPC API (needs `enabled`).
   bool serve_grpc = true;
@@ -118,8 +120,16 @@ struct RuntimeConfig {
 
 class Runtime {
  public:
-  // Validates `config` and creates the executor (process set-up: memory locking etc.), the hub,
-  // the collector and, with serve_grpc, the gRPC server, which listens from here on: a port in use
+  // Checks `config` without creating, starting or binding anything: its values, and what a
+  // program's user names in it, each as its consumer checks it: the gRPC and HTTP addresses
+  // (CheckServerAddress), their token files (ReadTokenFile) and the sample log's path
+  // (ResolveOutputPath; not "-": the sample log is binary and the report is text on stdout).
+  // InvalidArgument (or the reader's NotFound/PermissionDenied/ResourceExhausted) naming the
+  // RuntimeConfig field. A program may call it to tell a bad setting (its exit status 2) from a
+  // runtime that could not start; Create() calls it first.
+  static Status Check(const RuntimeConfig& config);
+  // Check(), then creates the executor (process set-up: memory locking etc.), the hub, the
+  // collector and, with serve_grpc, the gRPC server, which listens from here on: a port in use
   // fails here, naming the port and the fix. Errors are Statuses with messages that say what to
   // change (ExitCode() prints them).
   static Result<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config);
