@@ -6,6 +6,8 @@
 #include <cstdlib>
 
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/output_file.h"
+#include "rtloop/telemetry/server.h"
 
 namespace example_cli {
 namespace {
@@ -24,7 +26,8 @@ const char kRunOptionsUsage[] =
     "                      port, printed on stderr), or off\n"
     "  --metrics[=ADDR]    also serve Prometheus /metrics and the live page at / over HTTP\n"
     "                      (default ADDR 127.0.0.1:9101; port 0: any free port)\n"
-    "  --record=FILE       write every cycle's sample to FILE (rtloop sample log)\n"
+    "  --record=FILE       write every cycle's sample to FILE (rtloop sample log; a file,\n"
+    "                      not '-': the log is binary)\n"
     "  --require-rt        fail when SCHED_FIFO is not permitted (default: run as SCHED_OTHER\n"
     "                      and say so loudly)\n";
 
@@ -166,6 +169,23 @@ std::optional<int> Done(Args& args, const RunOptions& options) {
   }
   if (options.metrics && options.telemetry == "off") {
     return args.Fail("--metrics needs telemetry: drop --telemetry=off (or give --telemetry=ADDR)");
+  }
+  // Each value as the part that takes it checks it, before anything starts.
+  if (options.telemetry != "off") {
+    if (rtloop::Status s = rtloop::telemetry::CheckServerAddress(options.telemetry); !s.ok()) {
+      return args.Fail("--telemetry: " + s.message());
+    }
+  }
+  if (options.metrics && !options.metrics->empty()) {
+    if (rtloop::Status s = rtloop::telemetry::CheckServerAddress(*options.metrics); !s.ok()) {
+      return args.Fail("--metrics: " + s.message());
+    }
+  }
+  if (!options.record.empty()) {
+    // The sample log is binary and the examples print their text on stdout: no "-".
+    rtloop::Result<rtloop::telemetry::OutputTarget> log = rtloop::telemetry::ResolveOutputPath(
+        options.record, {.what = "--record", .allow_stdout = false});
+    if (!log.ok()) return args.Fail(log.status().message());
   }
   return std::nullopt;
 }

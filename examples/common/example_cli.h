@@ -100,7 +100,10 @@ bool ParseRunOption(Args& args, RunOptions* options);
 
 // After the argument loop: the exit status when the program should end now (0 after --help, 2
 // after a bad argument, which was printed, or a bad combination such as --record or --metrics
-// with --telemetry=off, which this prints), or nullopt to run.
+// with --telemetry=off, or a value its consumer refuses: an address that is not HOST:PORT, a
+// --record path the output layer refuses (output_file.h; "-" too: the sample log is binary and
+// the examples print text on stdout), which this prints), or nullopt to run. Nothing has started
+// then; a port in use is found later, by Runtime::Create() (exit status 1).
 std::optional<int> Done(Args& args, const RunOptions& options);
 
 // Sets `config` from `options`: app_name, duration, telemetry address (or telemetry off), the

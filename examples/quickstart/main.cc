@@ -16,15 +16,28 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "axis.h"
 #include "rtloop/telemetry/runtime.h"
+#include "rtloop/telemetry/server.h"
 
 namespace {
 
+// An address as the servers read it (HOST:PORT), checked before anything starts: exit 2 if not.
+std::string CheckedAddress(std::string_view what, std::string_view address) {
+  if (const rtloop::Status s = rtloop::telemetry::CheckServerAddress(address); !s.ok()) {
+    std::fprintf(stderr, "rtloop-quickstart: %.*s: %s\n", static_cast<int>(what.size()),
+                 what.data(), s.message().c_str());
+    std::exit(2);
+  }
+  return std::string(address);
+}
+
 // [GRPC_ADDR] [--metrics[=ADDR]]: where the gRPC API listens; the HTTP endpoint on ADDR.
-// --help prints the usage; anything else that starts with '-' is an error (exit 2).
+// --help prints the usage; anything else that starts with '-', or an address that is not
+// HOST:PORT, is an error (exit 2).
 void ReadArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
   constexpr const char* kUsage =
       "usage: rtloop-quickstart [GRPC_ADDR] [--metrics[=ADDR]]\n"
@@ -40,12 +53,14 @@ void ReadArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
     }
     if (arg == "--metrics" || arg.starts_with("--metrics=")) {
       config->telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
-      if (arg.size() > 10) config->telemetry.http->address = arg.substr(10);
+      if (arg.size() > 10) {
+        config->telemetry.http->address = CheckedAddress("--metrics", arg.substr(10));
+      }
     } else if (arg.starts_with("-")) {
       std::fprintf(stderr, "rtloop-quickstart: unknown option '%s'\n%s", argv[i], kUsage);
       std::exit(2);
     } else {
-      config->telemetry.grpc.address = arg;
+      config->telemetry.grpc.address = CheckedAddress("GRPC_ADDR", arg);
     }
   }
 }

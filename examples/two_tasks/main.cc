@@ -18,6 +18,7 @@
 
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/runtime.h"
+#include "rtloop/telemetry/server.h"
 
 namespace {
 
@@ -95,6 +96,14 @@ void PrintUsage(std::FILE* out) {
       "                      HTTP (default 127.0.0.1:9101; port 0: any free port)\n");
 }
 
+// Checks a server address as the server will (HOST:PORT) before anything starts; false after
+// printing the problem.
+bool CheckAddress(const char* option, const std::string& address) {
+  const rtloop::Status s = rtloop::telemetry::CheckServerAddress(address);
+  if (!s.ok()) std::fprintf(stderr, "rtloop-two-tasks: %s: %s\n", option, s.message().c_str());
+  return s.ok();
+}
+
 // Parses the arguments into `config`; returns 0 to run, or the exit status.
 int ParseArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
   double duration_s = 10.0;
@@ -122,6 +131,8 @@ int ParseArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
       const std::string value = arg.substr(12);
       if (value == "off") {
         config->telemetry.enabled = false;
+      } else if (!CheckAddress("--telemetry", value)) {
+        return 2;
       } else {
         config->telemetry.grpc.address = value;
       }
@@ -129,7 +140,10 @@ int ParseArgs(int argc, char** argv, rtloop::RuntimeConfig* config) {
     }
     if (arg == "--metrics" || arg.rfind("--metrics=", 0) == 0) {
       config->telemetry.http = rtloop::telemetry::HttpConfig{};  // 127.0.0.1:9101
-      if (arg.size() > 10) config->telemetry.http->address = arg.substr(10);
+      if (arg.size() > 10) {
+        if (!CheckAddress("--metrics", arg.substr(10))) return 2;
+        config->telemetry.http->address = arg.substr(10);
+      }
       continue;
     }
     std::fprintf(stderr, "rtloop-two-tasks: unknown argument \"%s\"\n", arg.c_str());

@@ -192,6 +192,18 @@ TEST(ExamplesTest, QuickstartPrintsItsUsageAndRefusesAnUnknownOption) {
   const std::string err = ReadFile(bad.err());
   EXPECT_EQ(err.rfind("rtloop-quickstart: unknown option '--telemetry=127.0.0.1:0'\n", 0), 0u)
       << err;
+  // An address is checked before anything starts: exit 2 (it was 1, from the runtime).
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"bogus"}, "rtloop-quickstart: GRPC_ADDR: bad address \"bogus\""},
+           {{"127.0.0.1:0", "--metrics=9101"}, "rtloop-quickstart: --metrics: bad address"}}) {
+    std::vector<std::string> argv = {RTLOOP_QUICKSTART_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child child(argv, /*drop_rt=*/true);
+    EXPECT_EQ(child.Stop(0), 2) << args.back();
+    const std::string e = ReadFile(child.err());
+    EXPECT_EQ(e.rfind(message, 0), 0u) << e;
+    EXPECT_EQ(e.find("serving on"), std::string::npos) << e;
+  }
 }
 
 TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
@@ -203,9 +215,20 @@ TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
                            "period jitter (us)", "logger saw control output"}) {
     EXPECT_NE(out.find(part), std::string::npos) << part << " in:\n" << out;
   }
-  Child bad({RTLOOP_TWO_TASKS_PATH, "--duration=-3"}, /*drop_rt=*/false);
-  EXPECT_EQ(bad.Stop(0), 2);
-  EXPECT_NE(ReadFile(bad.err()).find("bad --duration"), std::string::npos);
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--duration=-3"}, "bad --duration"},
+           // An address is checked before anything starts: exit 2 (it was 1, from the runtime).
+           {{"--duration=1", "--telemetry=bogus"}, "--telemetry: bad address \"bogus\""},
+           {{"--duration=1", "--telemetry=127.0.0.1:0", "--metrics=9101"},
+            "--metrics: bad address \"9101\""}}) {
+    std::vector<std::string> argv = {RTLOOP_TWO_TASKS_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child bad(argv, /*drop_rt=*/true);
+    EXPECT_EQ(bad.Stop(0), 2) << args.back();
+    const std::string err = ReadFile(bad.err());
+    EXPECT_NE(err.find(message), std::string::npos) << message << " in:\n" << err;
+    EXPECT_EQ(err.find("serving on"), std::string::npos) << err;
+  }
 }
 
 TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {

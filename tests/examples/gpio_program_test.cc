@@ -112,6 +112,11 @@ TEST_F(FakeLedDir, MissingOutputsListWhatExists) {
       {{"--sim", "--chip=gpiochip0", "--line=1"}, 2, "choose one output"},
       {{"--chip=gpiochip0"}, 2, "--chip needs --line=LINE too"},
       {{"--sim", "--delay-us=2000", "--period-us=1000"}, 2, "give a delay shorter than the period"},
+      // The run options are checked before the output opens or a server starts.
+      {{"--sim", "--duration=1", "--telemetry=bogus"}, 2, "--telemetry: bad address \"bogus\""},
+      {{"--sim", "--duration=1", "--telemetry=127.0.0.1:0", "--record=-"},
+       2,
+       "--record '-': this output cannot go to standard output"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> argv = {RTLOOP_GPIO_TOGGLE_PATH};

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "child_process.h"
 #include "rtloop/telemetry/client.h"
@@ -82,17 +84,33 @@ TEST(MotionProgramTest, RunsTheLoopServesItRecordsItAndReportsTheTrackingError) 
   std::remove(log.c_str());
 }
 
-TEST(MotionProgramTest, BadArgumentsAreOneLineErrors) {
-  for (const auto& [arg, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--period-us=20", "bad --period-us \"20\": give a whole number from 100 to 10000"},
-           {"--priority=0", "bad --priority \"0\""},
-           {"--cpu=x", "bad --cpu \"x\""},
-           {"--duration=0.01", "give 0 (until Ctrl-C) or 0.1..86400 seconds"},
-           {"--record", "bad --record \"\": give a value: --record=VALUE"}}) {
-    Child motion({RTLOOP_MOTION_PATH, arg}, /*drop_rt=*/true);
-    EXPECT_EQ(motion.Stop(0), 2) << arg;
-    EXPECT_NE(ReadFile(motion.err()).find(message), std::string::npos) << message << " in:\n"
-                                                                       << ReadFile(motion.err());
+// Every value is checked before anything starts: a bad address or sample log path is exit 2 with
+// one line, no server served (it was: the gRPC server started, then exit 1), and the binary
+// sample log never goes to stdout between the progress lines (it did with --record=-).
+TEST(MotionProgramTest, BadArgumentsAreOneLineErrorsBeforeAnythingStarts) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--period-us=20"}, "bad --period-us \"20\": give a whole number from 100 to 10000"},
+      {{"--priority=0"}, "bad --priority \"0\""},
+      {{"--cpu=x"}, "bad --cpu \"x\""},
+      {{"--duration=0.01"}, "give 0 (until Ctrl-C) or 0.1..86400 seconds"},
+      {{"--record"}, "bad --record \"\": give a value: --record=VALUE"},
+      {{"--duration=1", "--telemetry=bogus"}, "rtloop-motion: --telemetry: bad address \"bogus\""},
+      {{"--duration=1", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1"},
+       "rtloop-motion: --metrics: bad address \"127.0.0.1\": missing :PORT"},
+      {{"--duration=1", "--telemetry=127.0.0.1:0", "--record=/dev/full"},
+       "rtloop-motion: --record '/dev/full': is a character device"},
+      {{"--duration=1", "--telemetry=127.0.0.1:0", "--record=-"},
+       "rtloop-motion: --record '-': this output cannot go to standard output"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv = {RTLOOP_MOTION_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Child motion(argv, /*drop_rt=*/true);
+    EXPECT_EQ(motion.Stop(0), 2) << args.back();
+    const std::string err = ReadFile(motion.err());
+    EXPECT_NE(err.find(message), std::string::npos) << message << " in:\n" << err;
+    EXPECT_EQ(Child::Count(err, "\n"), 1) << "one line:\n" << err;
+    EXPECT_EQ(ReadFile(motion.out()), "") << args.back();
   }
 }
 

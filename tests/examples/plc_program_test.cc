@@ -4,8 +4,11 @@
 // fault state over gRPC), and bad input is a one-line error that starts nothing.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -224,6 +227,8 @@ TEST_F(PlcProgramTest, InjectedOverrunTripsTheWatchdogMakesOutputsSafeAndFaultsT
 TEST_F(PlcProgramTest, BadInputIsAOneLineErrorAndNothingStarts) {
   std::string bad = kTestConfig;
   bad.replace(bad.find("priority = 80"), 13, "priority = 120");
+  const std::string fifo = (dir_ / "plc.fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   struct Case {
     std::vector<std::string> args;
     int status;
@@ -245,16 +250,44 @@ TEST_F(PlcProgramTest, BadInputIsAOneLineErrorAndNothingStarts) {
       {{"--config=" + WriteConfig(kTestConfig), "--require-rt", "--telemetry=off"},
        1,
        "SCHED_FIFO"},
+      // Only a regular file of a configuration's size is read: a device, a directory or a FIFO
+      // is refused by what it is, without reading (/dev/zero grew to 4 GB, a FIFO blocked).
+      {{"--config=/dev/zero"}, 2, "PLC configuration '/dev/zero': is a character device"},
+      {{"--config=" + dir_.string()},
+       2,
+       "PLC configuration '" + dir_.string() + "': is a directory"},
+      {{"--config=" + fifo}, 2, "PLC configuration '" + fifo + "': is a named pipe (FIFO)"},
+      // Every value is checked before anything starts (the gRPC server served, then exit 1);
+      // the binary sample log never goes to stdout, between the monitor's text.
+      {{"--config=" + WriteConfig(kTestConfig), "--duration=1", "--telemetry=bogus"},
+       2,
+       "rtloop-plc: --telemetry: bad address \"bogus\""},
+      {{"--config=" + WriteConfig(kTestConfig), "--duration=1", "--telemetry=127.0.0.1:0",
+        "--metrics=localhost"},
+       2,
+       "rtloop-plc: --metrics: bad address \"localhost\""},
+      {{"--config=" + WriteConfig(kTestConfig), "--duration=1", "--telemetry=127.0.0.1:0",
+        "--record=/dev/full"},
+       2,
+       "rtloop-plc: --record '/dev/full': is a character device"},
+      {{"--config=" + WriteConfig(kTestConfig), "--duration=1", "--telemetry=127.0.0.1:0",
+        "--record=-"},
+       2,
+       "rtloop-plc: --record '-': this output cannot go to standard output"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> argv = {RTLOOP_PLC_PATH};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     Child plc(argv, /*drop_rt=*/true);
-    EXPECT_EQ(plc.Stop(0), c.status) << c.args[0];
+    EXPECT_EQ(plc.Stop(0), c.status) << c.args.back();
     const std::string err = ReadFile(plc.err());
     EXPECT_NE(err.find(c.message), std::string::npos) << c.message << " in:\n" << err;
     EXPECT_EQ(err.find("serving on"), std::string::npos) << err;
     EXPECT_EQ(ReadFile(plc.out()).find("task monitor"), std::string::npos);
+    if (c.status == 2) {  // a bad argument: one line, nothing else
+      EXPECT_EQ(Child::Count(err, "\n"), 1) << "one line:\n" << err;
+      EXPECT_EQ(ReadFile(plc.out()), "") << c.args.back();
+    }
   }
 }
 
