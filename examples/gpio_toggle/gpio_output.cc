@@ -1,6 +1,7 @@
 #include "gpio_output.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,10 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 #include <vector>
+
+#include "rtloop/telemetry/input_file.h"
+#include "rtloop/telemetry/output_file.h"
 
 #ifdef RTLOOP_HAVE_GPIOD
 #include <gpiod.h>
@@ -44,11 +46,50 @@ std::string JoinOrNone(const std::vector<std::string>& names, std::size_t max = 
   return out;
 }
 
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+// sysfs shows every attribute as a regular file of one page (4 KiB, or 64 KiB on some arm64
+// kernels), whatever it holds.
+constexpr std::size_t kMaxAttributeBytes = 64u << 10;
+
+// The first line of an LED attribute (max_brightness, trigger) through rtloop's input reader: a
+// regular file, bounded, read without blocking, so a FIFO or /dev/zero in a --leds-dir is refused
+// instead of waiting forever or filling memory. NotFound when it is not there.
+rtloop::Result<std::string> ReadFirstLine(const std::string& path) {
+  rtloop::Result<std::string> text = rtloop::telemetry::ReadInputFile(
+      path, {.what = "LED attribute", .max_bytes = kMaxAttributeBytes, .allow_empty = true});
+  if (!text.ok()) return text.status();
+  return text->substr(0, text->find('\n'));
+}
+
+// Opens an LED attribute for writing without ever blocking: what is not a regular file (a FIFO
+// would wait for a reader, a device is no LED) is refused by what it is.
+rtloop::Result<int> OpenAttribute(const std::string& path) {
+  const auto not_regular = [&] {
+    return rtloop::InvalidArgumentError(
+        "LED attribute '" + rtloop::telemetry::EscapeControlCharacters(path) +
+        "' is not a regular file — give the directory of LED class devices (/sys/class/leds) "
+        "with --leds-dir");
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return not_regular();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return rtloop::ErrnoError(errno, "cannot open " + path + " for writing", "run as root");
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced in between
+    ::close(fd);
+    return not_regular();
+  }
+  return fd;
+}
+
+// Writes `value` to an LED attribute (one write: sysfs takes it as a whole new value).
+rtloop::Status WriteAttribute(const std::string& path, const std::string& value) {
+  rtloop::Result<int> fd = OpenAttribute(path);
+  if (!fd.ok()) return fd.status();
+  const ssize_t n = ::write(*fd, value.data(), value.size());
+  const int err = errno;
+  ::close(*fd);
+  if (n == static_cast<ssize_t>(value.size())) return rtloop::Status::Ok();
+  return rtloop::ErrnoError(n < 0 ? err : EIO, "cannot write " + path, "run as root");
 }
 
 // The active trigger of an LED: the [bracketed] word of its trigger file; "none" when none is.
@@ -57,13 +98,6 @@ std::string ActiveTrigger(const std::string& content) {
   const std::size_t close = content.find(']', open);
   if (open == std::string::npos || close == std::string::npos) return "none";
   return content.substr(open + 1, close - open - 1);
-}
-
-bool WriteFile(const std::string& path, const std::string& value) {
-  std::ofstream out(path);
-  out << value;
-  out.flush();
-  return static_cast<bool>(out);
 }
 
 class LedOutput final : public Output {
@@ -78,7 +112,7 @@ class LedOutput final : public Output {
         restore_trigger_(std::move(restore_trigger)) {}
   ~LedOutput() override {
     ::close(fd_);
-    if (!restore_trigger_.empty()) WriteFile(trigger_path_, restore_trigger_ + "\n");
+    if (!restore_trigger_.empty()) (void)WriteAttribute(trigger_path_, restore_trigger_ + "\n");
   }
   LedOutput(const LedOutput&) = delete;
   LedOutput& operator=(const LedOutput&) = delete;
@@ -281,29 +315,28 @@ rtloop::Result<std::unique_ptr<Output>> OpenLed(const std::string& leds_dir,
     return rtloop::NotFoundError("LED \"" + name + "\" has no brightness file (" + brightness +
                                  ") — is " + dir + " an LED class device?");
   }
-  std::string on_value = ReadFirstLine(dir + "/max_brightness");
-  if (on_value.empty()) on_value = "1";
+  rtloop::Result<std::string> max = ReadFirstLine(dir + "/max_brightness");
+  if (!max.ok() && max.status().code() != rtloop::StatusCode::kNotFound) return max.status();
+  const std::string on_value = max.ok() && !max->empty() ? *max : "1";
+  rtloop::Result<int> fd = OpenAttribute(brightness);  // before the trigger is touched
+  if (!fd.ok()) return fd.status();
   // Switch off the LED's trigger (it would keep writing brightness too), remembering it.
   const std::string trigger_path = dir + "/trigger";
-  std::string restore;
+  std::string active = "none";
   if (fs::exists(trigger_path, ec)) {
-    const std::string active = ActiveTrigger(ReadFirstLine(trigger_path));
-    if (active != "none") {
-      if (!WriteFile(trigger_path, "none\n")) {
-        return rtloop::ErrnoError(errno, "cannot set the trigger of LED \"" + name + "\" to none",
-                                  "run as root");
-      }
-      restore = active;
+    rtloop::Result<std::string> trigger = ReadFirstLine(trigger_path);
+    if (trigger.ok()) active = ActiveTrigger(*trigger);
+    rtloop::Status s = trigger.status();
+    if (s.ok() && active != "none") s = WriteAttribute(trigger_path, "none\n");
+    if (!s.ok()) {
+      ::close(*fd);
+      return rtloop::Status(s.code(),
+                            "cannot switch off the trigger of LED \"" + name + "\": " + s.message(),
+                            s.sys_errno());
     }
   }
-  const int fd = ::open(brightness.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (!restore.empty()) WriteFile(trigger_path, restore + "\n");
-    return rtloop::ErrnoError(err, "cannot open " + brightness + " for writing", "run as root");
-  }
-  std::unique_ptr<Output> out =
-      std::make_unique<LedOutput>(fd, name, brightness, on_value, trigger_path, restore);
+  std::unique_ptr<Output> out = std::make_unique<LedOutput>(
+      *fd, name, brightness, on_value, trigger_path, active == "none" ? "" : active);
   out->Set(false);
   return out;
 }

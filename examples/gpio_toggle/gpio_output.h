@@ -8,9 +8,11 @@
 //
 // Opening is set-up work (files, ioctls, allocation) and returns an error that says what exists
 // when the chip, line or LED asked for does not: the chips with their labels and line counts,
-// or the LEDs in the directory. Set() is the task's own I/O: one ioctl (GPIO) or one pwrite
-// (LED) per call, no allocation, no lock; that system call is the point of the example (the RT
-// rules in framework/README.md allow the I/O a Step does on purpose).
+// or the LEDs in the directory. An LED's attributes must be regular files (as sysfs shows them):
+// they are read through rtloop's bounded input reader and opened without blocking, so a FIFO or a
+// device in their place is refused, never waited on. Set() is the task's own I/O: one ioctl (GPIO)
+// or one pwrite (LED) per call, no allocation, no lock; that system call is the point of the
+// example (the RT rules in framework/README.md allow the I/O a Step does on purpose).
 //
 // Threading: an Output is driven by one thread (the toggle task); the counters may be read from
 // any thread.

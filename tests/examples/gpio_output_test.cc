@@ -2,13 +2,19 @@
 // errors that list what exists, the memory output, the toggle task without allocation.
 #include "gpio_output.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+#include <utility>
 
 #include "alloc_counter.h"
 #include "rtloop/framework/time.h"
@@ -92,6 +98,49 @@ TEST_F(FakeLeds, LedDirectoryWithoutBrightnessIsRefused) {
   rtloop::Result<std::unique_ptr<Output>> led = OpenLed(root_.string(), "broken");
   ASSERT_FALSE(led.ok());
   EXPECT_NE(led.status().message().find("no brightness file"), std::string::npos);
+}
+
+// The LED's attributes go through the bounded, non-blocking input reader and a non-blocking open
+// for writing: a FIFO or a device in a --leds-dir is refused by what it is (a FIFO as
+// max_brightness or trigger blocked forever, /dev/zero filled memory looking for a newline, a FIFO
+// as brightness blocked waiting for a reader, /dev/zero as brightness was "an LED").
+TEST_F(FakeLeds, AnAttributeThatIsNotARegularFileIsRefusedWithoutBlocking) {
+  for (const char* attribute : {"max_brightness", "trigger", "brightness"}) {
+    for (const bool fifo : {true, false}) {
+      const fs::path led = root_ / "odd";
+      fs::remove_all(led);
+      fs::create_directories(led);
+      Write(led / "brightness", "0\n");
+      Write(led / "max_brightness", "255\n");
+      Write(led / "trigger", "none [timer]\n");
+      const fs::path odd = led / attribute;
+      fs::remove(odd);
+      if (fifo) {
+        ASSERT_EQ(mkfifo(odd.c_str(), 0600), 0) << std::strerror(errno);
+      } else {
+        fs::create_symlink("/dev/zero", odd);
+      }
+      std::future<rtloop::Result<std::unique_ptr<Output>>> open =
+          std::async(std::launch::async, [&] { return OpenLed(root_.string(), "odd"); });
+      int unblock = -1;
+      const bool writes = std::string(attribute) == "brightness";
+      if (open.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+        ADD_FAILURE() << odd << ": still opening after 10 s";
+        // The other end of the FIFO ends the wait: a writer that comes and goes for a reader, a
+        // reader kept open until the call returns for a writer.
+        unblock = ::open(odd.c_str(), (writes ? O_RDONLY : O_WRONLY) | O_NONBLOCK);
+        if (!writes && unblock >= 0) ::close(std::exchange(unblock, -1));
+      }
+      const rtloop::Result<std::unique_ptr<Output>> r = open.get();
+      if (unblock >= 0) ::close(unblock);
+      EXPECT_FALSE(r.ok()) << odd << (fifo ? " (FIFO)" : " (/dev/zero)");
+      EXPECT_NE(r.status().message().find(odd.string()), std::string::npos)
+          << r.status().ToString();
+      if (std::string(attribute) != "trigger") {
+        EXPECT_EQ(FirstLine(led / "trigger"), "none [timer]") << "the trigger is left as it was";
+      }
+    }
+  }
 }
 
 TEST(GpioOutputTest, MissingLedDirectorySaysThereAreNoLeds) {
