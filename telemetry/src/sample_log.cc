@@ -75,7 +75,10 @@ Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogCo
   if (config.path.empty()) {
     return InvalidArgumentError("sample log path is empty: give a file name to record to");
   }
-  Result<OutputFile> file = OutputFile::Open(config.path, {.what = "recording"});
+  // Binary: never standard output, where a program's text goes too ('-' is refused, and the
+  // messages do not offer it). A program whose stdout is the log alone opens an OutputFile itself.
+  Result<OutputFile> file =
+      OutputFile::Open(config.path, {.what = "recording", .allow_stdout = false});
   if (!file.ok()) return file.status();
   return Open(config, std::move(*file), hub, system);
 }

@@ -293,6 +293,23 @@ TEST_F(SampleLogTest, NonRegularTargetsAreRefusedAtOpen) {
       << rec.status().message();
 }
 
+// The sample log is binary: "-" (standard output, where a program's text goes) is refused, and a
+// refused path's message does not suggest it (it did: "..., or '-' for standard output").
+TEST_F(SampleLogTest, StandardOutputIsRefusedAndNeverSuggested) {
+  for (const char* path : {"-", "/dev/stdout"}) {
+    Result<std::unique_ptr<SampleLogWriter>> rec =
+        SampleLogWriter::Open({.path = path}, hub_, FakeSystem());
+    ASSERT_FALSE(rec.ok()) << path;
+    EXPECT_NE(rec.status().message().find("cannot go to standard output"), std::string::npos)
+        << rec.status().message();
+  }
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "needs /dev/full";
+  Result<std::unique_ptr<SampleLogWriter>> full =
+      SampleLogWriter::Open({.path = "/dev/full"}, hub_, FakeSystem());
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().message().find("'-'"), std::string::npos) << full.status().message();
+}
+
 TEST_F(SampleLogTest, AbandonLeavesNoFileBehind) {
   const std::string path = TempPath("abandoned");
   cleanup_.push_back(path);

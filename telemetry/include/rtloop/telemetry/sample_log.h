@@ -22,7 +22,9 @@
 // This header is part of the telemetry core (rtloop::telemetry_core): no protobuf in it; the
 // writer uses protobuf privately.
 //
-// The file goes through OutputFile (output_file.h): while recording it is PATH.partial, and
+// The file goes through OutputFile (output_file.h), never to standard output (the log is binary;
+// "-" is refused by Open(config, ...); the Open() that takes an OutputFile writes wherever that
+// goes): while recording it is PATH.partial, and
 // Close() renames it to PATH once the trailer is on disk. A run killed meanwhile leaves
 // PATH.partial, readable up to the cut ("ends without a trailer"); a recording that failed keeps
 // what it wrote in PATH.partial and never appears as PATH; Abandon() removes it.
