@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "rtloop/telemetry/output_file.h"
+
 namespace rtloop::bench {
 namespace {
 
@@ -150,8 +152,9 @@ std::string FormatFindings(const ReadinessReport& report) {
   for (const ReadinessFinding& f : report.findings) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%-4s %-20s ", ReadinessLevelName(f.level), f.id.c_str());
-    out += buf + f.summary + "\n";
-    if (!f.fix.empty()) out += "     fix: " + f.fix + "\n";
+    // Facts come from files that may hold anything (a saved tree): one line each, shown as is.
+    out += buf + telemetry::EscapeControlCharacters(f.summary) + "\n";
+    if (!f.fix.empty()) out += "     fix: " + telemetry::EscapeControlCharacters(f.fix) + "\n";
   }
   out += std::to_string(report.Count(ReadinessLevel::kFail)) + " FAIL, " +
          std::to_string(report.Count(ReadinessLevel::kWarn)) + " WARN, " +
