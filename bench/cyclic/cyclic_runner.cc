@@ -824,6 +824,7 @@ int RunCyclic(int argc, const char* const* argv) {
     WriteAll(stdout, UsageText());
     return kExitOk;
   }
+  if (o.check_options) return kExitOk;
   if (o.unbuffered) std::setvbuf(stdout, nullptr, _IONBF, 0);
   for (const std::string& note : o.stderr_notes) WriteAll(stderr, note);
   for (const std::string& note : o.stdout_notes) WriteAll(stdout, note);

@@ -131,17 +131,6 @@ void RaiseForCleanUp() {
   }
 }
 
-std::string StatusText(int status) {
-  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(
-          status)) {  // "signal 9 (SIGKILL)": the number scripts match, the name people read
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return "signal " + std::to_string(WTERMSIG(status)) +
-           (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
-  }
-  return "status " + std::to_string(status);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& config) {
@@ -282,7 +271,7 @@ bool LoadGroup::Alive(int index) {
 
 std::string LoadGroup::ExitText(int index) const {
   const Load& l = loads_[static_cast<std::size_t>(index)];
-  return l.reaped ? StatusText(l.status) : "running";
+  return l.reaped ? WaitStatusText(l.status) : "running";
 }
 
 std::vector<pid_t> LoadGroup::GroupPids() const { return Members(pgid_, cgroup_, guardian_); }

@@ -93,7 +93,9 @@ std::string FormatReportMarkdown(const json& result) {
   std::string out =
       "# rtloop-bench: " + Str(scenario, "name") + " on " + Str(system, "host") + "\n\n";
   if (At(result, "interrupted").is_boolean() && At(result, "interrupted").get<bool>()) {
-    out += "**Interrupted**: the run was stopped early; the figures cover what was measured.\n\n";
+    const json& reason = At(result, "interrupted_reason");
+    out += "**Interrupted**" + (reason.is_string() ? " (" + reason.get<std::string>() + ")" : "") +
+           ": the run was stopped early; the figures cover what was measured.\n\n";
   }
   out += "Measured with `" + Str(scenario, "measure_command") + "` for " +
          Str(scenario, "duration_s") + " s (values in us). Load: " + Str(scenario, "description") +

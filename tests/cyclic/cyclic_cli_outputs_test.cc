@@ -437,3 +437,18 @@ TEST_F(CyclicOutputsTest, AClosedStdoutIsExitFourBeforeMeasuring) {
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_NE(r.err.find("standard output is closed"), std::string::npos) << r.err;
 }
+
+// --check-options (issue 17 item 10: rtloop-bench checks its measurement with it before it starts
+// anything): the whole command line checked, nothing measured or created.
+TEST_F(CyclicOutputsTest, CheckOptionsChecksEverythingAndCreatesNothing) {
+  const std::string json = Path("j.json");
+  Outcome r = Run({"-q", "-D10", "--json=" + json, "--max-window=1000", "--check-options"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(Exists(json));
+  r = Run({"-q", "-D999999999999h", "--json=" + json, "--check-options"});
+  ExpectUsageError(r, "duration too long", "-D beyond its range");
+  r = Run({"-q", "-D10", "--max-window=99999999999", "--check-options"});
+  ExpectUsageError(r, "--max-window", "a window beyond its range");
+  ExpectNoOtherFile("--check-options");
+}

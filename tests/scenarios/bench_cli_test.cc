@@ -260,8 +260,12 @@ TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
 TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
   RTLOOP_REQUIRE_ROOT();
   TempDir dir("failed");
+  // A measurement whose options pass the check and whose run fails.
+  const std::string fails = dir.path() + "/fails.sh";
+  std::ofstream(fails) << "#!/bin/sh\ncase \"$*\" in *--check-options*) exit 0;; esac\nexit 1\n";
+  ASSERT_EQ(chmod(fails.c_str(), 0755), 0);
   RunResult r = testing::Run({kBench, "run", "--scenario=stress", "--duration=5",
-                              "--out=" + dir.path(), "--rtloop-cyclic=/bin/false"},
+                              "--out=" + dir.path() + "/out", "--rtloop-cyclic=" + fails},
                              seconds(20));
   EXPECT_EQ(r.status, kExitFail);
   EXPECT_NE(r.err.find("rtloop-cyclic failed (exit 1)"), std::string::npos) << r.err;
@@ -314,6 +318,61 @@ TEST(BenchRun, ALoadThatDiesDuringTheMeasurementIsReportedAndExitsOne) {
   const std::uint64_t cycles = result["threads"][0]["cycles"].get<std::uint64_t>();
   const std::uint64_t interval_us = result["threads"][0]["interval_us"].get<std::uint64_t>();
   EXPECT_GE(cycles, 4'000'000 / interval_us * 9 / 10) << "cycles " << cycles;
+}
+
+// Issue 17 item 7: rtloop-cyclic stopped from outside (SIGTERM: it ends in order, exit 0) was
+// reported as a complete run (exit 0, "interrupted": false, half the cycles). A child that ends
+// before its time makes an interrupted run, with the reason.
+TEST(BenchRun, AMeasurementEndedEarlyFromOutsideIsAnInterruptedRunWithTheReason) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("early");
+  Child bench({kBench, "run", "--scenario=idle", "--duration=60", "--out=" + dir.path(),
+               "--rtloop-cyclic=" + kCyclic});
+  pid_t cyclic = -1;
+  struct stat st {};
+  for (int i = 0; i < 400 && bench.Running(); ++i) {  // bounded: 20 s
+    cyclic = ChildNamed(bench.pid(), "rtloop-cyclic");
+    // Its SIGUSR2 status file exists once it measures and takes SIGTERM in its main loop.
+    if (cyclic > 0 && stat(("/dev/shm/cyclictest" + std::to_string(cyclic)).c_str(), &st) == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_GT(cyclic, 0) << bench.Stderr();
+  ASSERT_EQ(kill(cyclic, SIGTERM), 0);
+  std::optional<int> status = bench.Wait(seconds(30));
+  ASSERT_TRUE(status.has_value()) << "bench did not end";
+  EXPECT_EQ(*status, kExitInterrupted) << bench.Stderr();
+  EXPECT_NE(bench.Stderr().find("interrupted: rtloop-cyclic ended after"), std::string::npos)
+      << bench.Stderr();
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  EXPECT_TRUE(result["interrupted"].get<bool>());
+  EXPECT_NE(
+      result["interrupted_reason"].get<std::string>().find("of the 60 s measurement (exit 0)"),
+      std::string::npos)
+      << result["interrupted_reason"];
+  EXPECT_EQ(testing::ValidateSchema(result, json::parse(ReadFile(RTLOOP_BENCH_SCHEMA))), "");
+  EXPECT_NE(ReadFile(dir.path() + "/report.md").find("**Interrupted** (rtloop-cyclic ended"),
+            std::string::npos);
+}
+
+// Issue 17 item 10: `--duration=999999999999h` passed the bench's check, ran the doctor, started
+// the load and then failed in rtloop-cyclic. Every argument is now checked before anything
+// starts: the bench's own, and the measurement's by rtloop-cyclic --check-options.
+TEST(BenchRun, EveryArgumentIsCheckedBeforeTheDoctorOrALoadStarts) {
+  TempDir dir("checked");
+  for (const auto& [arg, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--duration=999999999999h", "too long: at most 365d"},
+           {"--duration=366d", "too long"},
+           {"--window=99999999999", "--max-window"}}) {
+    RunResult r = testing::Run({kBench, "run", "--scenario=stress", arg, "--out=" + dir.path(),
+                                "--rtloop-cyclic=" + kCyclic},
+                               seconds(20));
+    EXPECT_EQ(r.status, kExitUsage) << arg << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("doctor:"), std::string::npos) << arg << ": the doctor ran: " << r.err;
+    EXPECT_EQ(r.err.find("load command"), std::string::npos) << arg << ": a load ran: " << r.err;
+  }
 }
 
 TEST(BenchRun, AMissingToolNamesItsDebianPackage) {
