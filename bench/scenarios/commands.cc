@@ -144,6 +144,13 @@ int DoctorCommand(int argc, const char* const* argv) {
   }
   if (!a.error().ok()) return UsageError("doctor", a.error().message());
   if (Status s = CheckDoctorRoot(config.root); !s.ok()) return UsageError("doctor", s.message());
+  // What a killed run left (loads, --tune values) is undone first: the checks then see this
+  // machine as it is meant to be, and stderr says what was undone.
+  if (config.root.empty()) {
+    for (const std::string& line : LoadGroup::UndoKilledRuns()) {
+      std::fprintf(stderr, "rtloop-bench: %s\n", line.c_str());
+    }
+  }
   const ReadinessReport report = CheckReadiness(config);
   const std::string out = as_json ? FindingsJson(report).dump(1) + "\n" : FormatFindings(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -240,7 +247,7 @@ int Main(int argc, const char* const* argv) {
     return argc < 2 ? kExitUsage : kExitOk;
   }
   const std::string cmd = argv[1];
-  if (cmd == "__guardian") return LoadGroup::GuardianMain(argc, argv);
+  if (cmd == "__guardian" || cmd == "__keeper") return LoadGroup::GuardianMain(argc, argv);
   if (cmd == "doctor") return DoctorCommand(argc, argv);
   if (cmd == "run") return RunCommand(argc, argv);
   if (cmd == "compare") return CompareCommand(argc, argv);

@@ -291,6 +291,10 @@ int BenchRun::Prepare() {
   }
   PlanMeasurement();
   if (const int rc = CheckMeasurement(); rc != kExitOk) return rc;
+  // Before the doctor and before --tune reads the values it will restore: a killed run's.
+  for (const std::string& line : LoadGroup::UndoKilledRuns()) {
+    std::fprintf(stderr, "rtloop-bench: %s\n", line.c_str());
+  }
   for (const std::string& n : plan_.notes)
     std::fprintf(stderr, "rtloop-bench: note: %s\n", n.c_str());
   doctor_ = CheckReadiness();
@@ -309,6 +313,8 @@ int BenchRun::Prepare() {
 int BenchRun::StartLoads() {
   LoadGroupConfig gc;
   gc.tag = std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+  // The loads' own end, beyond the measurement's (which is stopped at duration + 65 s at worst).
+  gc.deadline_s = o_.request.duration_s + 120;
   if (o_.tune) {
     // One --tune run at a time, or the second would save the first's settings as the originals.
     // The guardian holds the lock too, so it is free only once the settings are back.

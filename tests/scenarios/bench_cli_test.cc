@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -255,6 +256,90 @@ TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
   }
   EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+}
+
+// The pid after `key` in the bench's stderr ("guardian pid 123"), or -1.
+pid_t PidAfter(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
+}
+
+// The run's keeper (`rtloop-bench __keeper ... /run/rtloop-bench/<tag>.json ...`), or -1.
+pid_t KeeperOf(const std::string& tag) {
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(" __keeper ") != std::string::npos &&
+        cmdline.find(tag + ".json") != std::string::npos) {
+      return std::atoi(name.c_str());
+    }
+  }
+  return -1;
+}
+
+// Issue 17 item 2: kill -9 of the guardian, then of the bench, left 750 hackbench processes
+// running and --tune in force. The keeper, which the guardian starts in a group of its own,
+// outlives both and undoes the run.
+TEST(BenchRun, SigkillOfTheGuardianAndThenTheBenchLeavesNoLoadAndRestoresTune) {
+  RTLOOP_REQUIRE_ROOT();
+  SysctlGuard guard;
+  TempDir dir("sigkill_both");
+  Child bench({kBench, "run", "--scenario=hackbench", "--duration=60", "--tune",
+               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 700, seconds(10)).size(), 700u) << bench.Stderr();
+  const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
+  ASSERT_GT(guardian, 0) << bench.Stderr();
+  ASSERT_EQ(kill(guardian, SIGKILL), 0);
+  ASSERT_EQ(kill(bench.pid(), SIGKILL), 0);
+  ASSERT_TRUE(bench.Wait(seconds(30)).has_value());
+  ExpectNothingLeft(bench.Stderr());  // within its bound
+  EXPECT_EQ(testing::TaggedProcesses(testing::RunTagOf(bench.Stderr())), 0);
+  for (int i = 0; i < 200 && ReadFile(SysctlGuard::kOvercommit) != guard.overcommit(); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));  // bounded: 10 s
+  }
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+}
+
+// ... and when the keeper is killed too, the run's state file tells the next doctor (or run) what
+// to undo, which it does and says.
+TEST(BenchRun, ARunKilledWithItsGuardianAndKeeperIsUndoneByTheNextDoctor) {
+  RTLOOP_REQUIRE_ROOT();
+  SysctlGuard guard;
+  TempDir dir("sigkill_all");
+  // hackbench: its workers outlive their parent (stress-ng's die with theirs).
+  Child bench({kBench, "run", "--scenario=hackbench", "--duration=60", "--tune",
+               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 700, seconds(10)).size(), 700u) << bench.Stderr();
+  const std::string tag = testing::RunTagOf(bench.Stderr());
+  const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
+  const pid_t keeper = KeeperOf(tag);
+  ASSERT_GT(guardian, 0) << bench.Stderr();
+  ASSERT_GT(keeper, 0) << "no keeper for " << tag;
+  ASSERT_EQ(kill(keeper, SIGKILL), 0);
+  ASSERT_EQ(kill(guardian, SIGKILL), 0);
+  ASSERT_EQ(kill(bench.pid(), SIGKILL), 0);
+  ASSERT_TRUE(bench.Wait(seconds(30)).has_value());
+  EXPECT_FALSE(testing::GroupMembers(testing::LoadGroupOf(bench.Stderr())).empty())
+      << "nothing was left to undo";
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), "1\n");
+  RunResult doctor = testing::Run({kBench, "doctor"}, seconds(30));
+  EXPECT_NE(doctor.err.find("a killed run (RTLOOP_BENCH_RUN=" + tag), std::string::npos)
+      << doctor.err;
+  EXPECT_NE(doctor.err.find("/proc/sys/vm/overcommit_memory at '1': restored '" +
+                            guard.overcommit().substr(0, 1) + "'"),
+            std::string::npos)
+      << doctor.err;
+  EXPECT_NE(doctor.err.find("processes running: killed"), std::string::npos) << doctor.err;
+  ExpectNothingLeft(bench.Stderr());
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+  struct stat st {};
+  EXPECT_NE(stat(("/run/rtloop-bench/" + tag + ".json").c_str(), &st), 0) << "state file left";
+  // Undone once: a second doctor finds nothing of it.
+  EXPECT_EQ(testing::Run({kBench, "doctor"}, seconds(30)).err.find(tag), std::string::npos);
 }
 
 TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
