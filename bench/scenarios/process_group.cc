@@ -173,6 +173,11 @@ void RaiseForCleanUp() {
 
 }  // namespace
 
+std::string LoadStateDir() {
+  const char* dir = std::getenv("RTLOOP_BENCH_STATE_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/run/rtloop-bench";
+}
+
 Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& config) {
   std::unique_ptr<LoadGroup> g(new LoadGroup());
   g->config_ = config;

@@ -42,8 +42,9 @@
 
 namespace rtloop::bench {
 
-// Where runs record what they changed (root's /run: gone at reboot, when nothing is left anyway).
-inline constexpr const char* kLoadStateDir = "/run/rtloop-bench";
+// Where runs record what they changed: $RTLOOP_BENCH_STATE_DIR when set (tests keep their runs
+// apart with it), else /run/rtloop-bench (gone at reboot, when nothing is left anyway).
+std::string LoadStateDir();
 
 // A file value the guardian writes back when the bench ends (the --tune settings).
 struct RestoreEntry {
@@ -57,7 +58,7 @@ struct LoadGroupConfig {
   bool use_cgroup = true;             // try cgroup v2 (falls back to the process group alone)
   int hold_fd = -1;  // kept open by the guardian too (the --tune lock): held until it restored
   std::int64_t deadline_s = 0;  // >0: the keeper stops every load this long after the start
-  std::string state_dir = kLoadStateDir;  // "" (or not creatable): no state file
+  std::string state_dir = LoadStateDir();  // "" (or not creatable): no state file
 };
 
 class LoadGroup {
@@ -93,7 +94,7 @@ class LoadGroup {
   // and guardian are gone): stops their processes, restores their --tune values, removes their
   // cgroup and state file. One line per thing undone ("a killed run (...) left ...: ..."); empty
   // when there was nothing.
-  static std::vector<std::string> UndoKilledRuns(const std::string& state_dir = kLoadStateDir);
+  static std::vector<std::string> UndoKilledRuns(const std::string& state_dir = LoadStateDir());
 
  private:
   struct Load {

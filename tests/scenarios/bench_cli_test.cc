@@ -309,9 +309,12 @@ TEST(BenchRun, ARunKilledWithItsGuardianAndKeeperIsUndoneByTheNextDoctor) {
   RTLOOP_REQUIRE_ROOT();
   SysctlGuard guard;
   TempDir dir("sigkill_all");
+  // A state directory of its own: no other test's run or doctor undoes this run first.
+  const std::string state_env = "RTLOOP_BENCH_STATE_DIR=" + dir.path() + "/state";
   // hackbench: its workers outlive their parent (stress-ng's die with theirs).
   Child bench({kBench, "run", "--scenario=hackbench", "--duration=60", "--tune",
-               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic});
+               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic},
+              {state_env});
   ASSERT_GE(WaitForLoad(bench, 700, seconds(10)).size(), 700u) << bench.Stderr();
   const std::string tag = testing::RunTagOf(bench.Stderr());
   const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
@@ -325,7 +328,7 @@ TEST(BenchRun, ARunKilledWithItsGuardianAndKeeperIsUndoneByTheNextDoctor) {
   EXPECT_FALSE(testing::GroupMembers(testing::LoadGroupOf(bench.Stderr())).empty())
       << "nothing was left to undo";
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), "1\n");
-  RunResult doctor = testing::Run({kBench, "doctor"}, seconds(30));
+  RunResult doctor = testing::Run({kBench, "doctor"}, seconds(30), {state_env});
   EXPECT_NE(doctor.err.find("a killed run (RTLOOP_BENCH_RUN=" + tag), std::string::npos)
       << doctor.err;
   EXPECT_NE(doctor.err.find("/proc/sys/vm/overcommit_memory at '1': restored '" +
@@ -337,9 +340,10 @@ TEST(BenchRun, ARunKilledWithItsGuardianAndKeeperIsUndoneByTheNextDoctor) {
   EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
   struct stat st {};
-  EXPECT_NE(stat(("/run/rtloop-bench/" + tag + ".json").c_str(), &st), 0) << "state file left";
+  EXPECT_NE(stat((dir.path() + "/state/" + tag + ".json").c_str(), &st), 0) << "state file left";
   // Undone once: a second doctor finds nothing of it.
-  EXPECT_EQ(testing::Run({kBench, "doctor"}, seconds(30)).err.find(tag), std::string::npos);
+  EXPECT_EQ(testing::Run({kBench, "doctor"}, seconds(30), {state_env}).err.find(tag),
+            std::string::npos);
 }
 
 TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
