@@ -326,6 +326,13 @@ bool LoadGroup::Alive(int index) {
   return false;
 }
 
+std::string LoadGroup::GuardianEnded() {
+  int status = 0;
+  if (guardian_ <= 0 || waitpid(guardian_, &status, WNOHANG) != guardian_) return "";
+  guardian_ = -1;  // reaped: the destructor does not wait for it
+  return WaitStatusText(status);
+}
+
 std::string LoadGroup::ExitText(int index) const {
   const Load& l = loads_[static_cast<std::size_t>(index)];
   return l.reaped ? WaitStatusText(l.status) : "running";

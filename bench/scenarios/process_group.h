@@ -75,6 +75,9 @@ class LoadGroup {
                     const std::string& log_path);
   // The load's process is still running (reaps it when it exited).
   bool Alive(int index);
+  // The guardian's exit status text once it ended before the bench is done (it was killed), else
+  // "". Reaps it.
+  std::string GuardianEnded();
   // Its exit status text ("exit 1", "signal 9 (SIGKILL)"), once it ended.
   std::string ExitText(int index) const;
   pid_t pid(int index) const { return loads_[static_cast<std::size_t>(index)].pid; }

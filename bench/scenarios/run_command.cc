@@ -471,6 +471,14 @@ int BenchRun::Measure() {
       sent_int = true;
       kill(cyclic_, SIGINT);  // rtloop-cyclic stops and writes what it measured
     }
+    // Any child that ends before its time interrupts the run: the guardian too (its keeper
+    // still undoes the run should the bench die now, but nothing more would).
+    if (const std::string how = group_ ? group_->GuardianEnded() : ""; !how.empty() && !sent_int) {
+      interrupted_ = true;
+      interrupted_reason_ = "the load guardian ended during the measurement (" + how + ")";
+      sent_int = true;
+      kill(cyclic_, SIGINT);
+    }
     // rtloop-cyclic ends itself after -D; should it not, it is stopped, then killed.
     if (Clock::now() > hard_end && !sent_int) {
       sent_int = true;

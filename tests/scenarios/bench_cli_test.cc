@@ -445,6 +445,26 @@ TEST(BenchRun, AMeasurementEndedEarlyFromOutsideIsAnInterruptedRunWithTheReason)
             std::string::npos);
 }
 
+// ... and so does the load guardian's (issue 17 item 7: "any child"): a guardian killed while the
+// bench measures interrupts the run with the reason; the bench still leaves nothing behind.
+TEST(BenchRun, AGuardianKilledDuringTheMeasurementInterruptsTheRun) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("guardian_died");
+  Child bench({kBench, "run", "--scenario=stress", "--duration=60", "--out=" + dir.path(),
+               "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 3, seconds(10)).size(), 3u) << bench.Stderr();
+  const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
+  ASSERT_GT(guardian, 0) << bench.Stderr();
+  ASSERT_EQ(kill(guardian, SIGKILL), 0);
+  std::optional<int> status = bench.Wait(seconds(30));
+  ASSERT_TRUE(status.has_value()) << "bench did not end";
+  EXPECT_EQ(*status, kExitInterrupted) << bench.Stderr();
+  EXPECT_NE(bench.Stderr().find("the load guardian ended during the measurement (signal 9"),
+            std::string::npos)
+      << bench.Stderr();
+  ExpectNothingLeft(bench.Stderr());
+}
+
 // Issue 17 item 10: `--duration=999999999999h` passed the bench's check, ran the doctor, started
 // the load and then failed in rtloop-cyclic. Every argument is now checked before anything
 // starts: the bench's own, and the measurement's by rtloop-cyclic --check-options.
