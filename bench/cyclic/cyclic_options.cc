@@ -429,6 +429,7 @@ constexpr OptionSpec kOptions[] = {
                    p.o.max_window_ms = v;
                  }}),
     Flag(0, "keep-distance", &O::keep_distance),
+    Flag(0, "check-options", &O::check_options),
     Text(0, "token-file", kReq, {"the file holding the token",
               [](O& o, const Value& v) { o.token_file = v.value_or(""); }}),
     Text(0, "tls-cert", kReq, {"a PEM certificate file",

@@ -160,6 +160,10 @@ struct CyclicOptions {
   std::int64_t max_window_ms = 1000;                       // --max-window=MS
   bool keep_distance = false;  // --keep-distance: -d still applies under -h
   bool help = false;           // --help or -?: print UsageText() and exit 0
+  // --check-options: the whole command line checked as for a run (exit 2 with the message), then
+  // exit 0 measuring nothing, opening and creating nothing: how rtloop-bench checks the
+  // measurement it will start before it starts anything.
+  bool check_options = false;
 
   // ---- derived ----
   std::vector<ThreadPlan> threads;  // one per measurement thread

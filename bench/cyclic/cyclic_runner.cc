@@ -1,5 +1,6 @@
 #include "cyclic_runner.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -46,6 +47,32 @@ void WriteAll(std::FILE* f, const std::string& s) {
 void Complain(const std::string& message) {
   std::fflush(stdout);
   std::fprintf(stderr, "rtloop-cyclic: %s\n", telemetry::EscapeControlCharacters(message).c_str());
+}
+
+// Standard output and standard error are outputs like --json: a closed pipe (`| head`), a full
+// disk or a closed descriptor behind them loses results. SIGPIPE is ignored (a write then fails
+// with EPIPE instead of killing the process without a word or a clean-up); the first failure of
+// either stream is an output failure (exit 4), and one on standard output ends the run.
+void IgnoreSigpipe() {
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, nullptr);
+}
+
+// Which of standard output and standard error is not open, or nullptr. A closed descriptor is
+// given /dev/null, so that no file this run opens takes its number and receives the results.
+const char* ClosedStandardStream() {
+  const char* closed = nullptr;
+  for (int fd : {STDERR_FILENO, STDOUT_FILENO}) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0 && null != fd) {
+      dup2(null, fd);
+      close(null);
+    }
+    closed = fd == STDOUT_FILENO ? "standard output" : "standard error";
+  }
+  return closed;
 }
 
 // After the main loop SIGINT/SIGTERM are taken by default again: a second one ends the process
@@ -141,6 +168,9 @@ class Run {
   void TearDown(bool abandon_outputs);
   // Reports an output failure (message on stderr) and remembers it for the exit status.
   void OutputFailed(const Status& status);
+  // Flushes stdout and stderr; the first failure of each is an output failure. True when
+  // standard output failed (the run's live lines and results cannot reach anyone).
+  bool StandardStreamsFailed();
 
   int argc_;
   const char* const* argv_;
@@ -152,6 +182,8 @@ class Run {
   bool break_marked_ = false;
   bool sched_denied_ = false;   // set-up failed for lack of scheduling privilege
   bool output_failed_ = false;  // a result could not be written: exit kExitOutput
+  bool stdout_failed_ = false;  // standard output failed (reported once)
+  bool stderr_failed_ = false;  // standard error failed (reported once)
   bool torn_down_ = false;
   sigset_t signals_{};
   bool stop_signal_ = false;
@@ -469,6 +501,7 @@ void Run::Tick(std::chrono::steady_clock::time_point deadline) {
 
 bool Run::EndRequested() {
   if (stop_signal_) return true;
+  if (StandardStreamsFailed()) return true;
   if (o_.breaktrace > 0 && latch_.hit()) {
     if (!break_marked_) {
       trace_.Mark(latch_.Get().value, o_.breaktrace);
@@ -566,6 +599,22 @@ void Run::OutputFailed(const Status& status) {
   Complain(status.message());
 }
 
+bool Run::StandardStreamsFailed() {
+  errno = 0;
+  if (!stdout_failed_ && (std::fflush(stdout) != 0 || std::ferror(stdout) != 0)) {
+    stdout_failed_ = true;
+    OutputFailed(ErrnoError(errno != 0 ? errno : EIO,
+                            "cannot write to standard output (a closed pipe or a full disk?)"));
+  }
+  errno = 0;
+  if (!stderr_failed_ && (std::fflush(stderr) != 0 || std::ferror(stderr) != 0)) {
+    stderr_failed_ = true;
+    OutputFailed(ErrnoError(errno != 0 ? errno : EIO,
+                            "cannot write to standard error (a closed pipe or a full disk?)"));
+  }
+  return stdout_failed_;
+}
+
 std::vector<ThreadReport> Run::FinalReports() const {
   std::vector<ThreadReport> reports = base_;
   for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -612,6 +661,7 @@ int Run::Finish() {
   for (const std::string& b : breaches) {
     std::fprintf(stderr, "rtloop-cyclic: FAIL: %s\n", b.c_str());
   }
+  (void)StandardStreamsFailed();
   return ExitStatus(breaches);
 }
 
@@ -665,11 +715,8 @@ void Run::WriteResults(const std::vector<ThreadReport>& reports,
   }
   std::fflush(stdout);
   if (o_.percentiles) WriteAll(o_.quiet ? stderr : stdout, FormatPercentileTable(reports, format_));
-  // stdout is an output too: a full disk or a closed pipe behind it loses results.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
-    OutputFailed(
-        ErrnoError(errno != 0 ? errno : EIO, "cannot write the results to standard output"));
-  }
+  // stdout and stderr are outputs too: a full disk or a closed pipe behind them loses results.
+  (void)StandardStreamsFailed();
 }
 
 int Run::Execute() {
@@ -761,6 +808,14 @@ std::vector<std::string> CheckFailBounds(const CyclicOptions& o,
 }
 
 int RunCyclic(int argc, const char* const* argv) {
+  IgnoreSigpipe();
+  if (const char* closed = ClosedStandardStream()) {
+    std::fprintf(stderr,
+                 "rtloop-cyclic: %s is closed: the results would be lost; give it a file "
+                 "or /dev/null\n",
+                 closed);
+    return kExitOutput;
+  }
   const MachineCpus machine = MachineCpus::Read();
   Result<CyclicOptions> parsed = ParseCyclicOptions(argc, argv, machine);
   if (!parsed.ok()) return PrintUsageError(parsed.status());
@@ -769,6 +824,7 @@ int RunCyclic(int argc, const char* const* argv) {
     WriteAll(stdout, UsageText());
     return kExitOk;
   }
+  if (o.check_options) return kExitOk;
   if (o.unbuffered) std::setvbuf(stdout, nullptr, _IONBF, 0);
   for (const std::string& note : o.stderr_notes) WriteAll(stderr, note);
   for (const std::string& note : o.stdout_notes) WriteAll(stdout, note);

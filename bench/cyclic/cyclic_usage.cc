@@ -83,6 +83,8 @@ rtloop extensions:
          --max-over-time=FILE     write each thread's max latency per time window to FILE
          --max-window=MS          the --max-over-time window, default 1000 ms
          --keep-distance          keep -d's interval distance under -h (cyclictest drops it)
+         --check-options          check the command line as for a run, then exit 0 (or 2)
+                                  without measuring or creating anything
 
 Output files (--json, --histfile, --record, --max-over-time) are checked before measuring and
 written as FILE.partial, renamed to FILE when complete; '-' is standard output (not for
@@ -95,8 +97,9 @@ Exit status:
   1  runtime error: privilege, system call, not enough memory (nothing or not all measured)
   2  bad command line: nothing measured, no file created
   3  a --fail-* bound was breached (stderr names the thread and the bound)
-  4  a result could not be written completely (--json, --histfile, --record, --max-over-time
-     or standard output; stderr says which); the JSON's return_code carries the status as well
+  4  a result could not be written completely (--json, --histfile, --record, --max-over-time,
+     standard output or standard error; stderr says which); the JSON's return_code carries
+     the status as well
 )";
 }
 

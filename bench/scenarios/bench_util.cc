@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -95,6 +96,11 @@ Result<std::int64_t> ParseDuration(const std::string& text) {
     lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   const auto it = kScale.find(lower);
   if (it == kScale.end()) return InvalidArgumentError(bad);
+  if (v > kMaxDurationS / it->second) {
+    return InvalidArgumentError("duration '" + text + "' is too long: at most " +
+                                std::to_string(kMaxDurationS / 86400) + "d (" +
+                                std::to_string(kMaxDurationS) + " s)");
+  }
   return static_cast<std::int64_t>(v * it->second);
 }
 
@@ -184,6 +190,16 @@ std::string MissingToolMessage(const std::string& tool) {
   const std::string pkg = DebianPackageOf(tool);
   return "'" + tool + "' not found in PATH" +
          (pkg.empty() ? std::string(": install it") : ": install it with apt-get install " + pkg);
+}
+
+std::string WaitStatusText(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "signal " + std::to_string(WTERMSIG(status)) +
+           (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
+  }
+  return "status " + std::to_string(status);
 }
 
 std::string UtcTimestamp() {

@@ -52,7 +52,10 @@ class Args {
 // Prints "rtloop-bench: <message>" (+ "Try 'rtloop-bench SUB --help'.") and returns kExitUsage.
 int UsageError(const std::string& subcommand, const std::string& message);
 
-// "90", "90s", "15m", "2h", "1d" (cyclictest -D's suffixes) -> seconds; InvalidArgument else.
+// The longest run: a year. Loads' timeouts and the bench's deadlines are computed from it.
+inline constexpr std::int64_t kMaxDurationS = 365LL * 86400;
+// "90", "90s", "15m", "2h", "1d" (cyclictest -D's suffixes) -> seconds, 1..kMaxDurationS;
+// InvalidArgument else.
 Result<std::int64_t> ParseDuration(const std::string& text);
 // "01:02:03" for 3723 s.
 std::string FormatHms(std::int64_t seconds);
@@ -68,6 +71,10 @@ std::string FindInPath(const std::string& tool);
 std::string DebianPackageOf(const std::string& tool);
 // "`stress-ng` not found in PATH: install it with apt-get install stress-ng".
 std::string MissingToolMessage(const std::string& tool);
+
+// A waitpid() status as text: "exit 1", "signal 9 (SIGKILL)" (the number scripts match, the name
+// people read).
+std::string WaitStatusText(int status);
 
 // Wall-clock time as "2026-12-01T08:09:10Z".
 std::string UtcTimestamp();

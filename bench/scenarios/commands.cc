@@ -1,6 +1,9 @@
 // rtloop-bench's entry point and its small subcommands: doctor, compare, plot, references.
 #include "commands.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +16,7 @@
 #include "reference.h"
 #include "report.h"
 #include "rtloop/framework/readiness.h"
+#include "rtloop/telemetry/output_file.h"
 
 namespace rtloop::bench {
 namespace {
@@ -93,6 +97,28 @@ Result<CompareOptions> ParseCompare(int argc, const char* const* argv) {
   return o;
 }
 
+// --root names a tree to judge: a directory holding proc/ or sys/, else every fact would read as
+// missing and the report would describe nothing.
+Status CheckDoctorRoot(const std::string& root) {
+  if (root.empty()) return Status::Ok();
+  const std::string shown = "--root='" + telemetry::EscapeControlCharacters(root) + "'";
+  struct stat st {};
+  if (stat(root.c_str(), &st) != 0) {
+    return ErrnoError(errno, shown, "give the directory of a saved or fake /proc, /sys tree");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError(shown +
+                                ": is not a directory; give the directory that holds "
+                                "the tree's proc/ and sys/");
+  }
+  for (const char* sub : {"/proc", "/sys"}) {
+    if (stat((root + sub).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::Ok();
+  }
+  return InvalidArgumentError(shown +
+                              ": holds neither proc/ nor sys/; give the directory that "
+                              "holds the saved or fake tree's proc/ and sys/");
+}
+
 }  // namespace
 
 int DoctorCommand(int argc, const char* const* argv) {
@@ -117,9 +143,17 @@ int DoctorCommand(int argc, const char* const* argv) {
     }
   }
   if (!a.error().ok()) return UsageError("doctor", a.error().message());
+  if (Status s = CheckDoctorRoot(config.root); !s.ok()) return UsageError("doctor", s.message());
+  // What a killed run left (loads, --tune values) is undone first: the checks then see this
+  // machine as it is meant to be, and stderr says what was undone.
+  if (config.root.empty()) {
+    for (const std::string& line : LoadGroup::UndoKilledRuns()) {
+      std::fprintf(stderr, "rtloop-bench: %s\n", line.c_str());
+    }
+  }
   const ReadinessReport report = CheckReadiness(config);
   const std::string out = as_json ? FindingsJson(report).dump(1) + "\n" : FormatFindings(report);
-  std::fputs(out.c_str(), stdout);
+  std::fwrite(out.data(), 1, out.size(), stdout);
   return report.Count(ReadinessLevel::kFail) == 0 ? kExitOk : kExitFail;
 }
 
@@ -213,7 +247,7 @@ int Main(int argc, const char* const* argv) {
     return argc < 2 ? kExitUsage : kExitOk;
   }
   const std::string cmd = argv[1];
-  if (cmd == "__guardian") return LoadGroup::GuardianMain(argc, argv);
+  if (cmd == "__guardian" || cmd == "__keeper") return LoadGroup::GuardianMain(argc, argv);
   if (cmd == "doctor") return DoctorCommand(argc, argv);
   if (cmd == "run") return RunCommand(argc, argv);
   if (cmd == "compare") return CompareCommand(argc, argv);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -10,12 +11,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +31,8 @@ namespace rtloop::bench {
 namespace {
 
 constexpr const char* kCgroupRoots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 
 void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
@@ -69,11 +75,45 @@ bool ReadStat(pid_t pid, pid_t* pgid, char* state) {
   return static_cast<bool>(f);
 }
 
-// Live (non-zombie) members of process group `pgid` and of `cgroup`, except `self`.
+// The start time of `pid` (clock ticks since boot, /proc/PID/stat field 22), 0 when it is gone or
+// a zombie: a pid with its start time names one process, even once the pid is reused.
+unsigned long long StartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (pid <= 0 || !std::getline(in, line)) return 0;
+  const std::size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return 0;
+  std::istringstream f(line.substr(paren + 2));
+  std::string field;
+  f >> field;  // field 3, the state
+  if (field == "Z" || field == "X") return 0;
+  for (int i = 4; i < 22 && f >> field; ++i) {
+  }
+  unsigned long long start = 0;
+  f >> start;
+  return start;
+}
+
+// The process's environment holds RTLOOP_BENCH_RUN=<tag>.
+bool Tagged(pid_t pid, const std::string& tag) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string env(1u << 20, '\0');
+  in.read(env.data(), static_cast<std::streamsize>(env.size()));
+  env.resize(static_cast<std::size_t>(in.gcount()));
+  const std::string want = "RTLOOP_BENCH_RUN=" + tag;
+  for (std::size_t at = env.find(want); at != std::string::npos; at = env.find(want, at + 1)) {
+    const std::size_t end = at + want.size();
+    if ((at == 0 || env[at - 1] == '\0') && (end == env.size() || env[end] == '\0')) return true;
+  }
+  return false;
+}
+
+// Live (non-zombie) members of process group `pgid` and of `cgroup`, except `self` and the group's
+// leader (the guardian, which the keeper spares).
 std::vector<pid_t> Members(pid_t pgid, const std::string& cgroup, pid_t self) {
   std::vector<pid_t> out;
   auto add = [&](pid_t pid) {
-    if (pid == self) return;
+    if (pid == self || pid == pgid) return;
     for (pid_t p : out) {
       if (p == pid) return;
     }
@@ -131,18 +171,12 @@ void RaiseForCleanUp() {
   }
 }
 
-std::string StatusText(int status) {
-  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(
-          status)) {  // "signal 9 (SIGKILL)": the number scripts match, the name people read
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    return "signal " + std::to_string(WTERMSIG(status)) +
-           (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
-  }
-  return "status " + std::to_string(status);
-}
-
 }  // namespace
+
+std::string LoadStateDir() {
+  const char* dir = std::getenv("RTLOOP_BENCH_STATE_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/run/rtloop-bench";
+}
 
 Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& config) {
   std::unique_ptr<LoadGroup> g(new LoadGroup());
@@ -150,8 +184,17 @@ Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& conf
   if (config.use_cgroup) g->cgroup_ = MakeCgroup(config.tag);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError(errno, "cannot create the guardian pipe");
-  std::vector<std::string> args = {"rtloop-bench", "__guardian", "3",
-                                   g->cgroup_.empty() ? "-" : g->cgroup_};
+  if (!config.state_dir.empty() &&
+      (mkdir(config.state_dir.c_str(), 0755) == 0 || errno == EEXIST)) {
+    g->state_path_ = config.state_dir + "/" + config.tag + ".json";
+  }
+  std::vector<std::string> args = {"rtloop-bench",
+                                   "__guardian",
+                                   "3",
+                                   g->cgroup_.empty() ? "-" : g->cgroup_,
+                                   g->state_path_.empty() ? "-" : g->state_path_,
+                                   std::to_string(config.deadline_s),
+                                   "0"};
   for (const RestoreEntry& r : config.restore) args.push_back(r.path + "=" + r.value);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -187,11 +230,12 @@ Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& conf
   g->guardian_ = pid;
   g->pgid_ = pid;
   g->pipe_write_ = fds[1];
+  g->WriteState();
   return g;
 }
 
 LoadGroup::~LoadGroup() {
-  (void)StopAll(500);
+  const bool clean = StopAll(500).ok();
   if (pipe_write_ >= 0) close(pipe_write_);
   if (guardian_ > 0) {
     // The guardian sees EOF, checks, restores and removes the cgroup: wait for it (bounded).
@@ -202,6 +246,8 @@ LoadGroup::~LoadGroup() {
       SleepMs(10);
     }
   }
+  // All undone (the keeper may be later): nothing left on record.
+  if (clean && !state_path_.empty()) unlink(state_path_.c_str());
 }
 
 Result<int> LoadGroup::Spawn(const std::vector<std::string>& argv, const std::vector<int>& cpus,
@@ -280,9 +326,33 @@ bool LoadGroup::Alive(int index) {
   return false;
 }
 
+std::string LoadGroup::GuardianEnded() {
+  int status = 0;
+  if (guardian_ <= 0 || waitpid(guardian_, &status, WNOHANG) != guardian_) return "";
+  guardian_ = -1;  // reaped: the destructor does not wait for it
+  return WaitStatusText(status);
+}
+
 std::string LoadGroup::ExitText(int index) const {
   const Load& l = loads_[static_cast<std::size_t>(index)];
-  return l.reaped ? StatusText(l.status) : "running";
+  return l.reaped ? WaitStatusText(l.status) : "running";
+}
+
+void LoadGroup::WriteState() {
+  if (state_path_.empty()) return;
+  json restore = json::array();
+  for (const RestoreEntry& r : config_.restore) {
+    restore.push_back({{"path", r.path}, {"value", r.value}});
+  }
+  const json state = {{"tag", config_.tag},
+                      {"bench_pid", getpid()},
+                      {"bench_start", StartTime(getpid())},
+                      {"guardian_pid", guardian_},
+                      {"guardian_start", StartTime(guardian_)},
+                      {"pgid", pgid_},
+                      {"cgroup", cgroup_},
+                      {"restore", restore}};
+  if (!WriteTextFile(state_path_, state.dump(1) + "\n").ok()) state_path_.clear();
 }
 
 std::vector<pid_t> LoadGroup::GroupPids() const { return Members(pgid_, cgroup_, guardian_); }
@@ -318,29 +388,195 @@ Status LoadGroup::StopAll(int grace_ms) {
   return Status::Ok();
 }
 
-int LoadGroup::GuardianMain(int argc, const char* const* argv) {
-  // argv: rtloop-bench __guardian FD CGROUP [PATH=VALUE ...]
-  if (argc < 4) return kExitUsage;
-  const int fd = std::atoi(argv[2]);
-  const std::string cgroup = std::string(argv[3]) == "-" ? "" : argv[3];
-  RaiseForCleanUp();  // now: it sleeps in read() until the end, then must wake up promptly
+namespace {
+
+// The guardian starts the keeper: the same clean-up on the same pipe, by a process in a group of
+// its own (so that neither kills the other, and a kill of the guardian does not reach it), which
+// also stops the loads at the deadline.
+void StartKeeper(int argc, const char* const* argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  args[1] = "__keeper";
+  args[6] = std::to_string(getpgrp());
+  std::vector<char*> cargv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  if (fork() == 0) {
+    setpgid(0, 0);
+    execv("/proc/self/exe", cargv.data());
+    _exit(127);
+  }
+}
+
+// Waits for EOF on `fd` (the bench ended). With a deadline (steady time), stops the loads once it
+// passed and goes on waiting.
+void WaitForTheEnd(int fd, std::optional<Clock::time_point> deadline, pid_t pgid,
+                   const std::string& cgroup) {
   char buf[64];
   for (;;) {
+    int timeout_ms = -1;
+    if (deadline) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+      if (left <= 0) {
+        (void)KillMembers(pgid, cgroup, getpid(), 1000);
+        deadline.reset();
+        continue;
+      }
+      timeout_ms = static_cast<int>(std::min<long long>(left, 60'000));
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int r = poll(&p, 1, timeout_ms);
+    if (r < 0 && errno != EINTR) return;
+    if (r <= 0) continue;
     const ssize_t n = read(fd, buf, sizeof buf);
-    if (n == 0) break;
-    if (n < 0 && errno != EINTR) break;
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
   }
+}
+
+}  // namespace
+
+int LoadGroup::GuardianMain(int argc, const char* const* argv) {
+  // argv: rtloop-bench __guardian|__keeper FD CGROUP STATE DEADLINE_S PGID [PATH=VALUE ...]
+  if (argc < 7) return kExitUsage;
+  const bool keeper = std::strcmp(argv[1], "__keeper") == 0;
+  const int fd = std::atoi(argv[2]);
+  const std::string cgroup = std::string(argv[3]) == "-" ? "" : argv[3];
+  const std::string state = std::string(argv[4]) == "-" ? "" : argv[4];
+  const long long deadline_s = std::atoll(argv[5]);
+  const pid_t pgid = keeper ? static_cast<pid_t>(std::atoi(argv[6])) : getpgrp();
+  if (!keeper) StartKeeper(argc, argv);
+  RaiseForCleanUp();  // now: it sleeps until the end, then must wake up promptly
+  std::optional<Clock::time_point> deadline;
+  if (keeper && deadline_s > 0) deadline = Clock::now() + std::chrono::seconds(deadline_s);
+  WaitForTheEnd(fd, deadline, pgid, cgroup);
   // The bench is gone or done: settings first (quick), then the loads.
-  for (int i = 4; i < argc; ++i) {
+  for (int i = 7; i < argc; ++i) {
     const std::string entry = argv[i];
     const std::size_t eq = entry.find('=');
     if (eq != std::string::npos) WriteSmall(entry.substr(0, eq), entry.substr(eq + 1));
   }
-  const bool clean = KillMembers(getpgrp(), cgroup, getpid(), 1000);
+  const bool clean = KillMembers(pgid, cgroup, getpid(), 1000);
   if (!cgroup.empty()) {
     for (int i = 0; i < 100 && rmdir(cgroup.c_str()) != 0 && errno == EBUSY; ++i) SleepMs(20);
   }
+  if (clean && !state.empty()) unlink(state.c_str());  // all undone: nothing on record
   return clean ? kExitOk : kExitFail;
+}
+
+namespace {
+
+// The processes a killed run left: its cgroup's, its process group's when a member still carries
+// the run's tag (else the group id may name someone else's group by now), and any tagged one.
+std::vector<pid_t> LeftBehind(const std::string& tag, pid_t pgid, const std::string& cgroup) {
+  std::vector<pid_t> group = Members(pgid, cgroup, getpid());
+  const bool ours =
+      std::any_of(group.begin(), group.end(), [&](pid_t p) { return Tagged(p, tag); });
+  std::vector<pid_t> out;
+  for (pid_t p : group) {
+    pid_t g = 0;
+    char st = 0;
+    if (ours || (ReadStat(p, &g, &st) && g != pgid)) out.push_back(p);  // cgroup members stay
+  }
+  if (DIR* dir = opendir("/proc")) {
+    while (const dirent* e = readdir(dir)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (end == e->d_name || *end != '\0' || pid == getpid()) continue;
+      const auto p = static_cast<pid_t>(pid);
+      if (std::find(out.begin(), out.end(), p) == out.end() && StartTime(p) != 0 &&
+          Tagged(p, tag)) {
+        out.push_back(p);
+      }
+    }
+    closedir(dir);
+  }
+  return out;
+}
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Undoes one killed run's record; what it undid, one line each.
+std::vector<std::string> UndoRun(const json& s, const std::string& state_path) {
+  const std::string tag = s.value("tag", "");
+  const auto pgid = static_cast<pid_t>(s.value("pgid", 0));
+  const std::string cgroup = s.value("cgroup", "");
+  const std::string run = "a killed run (RTLOOP_BENCH_RUN=" + tag + ", bench pid " +
+                          std::to_string(s.value("bench_pid", 0)) + ") left ";
+  std::vector<std::string> said;
+  if (s.contains("restore") && s["restore"].is_array()) {
+    for (const json& r : s["restore"]) {
+      const std::string path = r.value("path", "");
+      const std::string value = r.value("value", "");
+      std::string now = FirstLine(path);
+      std::string want = value.substr(0, value.find('\n'));
+      if (path.empty() || now == want) continue;
+      if (WriteSmall(path, value)) {
+        said.push_back(run + path + " at '" + now + "': restored '" + want + "'");
+      } else {
+        said.push_back(run + path + " at '" + now + "': cannot restore '" + want + "' (" +
+                       std::strerror(errno) + ")");
+      }
+    }
+  }
+  std::vector<pid_t> left =
+      pgid > 1 || !cgroup.empty() ? LeftBehind(tag, pgid, cgroup) : std::vector<pid_t>{};
+  if (!left.empty()) {
+    for (pid_t p : left) kill(p, SIGKILL);
+    if (!cgroup.empty()) WriteSmall(cgroup + "/cgroup.kill", "1");
+    bool gone = false;
+    for (int i = 0; i < 250 && !gone; ++i) {  // bounded: 5 s
+      gone = std::none_of(left.begin(), left.end(), [](pid_t p) { return StartTime(p) != 0; });
+      if (!gone) SleepMs(20);
+    }
+    said.push_back(run + std::to_string(left.size()) +
+                   " processes running: " + (gone ? "killed" : "killed, some are still there"));
+  }
+  struct stat st {};
+  if (!cgroup.empty() && stat(cgroup.c_str(), &st) == 0) {
+    for (int i = 0; i < 100 && rmdir(cgroup.c_str()) != 0 && errno == EBUSY; ++i) SleepMs(20);
+    said.push_back(run + "cgroup " + cgroup + ": " +
+                   (stat(cgroup.c_str(), &st) != 0 ? "removed" : "cannot remove it"));
+  }
+  unlink(state_path.c_str());
+  return said;
+}
+
+}  // namespace
+
+std::vector<std::string> LoadGroup::UndoKilledRuns(const std::string& state_dir) {
+  std::vector<std::string> said;
+  DIR* dir = opendir(state_dir.c_str());
+  if (dir == nullptr) return said;
+  std::vector<std::string> files;
+  while (const dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".json") files.push_back(name);
+  }
+  closedir(dir);
+  for (const std::string& name : files) {
+    const std::string path = state_dir + "/" + name;
+    Result<std::string> text = ReadTextFile(path, 1u << 20);
+    if (!text.ok()) continue;
+    const json s = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (!s.is_object()) {
+      said.push_back("a run's state file " + path + " is unreadable: removed");
+      unlink(path.c_str());
+      continue;
+    }
+    // A run whose bench or guardian is there is running or being cleaned up by its own.
+    const auto alive = [&](const char* pid, const char* start) {
+      const unsigned long long t = s.value(start, 0ULL);
+      return t != 0 && StartTime(static_cast<pid_t>(s.value(pid, 0))) == t;
+    };
+    if (alive("bench_pid", "bench_start") || alive("guardian_pid", "guardian_start")) continue;
+    for (std::string& line : UndoRun(s, path)) said.push_back(std::move(line));
+  }
+  return said;
 }
 
 }  // namespace rtloop::bench

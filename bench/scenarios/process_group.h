@@ -15,6 +15,16 @@
 // the pipe closes and the guardian kills the group and the cgroup, restores the settings it was
 // given (--tune), removes the cgroup and exits. Direct children also get PR_SET_PDEATHSIG.
 //
+// Should the guardian be killed too, a keeper (`rtloop-bench __keeper`, started by the guardian in
+// a process group of its own) does the same on the same pipe: it outlives both the bench and the
+// guardian. It also gives every load its end: `deadline_s` after the start it stops the loads
+// whatever else happened (hackbench -l -1, iperf3 -s and custom commands have none of their own).
+// And should all three be killed, what the run changed is on record: a state file
+// (<state_dir>/<tag>.json: the bench's and guardian's pids and start times, the process group, the
+// cgroup, the --tune values to restore), written before anything is changed and removed once all
+// is undone. UndoKilledRuns() (called by the next `rtloop-bench run` and by `doctor`) undoes the
+// runs whose bench and guardian are gone and says what it undid.
+//
 // Every load's environment carries RTLOOP_BENCH_RUN=<tag>, so tests (and people) can find the
 // run's processes in /proc.
 //
@@ -23,6 +33,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +41,10 @@
 #include "rtloop/framework/status.h"
 
 namespace rtloop::bench {
+
+// Where runs record what they changed: $RTLOOP_BENCH_STATE_DIR when set (tests keep their runs
+// apart with it), else /run/rtloop-bench (gone at reboot, when nothing is left anyway).
+std::string LoadStateDir();
 
 // A file value the guardian writes back when the bench ends (the --tune settings).
 struct RestoreEntry {
@@ -42,6 +57,8 @@ struct LoadGroupConfig {
   std::vector<RestoreEntry> restore;  // written by the guardian at the end
   bool use_cgroup = true;             // try cgroup v2 (falls back to the process group alone)
   int hold_fd = -1;  // kept open by the guardian too (the --tune lock): held until it restored
+  std::int64_t deadline_s = 0;  // >0: the keeper stops every load this long after the start
+  std::string state_dir = LoadStateDir();  // "" (or not creatable): no state file
 };
 
 class LoadGroup {
@@ -58,6 +75,9 @@ class LoadGroup {
                     const std::string& log_path);
   // The load's process is still running (reaps it when it exited).
   bool Alive(int index);
+  // The guardian's exit status text once it ended before the bench is done (it was killed), else
+  // "". Reaps it.
+  std::string GuardianEnded();
   // Its exit status text ("exit 1", "signal 9 (SIGKILL)"), once it ended.
   std::string ExitText(int index) const;
   pid_t pid(int index) const { return loads_[static_cast<std::size_t>(index)].pid; }
@@ -69,9 +89,15 @@ class LoadGroup {
   // none is left (bounded). Returns an error when processes are still there.
   Status StopAll(int grace_ms = 2000);
 
-  // The guardian's main (rtloop-bench __guardian FD PGID CGROUP [PATH=VALUE...]): waits for EOF on
-  // FD, kills, restores, removes, exits 0.
+  // The guardian's and the keeper's main (rtloop-bench __guardian|__keeper FD CGROUP STATE
+  // DEADLINE_S PGID [PATH=VALUE...]): waits for EOF on FD (the keeper: also stops the loads at
+  // the deadline), restores, kills, removes the cgroup and the state file, exits 0.
   static int GuardianMain(int argc, const char* const* argv);
+  // Undoes what runs killed with their guardian left (state files under `state_dir` whose bench
+  // and guardian are gone): stops their processes, restores their --tune values, removes their
+  // cgroup and state file. One line per thing undone ("a killed run (...) left ...: ..."); empty
+  // when there was nothing.
+  static std::vector<std::string> UndoKilledRuns(const std::string& state_dir = LoadStateDir());
 
  private:
   struct Load {
@@ -81,12 +107,14 @@ class LoadGroup {
   };
   LoadGroup() = default;
   std::vector<pid_t> GroupPids() const;
+  void WriteState();  // the run's state file, before anything is changed
 
   LoadGroupConfig config_;
   pid_t guardian_ = -1;
   int pipe_write_ = -1;
   pid_t pgid_ = -1;  // the guardian's own group: loads join it
   std::string cgroup_;
+  std::string state_path_;  // the run's state file, "" when none
   std::vector<Load> loads_;
 };
 

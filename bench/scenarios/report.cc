@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "rtloop/telemetry/output_file.h"
+
 namespace rtloop::bench {
 namespace {
 
@@ -91,7 +93,9 @@ std::string FormatReportMarkdown(const json& result) {
   std::string out =
       "# rtloop-bench: " + Str(scenario, "name") + " on " + Str(system, "host") + "\n\n";
   if (At(result, "interrupted").is_boolean() && At(result, "interrupted").get<bool>()) {
-    out += "**Interrupted**: the run was stopped early; the figures cover what was measured.\n\n";
+    const json& reason = At(result, "interrupted_reason");
+    out += "**Interrupted**" + (reason.is_string() ? " (" + reason.get<std::string>() + ")" : "") +
+           ": the run was stopped early; the figures cover what was measured.\n\n";
   }
   out += "Measured with `" + Str(scenario, "measure_command") + "` for " +
          Str(scenario, "duration_s") + " s (values in us). Load: " + Str(scenario, "description") +
@@ -150,8 +154,9 @@ std::string FormatFindings(const ReadinessReport& report) {
   for (const ReadinessFinding& f : report.findings) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%-4s %-20s ", ReadinessLevelName(f.level), f.id.c_str());
-    out += buf + f.summary + "\n";
-    if (!f.fix.empty()) out += "     fix: " + f.fix + "\n";
+    // Facts come from files that may hold anything (a saved tree): one line each, shown as is.
+    out += buf + telemetry::EscapeControlCharacters(f.summary) + "\n";
+    if (!f.fix.empty()) out += "     fix: " + telemetry::EscapeControlCharacters(f.fix) + "\n";
   }
   out += std::to_string(report.Count(ReadinessLevel::kFail)) + " FAIL, " +
          std::to_string(report.Count(ReadinessLevel::kWarn)) + " WARN, " +

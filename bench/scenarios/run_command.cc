@@ -53,8 +53,9 @@ const char kRunHelp[] =
     "         [--histogram=US] [--window=MS] [--histogram-style=2.4|sparse]\n"
     "         [--rtloop-cyclic=PATH] [--reference-file=PATH]\n"
     "scenarios: idle stress stress-fft hackbench irq isolated custom\n"
-    "exit: 0 done, 1 error (missing tool, load died, measurement failed), 2 bad command line,\n"
-    "      130 interrupted (reports of what was measured are written)\n";
+    "exit: 0 done, 1 error (missing tool, load died, measurement failed), 2 bad command line\n"
+    "      (every argument is checked before anything starts), 130 interrupted: a signal, or\n"
+    "      the measurement ended early (reports of what was measured are written, with why)\n";
 
 Result<RunOptions> ParseRunOptions(int argc, const char* const* argv) {
   RunOptions o;
@@ -225,6 +226,8 @@ class BenchRun {
 
  private:
   int Prepare();
+  void PlanMeasurement();
+  int CheckMeasurement();  // rtloop-cyclic --check-options on the command Measure() runs
   int StartLoads();
   int Measure();  // rtloop-cyclic's wait status, or -1 when it could not start
   void Sample();
@@ -251,6 +254,7 @@ class BenchRun {
   int max_processes_ = 0;
   pid_t cyclic_ = -1;
   bool interrupted_ = false;
+  std::string interrupted_reason_;  // why, when interrupted_
   double loadavg_start_ = -1;
   std::vector<std::string> cyclic_argv_;
   sigset_t signals_{};
@@ -285,6 +289,12 @@ int BenchRun::Prepare() {
   if (ec || access(o_.out.c_str(), W_OK) != 0) {
     return Error("cannot create or write the output directory " + o_.out + ": " + ec.message());
   }
+  PlanMeasurement();
+  if (const int rc = CheckMeasurement(); rc != kExitOk) return rc;
+  // Before the doctor and before --tune reads the values it will restore: a killed run's.
+  for (const std::string& line : LoadGroup::UndoKilledRuns()) {
+    std::fprintf(stderr, "rtloop-bench: %s\n", line.c_str());
+  }
   for (const std::string& n : plan_.notes)
     std::fprintf(stderr, "rtloop-bench: note: %s\n", n.c_str());
   doctor_ = CheckReadiness();
@@ -303,6 +313,8 @@ int BenchRun::Prepare() {
 int BenchRun::StartLoads() {
   LoadGroupConfig gc;
   gc.tag = std::to_string(getpid()) + "-" + std::to_string(std::time(nullptr));
+  // The loads' own end, beyond the measurement's (which is stopped at duration + 65 s at worst).
+  gc.deadline_s = o_.request.duration_s + 120;
   if (o_.tune) {
     // One --tune run at a time, or the second would save the first's settings as the originals.
     // The guardian holds the lock too, so it is free only once the settings are back.
@@ -392,7 +404,7 @@ void BenchRun::Progress(Clock::time_point start) {
                max.c_str());
 }
 
-int BenchRun::Measure() {
+void BenchRun::PlanMeasurement() {
   const std::uint32_t hist =
       o_.histogram_us > 0 ? o_.histogram_us
                           : (plan_.histogram_us > 0 ? plan_.histogram_us : kDefaultHistogramUs);
@@ -406,6 +418,36 @@ int BenchRun::Measure() {
     cyclic_argv_.push_back(a);
   }
   if (o_.sparse) cyclic_argv_.push_back("--histogram-style=sparse");
+}
+
+// Every argument is checked before anything starts (the doctor, --tune, a load): by the one
+// parser that will read it, rtloop-cyclic's own, on the very command Measure() runs.
+int BenchRun::CheckMeasurement() {
+  std::vector<std::string> check = cyclic_argv_;
+  check.push_back("--check-options");
+  const std::string log = OutPath("rtloop-cyclic.log");
+  const pid_t pid = SpawnMeasurement(check, log);
+  if (pid < 0) return Error(std::string("cannot start rtloop-cyclic: ") + std::strerror(errno));
+  int status = 0;
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(30);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return Error("rtloop-cyclic --check-options did not answer within 30 s: " + o_.cyclic);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return kExitOk;
+  const std::string why = Tail(log);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+    return UsageError("run", "the measurement `" + Join(cyclic_argv_) +
+                                 "` is refused by rtloop-cyclic: " + why.substr(0, why.find('\n')));
+  }
+  return Error("rtloop-cyclic --check-options failed (" + WaitStatusText(status) + "): " + why);
+}
+
+int BenchRun::Measure() {
   cyclic_ = SpawnMeasurement(cyclic_argv_, OutPath("rtloop-cyclic.log"));
   if (cyclic_ < 0) {
     (void)Error(std::string("cannot start rtloop-cyclic: ") + std::strerror(errno));
@@ -425,8 +467,17 @@ int BenchRun::Measure() {
     const int sig = sigtimedwait(&signals_, nullptr, &ts);
     if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && !sent_int) {
       interrupted_ = true;
+      interrupted_reason_ = std::string("rtloop-bench got SIG") + sigabbrev_np(sig);
       sent_int = true;
       kill(cyclic_, SIGINT);  // rtloop-cyclic stops and writes what it measured
+    }
+    // Any child that ends before its time interrupts the run: the guardian too (its keeper
+    // still undoes the run should the bench die now, but nothing more would).
+    if (const std::string how = group_ ? group_->GuardianEnded() : ""; !how.empty() && !sent_int) {
+      interrupted_ = true;
+      interrupted_reason_ = "the load guardian ended during the measurement (" + how + ")";
+      sent_int = true;
+      kill(cyclic_, SIGINT);
     }
     // rtloop-cyclic ends itself after -D; should it not, it is stopped, then killed.
     if (Clock::now() > hard_end && !sent_int) {
@@ -443,6 +494,20 @@ int BenchRun::Measure() {
   }
   if (isatty(STDERR_FILENO) != 0) std::fprintf(stderr, "\n");
   cyclic_ = -1;
+  // rtloop-cyclic ends itself -D after it started, so never before start + duration: one that
+  // ended sooner (a signal from outside, a kill) did not measure the whole run.
+  const auto ran_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  const bool early = ran_ms < o_.request.duration_s * 1000;
+  const bool failed = WIFEXITED(status) && WEXITSTATUS(status) != 0;
+  if (!interrupted_ && !failed && (early || WIFSIGNALED(status))) {
+    interrupted_ = true;
+    char ran[32];
+    std::snprintf(ran, sizeof ran, "%.1f", static_cast<double>(ran_ms) / 1000.0);
+    interrupted_reason_ = "rtloop-cyclic ended after " + std::string(ran) + " s of the " +
+                          std::to_string(o_.request.duration_s) + " s measurement (" +
+                          WaitStatusText(status) + "), stopped from outside the bench";
+  }
   return status;
 }
 
@@ -477,10 +542,7 @@ int BenchRun::Execute() {
 int BenchRun::Report(int status) {
   const std::string log = OutPath("rtloop-cyclic.log");
   if (!interrupted_ && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    return Error(
-        "rtloop-cyclic failed (" +
-        std::string(WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status)) : "killed") +
-        "): " + Tail(log));
+    return Error("rtloop-cyclic failed (" + WaitStatusText(status) + "): " + Tail(log));
   }
   Result<LatencyData> data = LoadLatencyData(OutPath("cyclic.json"));
   if (!data.ok())
@@ -491,6 +553,7 @@ int BenchRun::Report(int status) {
   }
   json r = ResultSkeleton();
   r["interrupted"] = interrupted_;
+  r["interrupted_reason"] = interrupted_ ? json(interrupted_reason_) : json();
   r["scenario"] = {{"name", plan_.name},
                    {"description", plan_.description},
                    {"duration_s", o_.request.duration_s},
@@ -540,7 +603,11 @@ int BenchRun::Report(int status) {
   std::printf(
       "\nrtloop-bench: wrote %s/{result.json,report.md,histogram.txt,plot.png,max-over-time.png}\n",
       o_.out.c_str());
-  if (interrupted_) return kExitInterrupted;
+  if (interrupted_) {
+    std::fprintf(stderr, "rtloop-bench: interrupted: %s; the reports cover what was measured\n",
+                 interrupted_reason_.c_str());
+    return kExitInterrupted;
+  }
   for (bool e : exited_early_) {
     if (e) return Error("a load ended before the measurement did: see report.md");
   }

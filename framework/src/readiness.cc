@@ -1,11 +1,14 @@
 #include "rtloop/framework/readiness.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
+#include <cerrno>
+#include <cstdint>
 #include <set>
 #include <sstream>
 
@@ -15,13 +18,34 @@
 namespace rtloop {
 namespace readiness_internal {
 
+// The rules of rtloop::telemetry::ReadInputFile (input_file.h), which the framework cannot use:
+// a saved or fake tree may hold anything, and only a regular file is read (a FIFO would keep the
+// doctor waiting forever, /dev/zero would fill its report with NULs); the open cannot block
+// (O_NONBLOCK) and at most kMaxFactBytes are read, so a larger file, whatever its size claims
+// (/proc says 0), is refused too.
 std::optional<std::string> FsTree::Read(const std::string& absolute) const {
-  std::ifstream in(Path(absolute), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string out(1 << 20, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  if (in.bad()) return std::nullopt;
-  out.resize(static_cast<std::size_t>(in.gcount()));
+  const int fd = ::open(Path(absolute).c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) > kMaxFactBytes) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string out(kMaxFactBytes + 1, '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n < 0) got = out.size();  // a read error: unreadable
+      break;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got > kMaxFactBytes) return std::nullopt;
+  out.resize(got);
   return out;
 }
 

@@ -14,9 +14,11 @@ namespace rtloop::readiness_internal {
 // Reads facts from files under a prefix ("" = the live system).
 class FsTree {
  public:
+  static constexpr std::size_t kMaxFactBytes = 1u << 20;
   explicit FsTree(std::string root) : root_(std::move(root)) {}
   std::string Path(const std::string& absolute) const { return root_ + absolute; }
-  // The whole file (at most 1 MiB), or nullopt when it cannot be read.
+  // The whole file, or nullopt when it cannot be read, is not a regular file (a FIFO, a device,
+  // a directory) or holds more than kMaxFactBytes. Never blocks.
   std::optional<std::string> Read(const std::string& absolute) const;
   // The first line without its newline and surrounding blanks.
   std::optional<std::string> ReadLine(const std::string& absolute) const;

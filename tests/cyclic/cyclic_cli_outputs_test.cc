@@ -393,3 +393,62 @@ TEST_F(CyclicOutputsTest, TokenAndTlsOptionsAreCheckedWithTheOptions) {
 }
 
 }  // namespace
+
+// Issue 17 item 12: standard output and standard error are outputs. `-v | head -c10` used to die
+// of SIGPIPE (status 141, no word) leaving /dev/shm/cyclictest<pid>; `--percentiles 2>/dev/full`
+// exited 0 with the table lost. Now each is exit 4 with a message, and no status file is left.
+int g_pipe[2] = {-1, -1};
+void StdoutToPipe() {
+  dup2(g_pipe[1], 1);
+  close(g_pipe[0]);
+}
+void StderrToDevFull() { dup2(open("/dev/full", O_WRONLY), 2); }
+void StdoutClosed() { close(1); }
+
+TEST_F(CyclicOutputsTest, AClosedPipeOnStdoutIsExitFourAndLeavesNoStatusFile) {
+  ASSERT_EQ(pipe(g_pipe), 0);
+  const pid_t pid = Spawn({"-v", "-i1000", "-D20", "--default-system"}, &StdoutToPipe);
+  close(g_pipe[1]);
+  char head[10];
+  std::size_t got = 0;
+  while (got < sizeof head) {
+    const ssize_t n = read(g_pipe[0], head + got, sizeof head - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  close(g_pipe[0]);  // as `head -c10` does
+  const Outcome r = Wait(pid);
+  EXPECT_EQ(got, sizeof head);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("cannot write to standard output"), std::string::npos) << r.err;
+  EXPECT_FALSE(Exists("/dev/shm/cyclictest" + std::to_string(pid)));
+}
+
+TEST_F(CyclicOutputsTest, AFullStderrLosingThePercentileTableIsExitFour) {
+  const pid_t pid =
+      Spawn({"-q", "--percentiles", "-i1000", "-l200", "--default-system"}, &StderrToDevFull);
+  const Outcome r = Wait(pid);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_FALSE(Exists("/dev/shm/cyclictest" + std::to_string(pid)));
+}
+
+TEST_F(CyclicOutputsTest, AClosedStdoutIsExitFourBeforeMeasuring) {
+  const Outcome r = Wait(Spawn({"-q", "-i1000", "-l200", "--default-system"}, &StdoutClosed));
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("standard output is closed"), std::string::npos) << r.err;
+}
+
+// --check-options (issue 17 item 10: rtloop-bench checks its measurement with it before it starts
+// anything): the whole command line checked, nothing measured or created.
+TEST_F(CyclicOutputsTest, CheckOptionsChecksEverythingAndCreatesNothing) {
+  const std::string json = Path("j.json");
+  Outcome r = Run({"-q", "-D10", "--json=" + json, "--max-window=1000", "--check-options"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(Exists(json));
+  r = Run({"-q", "-D999999999999h", "--json=" + json, "--check-options"});
+  ExpectUsageError(r, "duration too long", "-D beyond its range");
+  r = Run({"-q", "-D10", "--max-window=99999999999", "--check-options"});
+  ExpectUsageError(r, "--max-window", "a window beyond its range");
+  ExpectNoOtherFile("--check-options");
+}

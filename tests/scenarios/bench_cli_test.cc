@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -257,11 +258,103 @@ TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
 }
 
+// The pid after `key` in the bench's stderr ("guardian pid 123"), or -1.
+pid_t PidAfter(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find(key);
+  return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + key.size());
+}
+
+// The run's keeper (`rtloop-bench __keeper ... /run/rtloop-bench/<tag>.json ...`), or -1.
+pid_t KeeperOf(const std::string& tag) {
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(" __keeper ") != std::string::npos &&
+        cmdline.find(tag + ".json") != std::string::npos) {
+      return std::atoi(name.c_str());
+    }
+  }
+  return -1;
+}
+
+// Issue 17 item 2: kill -9 of the guardian, then of the bench, left 750 hackbench processes
+// running and --tune in force. The keeper, which the guardian starts in a group of its own,
+// outlives both and undoes the run.
+TEST(BenchRun, SigkillOfTheGuardianAndThenTheBenchLeavesNoLoadAndRestoresTune) {
+  RTLOOP_REQUIRE_ROOT();
+  SysctlGuard guard;
+  TempDir dir("sigkill_both");
+  Child bench({kBench, "run", "--scenario=hackbench", "--duration=60", "--tune",
+               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 700, seconds(10)).size(), 700u) << bench.Stderr();
+  const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
+  ASSERT_GT(guardian, 0) << bench.Stderr();
+  ASSERT_EQ(kill(guardian, SIGKILL), 0);
+  ASSERT_EQ(kill(bench.pid(), SIGKILL), 0);
+  ASSERT_TRUE(bench.Wait(seconds(30)).has_value());
+  ExpectNothingLeft(bench.Stderr());  // within its bound
+  EXPECT_EQ(testing::TaggedProcesses(testing::RunTagOf(bench.Stderr())), 0);
+  for (int i = 0; i < 200 && ReadFile(SysctlGuard::kOvercommit) != guard.overcommit(); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));  // bounded: 10 s
+  }
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+}
+
+// ... and when the keeper is killed too, the run's state file tells the next doctor (or run) what
+// to undo, which it does and says.
+TEST(BenchRun, ARunKilledWithItsGuardianAndKeeperIsUndoneByTheNextDoctor) {
+  RTLOOP_REQUIRE_ROOT();
+  SysctlGuard guard;
+  TempDir dir("sigkill_all");
+  // A state directory of its own: no other test's run or doctor undoes this run first.
+  const std::string state_env = "RTLOOP_BENCH_STATE_DIR=" + dir.path() + "/state";
+  // hackbench: its workers outlive their parent (stress-ng's die with theirs).
+  Child bench({kBench, "run", "--scenario=hackbench", "--duration=60", "--tune",
+               "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic},
+              {state_env});
+  ASSERT_GE(WaitForLoad(bench, 700, seconds(10)).size(), 700u) << bench.Stderr();
+  const std::string tag = testing::RunTagOf(bench.Stderr());
+  const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
+  const pid_t keeper = KeeperOf(tag);
+  ASSERT_GT(guardian, 0) << bench.Stderr();
+  ASSERT_GT(keeper, 0) << "no keeper for " << tag;
+  ASSERT_EQ(kill(keeper, SIGKILL), 0);
+  ASSERT_EQ(kill(guardian, SIGKILL), 0);
+  ASSERT_EQ(kill(bench.pid(), SIGKILL), 0);
+  ASSERT_TRUE(bench.Wait(seconds(30)).has_value());
+  EXPECT_FALSE(testing::GroupMembers(testing::LoadGroupOf(bench.Stderr())).empty())
+      << "nothing was left to undo";
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), "1\n");
+  RunResult doctor = testing::Run({kBench, "doctor"}, seconds(30), {state_env});
+  EXPECT_NE(doctor.err.find("a killed run (RTLOOP_BENCH_RUN=" + tag), std::string::npos)
+      << doctor.err;
+  EXPECT_NE(doctor.err.find("/proc/sys/vm/overcommit_memory at '1': restored '" +
+                            guard.overcommit().substr(0, 1) + "'"),
+            std::string::npos)
+      << doctor.err;
+  EXPECT_NE(doctor.err.find("processes running: killed"), std::string::npos) << doctor.err;
+  ExpectNothingLeft(bench.Stderr());
+  EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
+  EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+  struct stat st {};
+  EXPECT_NE(stat((dir.path() + "/state/" + tag + ".json").c_str(), &st), 0) << "state file left";
+  // Undone once: a second doctor finds nothing of it.
+  EXPECT_EQ(testing::Run({kBench, "doctor"}, seconds(30), {state_env}).err.find(tag),
+            std::string::npos);
+}
+
 TEST(BenchRun, AFailedMeasurementStillStopsTheLoad) {
   RTLOOP_REQUIRE_ROOT();
   TempDir dir("failed");
+  // A measurement whose options pass the check and whose run fails.
+  const std::string fails = dir.path() + "/fails.sh";
+  std::ofstream(fails) << "#!/bin/sh\ncase \"$*\" in *--check-options*) exit 0;; esac\nexit 1\n";
+  ASSERT_EQ(chmod(fails.c_str(), 0755), 0);
   RunResult r = testing::Run({kBench, "run", "--scenario=stress", "--duration=5",
-                              "--out=" + dir.path(), "--rtloop-cyclic=/bin/false"},
+                              "--out=" + dir.path() + "/out", "--rtloop-cyclic=" + fails},
                              seconds(20));
   EXPECT_EQ(r.status, kExitFail);
   EXPECT_NE(r.err.find("rtloop-cyclic failed (exit 1)"), std::string::npos) << r.err;
@@ -314,6 +407,81 @@ TEST(BenchRun, ALoadThatDiesDuringTheMeasurementIsReportedAndExitsOne) {
   const std::uint64_t cycles = result["threads"][0]["cycles"].get<std::uint64_t>();
   const std::uint64_t interval_us = result["threads"][0]["interval_us"].get<std::uint64_t>();
   EXPECT_GE(cycles, 4'000'000 / interval_us * 9 / 10) << "cycles " << cycles;
+}
+
+// Issue 17 item 7: rtloop-cyclic stopped from outside (SIGTERM: it ends in order, exit 0) was
+// reported as a complete run (exit 0, "interrupted": false, half the cycles). A child that ends
+// before its time makes an interrupted run, with the reason.
+TEST(BenchRun, AMeasurementEndedEarlyFromOutsideIsAnInterruptedRunWithTheReason) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("early");
+  Child bench({kBench, "run", "--scenario=idle", "--duration=60", "--out=" + dir.path(),
+               "--rtloop-cyclic=" + kCyclic});
+  pid_t cyclic = -1;
+  struct stat st {};
+  for (int i = 0; i < 400 && bench.Running(); ++i) {  // bounded: 20 s
+    cyclic = ChildNamed(bench.pid(), "rtloop-cyclic");
+    // Its SIGUSR2 status file exists once it measures and takes SIGTERM in its main loop.
+    if (cyclic > 0 && stat(("/dev/shm/cyclictest" + std::to_string(cyclic)).c_str(), &st) == 0) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_GT(cyclic, 0) << bench.Stderr();
+  ASSERT_EQ(kill(cyclic, SIGTERM), 0);
+  std::optional<int> status = bench.Wait(seconds(30));
+  ASSERT_TRUE(status.has_value()) << "bench did not end";
+  EXPECT_EQ(*status, kExitInterrupted) << bench.Stderr();
+  EXPECT_NE(bench.Stderr().find("interrupted: rtloop-cyclic ended after"), std::string::npos)
+      << bench.Stderr();
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  EXPECT_TRUE(result["interrupted"].get<bool>());
+  EXPECT_NE(
+      result["interrupted_reason"].get<std::string>().find("of the 60 s measurement (exit 0)"),
+      std::string::npos)
+      << result["interrupted_reason"];
+  EXPECT_EQ(testing::ValidateSchema(result, json::parse(ReadFile(RTLOOP_BENCH_SCHEMA))), "");
+  EXPECT_NE(ReadFile(dir.path() + "/report.md").find("**Interrupted** (rtloop-cyclic ended"),
+            std::string::npos);
+}
+
+// ... and so does the load guardian's (issue 17 item 7: "any child"): a guardian killed while the
+// bench measures interrupts the run with the reason; the bench still leaves nothing behind.
+TEST(BenchRun, AGuardianKilledDuringTheMeasurementInterruptsTheRun) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("guardian_died");
+  Child bench({kBench, "run", "--scenario=stress", "--duration=60", "--out=" + dir.path(),
+               "--rtloop-cyclic=" + kCyclic});
+  ASSERT_GE(WaitForLoad(bench, 3, seconds(10)).size(), 3u) << bench.Stderr();
+  const pid_t guardian = PidAfter(bench.Stderr(), "guardian pid ");
+  ASSERT_GT(guardian, 0) << bench.Stderr();
+  ASSERT_EQ(kill(guardian, SIGKILL), 0);
+  std::optional<int> status = bench.Wait(seconds(30));
+  ASSERT_TRUE(status.has_value()) << "bench did not end";
+  EXPECT_EQ(*status, kExitInterrupted) << bench.Stderr();
+  EXPECT_NE(bench.Stderr().find("the load guardian ended during the measurement (signal 9"),
+            std::string::npos)
+      << bench.Stderr();
+  ExpectNothingLeft(bench.Stderr());
+}
+
+// Issue 17 item 10: `--duration=999999999999h` passed the bench's check, ran the doctor, started
+// the load and then failed in rtloop-cyclic. Every argument is now checked before anything
+// starts: the bench's own, and the measurement's by rtloop-cyclic --check-options.
+TEST(BenchRun, EveryArgumentIsCheckedBeforeTheDoctorOrALoadStarts) {
+  TempDir dir("checked");
+  for (const auto& [arg, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--duration=999999999999h", "too long: at most 365d"},
+           {"--duration=366d", "too long"},
+           {"--window=99999999999", "--max-window"}}) {
+    RunResult r = testing::Run({kBench, "run", "--scenario=stress", arg, "--out=" + dir.path(),
+                                "--rtloop-cyclic=" + kCyclic},
+                               seconds(20));
+    EXPECT_EQ(r.status, kExitUsage) << arg << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("doctor:"), std::string::npos) << arg << ": the doctor ran: " << r.err;
+    EXPECT_EQ(r.err.find("load command"), std::string::npos) << arg << ": a load ran: " << r.err;
+  }
 }
 
 TEST(BenchRun, AMissingToolNamesItsDebianPackage) {
@@ -381,6 +549,51 @@ TEST(BenchDoctor, AFakeTreeWithAnRtGroupBudgetOfZeroFails) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+// Issue 17 item 9: a saved tree may hold anything. A FIFO hung the doctor; files linked to
+// /dev/zero cut the text report at the first NUL and made --json 31 MB of NULs; control
+// characters in a fact reached the terminal. Each is now a fact that cannot be read, or is shown
+// escaped, and the report stays whole and small.
+TEST(BenchDoctor, FifosDevicesAndControlCharactersInATreeNeitherHangNorCutTheReport) {
+  TempDir dir("doctor_hostile");
+  const std::string root = dir.path();
+  for (const char* d : {"/proc/sys/kernel", "/sys/kernel", "/sys/devices/system/cpu/smt"}) {
+    ASSERT_EQ(system(("mkdir -p " + root + d).c_str()), 0);
+  }
+  ASSERT_EQ(mkfifo((root + "/proc/sys/kernel/version").c_str(), 0644), 0);
+  ASSERT_EQ(mkfifo((root + "/proc/swaps").c_str(), 0644), 0);
+  ASSERT_EQ(symlink("/dev/zero", (root + "/proc/cmdline").c_str()), 0);
+  ASSERT_EQ(symlink("/dev/zero", (root + "/sys/kernel/realtime").c_str()), 0);
+  std::ofstream(root + "/sys/devices/system/cpu/smt/control")
+      << std::string("on\0\x1b[2J", 7) << "\n";
+  for (const bool as_json : {false, true}) {
+    std::vector<std::string> argv = {kBench, "doctor", "--root=" + root};
+    if (as_json) argv.push_back("--json");
+    RunResult r = testing::Run(argv, seconds(20));
+    ASSERT_NE(r.status, -1) << "the doctor hung on a FIFO";
+    EXPECT_EQ(r.status, 1) << r.err;  // a fake tree without RT facts fails some checks
+    EXPECT_LT(r.out.size(), 64u << 10) << "a device's endless content reached the report";
+    EXPECT_EQ(r.out.find('\0'), std::string::npos);
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+    if (as_json) {
+      EXPECT_EQ(json::parse(r.out)["findings"].size(), 18u);
+    } else {
+      EXPECT_NE(r.out.find(" WARN, "), std::string::npos) << "the report was cut: " << r.out;
+    }
+  }
+}
+
+TEST(BenchDoctor, ARootThatIsNoTreeIsAUsageError) {
+  TempDir dir("doctor_root");
+  const std::string file = dir.path() + "/file";
+  std::ofstream(file) << "x\n";
+  for (const std::string& root : {std::string("/nonexistent-rtloop-root"), file, dir.path()}) {
+    RunResult r = testing::Run({kBench, "doctor", "--root=" + root}, seconds(10));
+    EXPECT_EQ(r.status, kExitUsage) << root << ": " << r.out;
+    EXPECT_TRUE(r.out.empty()) << root << ": no report of nothing";
+    EXPECT_NE(r.err.find("--root='" + root + "'"), std::string::npos) << r.err;
+  }
 }
 
 // --- compare ---
