@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "report.h"
 #include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/output_file.h"
 #include "run_result.h"
 #include "scenarios.h"
 
@@ -523,18 +525,24 @@ int BenchRun::Report(int status) {
   }
   const std::string title = plan_.name + " on " + r["system"]["host"].get<std::string>() + ", " +
                             r["system"]["kernel_release"].get<std::string>();
-  bool plots_ok = true;
-  auto plot = [&](Result<PlotJob> job) {
-    Status s = job.ok() ? RunGnuplot(*job) : job.status();
-    if (!s.ok()) {
-      plots_ok = false;
-      std::fprintf(stderr, "rtloop-bench: %s\n", s.message().c_str());
-    }
+  int plots_rc = kExitOk;  // kExitFail: gnuplot missing or failed; kExitOutput: a PNG not written
+  // `later`: the command that makes the same plot from result.json once gnuplot works.
+  auto plot = [&](const std::string& name, const std::string& kind, Result<PlotJob> job) {
+    Result<telemetry::OutputTarget> out =
+        telemetry::ResolveOutputPath(OutPath(name), {.what = "plot", .allow_stdout = false});
+    Result<std::string> png = !job.ok() ? job.status() : RunGnuplot(*job);
+    const Status s = !out.ok() ? out.status() : png.ok() ? WritePlot(*out, *png) : png.status();
+    if (s.ok()) return;
+    plots_rc = std::max(plots_rc, png.ok() ? kExitOutput : kExitFail);
+    const std::string later = png.ok() ? std::string()
+                                       : "; plot it later with: rtloop-bench plot " +
+                                             OutPath("result.json") + " -o " + OutPath(name) + kind;
+    std::fprintf(stderr, "rtloop-bench: %s%s\n", s.message().c_str(), later.c_str());
   };
-  plot(HistogramPlot(*data, "Latency histogram: " + title, OutPath("plot.png")));
+  plot("plot.png", "", HistogramPlot(*data, "Latency histogram: " + title));
   if (windows) {
-    plot(
-        MaxOverTimePlot(*windows, "Max latency over time: " + title, OutPath("max-over-time.png")));
+    plot("max-over-time.png", " --kind=max",
+         MaxOverTimePlot(*windows, "Max latency over time: " + title));
   }
   std::fputs(md.substr(0, md.find("\n## ")).c_str(), stdout);
   std::printf(
@@ -544,7 +552,7 @@ int BenchRun::Report(int status) {
   for (bool e : exited_early_) {
     if (e) return Error("a load ended before the measurement did: see report.md");
   }
-  return plots_ok ? kExitOk : kExitFail;
+  return plots_rc;
 }
 
 }  // namespace
