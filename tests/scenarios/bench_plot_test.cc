@@ -144,6 +144,7 @@ TEST(BenchPlot, AFifoOrACharacterDeviceIsRefusedAndLeavesNothing) {
   RunResult r = testing::Run({kBench, "plot", hist, "-o", fifo}, seconds(30));
   EXPECT_EQ(r.status, kExitUsage) << "-1 is a hang: " << r.err;
   EXPECT_NE(r.err.find("named pipe"), std::string::npos) << r.err;
+  for (const char* litter : {"/dev/full.gp", "/dev/full-t0.dat"}) ::unlink(litter);  // old bug's
   r = testing::Run({kBench, "plot", hist, "-o", "/dev/full"}, seconds(30));
   EXPECT_EQ(r.status, kExitUsage) << r.out << r.err;
   EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
