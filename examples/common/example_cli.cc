@@ -158,9 +158,18 @@ bool ParseRunOption(Args& args, RunOptions* options) {
   return true;
 }
 
-std::optional<int> Done(Args& args, const RunOptions& options) {
+std::optional<int> Done(Args& args, const RunOptions& options,
+                        const std::vector<rtloop::telemetry::InputPath>& inputs) {
   if (args.help()) return 0;
   if (!args.ok()) return 2;
+  // A --record the output layer refuses is reported when the sample log opens; here only the
+  // rule that no output names an input.
+  if (!options.record.empty()) {
+    const auto record = rtloop::telemetry::ResolveOutputPath(options.record, {"--record"});
+    const rtloop::Status s =
+        record.ok() ? rtloop::telemetry::CheckOutputsApart({*record}, inputs) : rtloop::Status();
+    if (!s.ok()) return args.Fail(s.message());
+  }
   if (!options.record.empty() && options.telemetry == "off") {
     return args.Fail("--record needs telemetry: drop --telemetry=off (or give --telemetry=ADDR)");
   }

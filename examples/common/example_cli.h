@@ -28,7 +28,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/runtime.h"
 
 namespace example_cli {
@@ -100,8 +102,11 @@ bool ParseRunOption(Args& args, RunOptions* options);
 
 // After the argument loop: the exit status when the program should end now (0 after --help, 2
 // after a bad argument, which was printed, or a bad combination such as --record or --metrics
-// with --telemetry=off, which this prints), or nullopt to run.
-std::optional<int> Done(Args& args, const RunOptions& options);
+// with --telemetry=off, which this prints), or nullopt to run. `inputs` are the files the
+// example reads (its --config): --record may not name one of them (the rule of every rtloop tool,
+// output_file.h CheckOutputsApart: same device and inode, under any name).
+std::optional<int> Done(Args& args, const RunOptions& options,
+                        const std::vector<rtloop::telemetry::InputPath>& inputs = {});
 
 // Sets `config` from `options`: app_name, duration, telemetry address (or telemetry off), the
 // HTTP endpoint, sample log, locked memory, and the non-RT fallback (on, printed loudly, unless
