@@ -384,9 +384,9 @@ Status CheckOutputsApart(const std::vector<OutputTarget>& outputs,
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (outputs[j].kind == OutputKind::kRegular && out.SameAs(outputs[j])) {
-        return InvalidArgumentError(shown(outputs[j].what, outputs[j].path) + " and " +
-                                    shown(out.what, out.path) +
-                                    " are the same file: give each output its own path");
+        return InvalidArgumentError(outputs[j].what + " and " + out.what + " both write to '" +
+                                    EscapeControlCharacters(out.path) +
+                                    "': give each output its own file");
       }
     }
   }
