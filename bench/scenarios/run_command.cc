@@ -234,6 +234,25 @@ class BenchRun {
   void Finish();
   int Report(int cyclic_status);
   std::string OutPath(const std::string& name) const { return o_.out + "/" + name; }
+  // No file the run writes in --out may be one it reads (output_file.h CheckOutputsApart):
+  // --reference-file=DIR/result.json with --out=DIR would be replaced by the result.
+  Status CheckOutputsApart() const {
+    std::vector<std::string> names = {"result.json",       "report.md",         "histogram.txt",
+                                      "plot.png",          "max-over-time.png", "cyclic.json",
+                                      "max-over-time.txt", "rtloop-cyclic.log"};
+    for (std::size_t i = 0; i < plan_.loads.size(); ++i) {
+      names.push_back("load-" + std::to_string(i) + ".log");
+    }
+    std::vector<telemetry::OutputTarget> outputs;
+    for (const std::string& name : names) {
+      // A directory that does not exist yet holds no input.
+      Result<telemetry::OutputTarget> t = telemetry::ResolveOutputPath(
+          OutPath(name), {.what = "--out (" + name + ")", .allow_stdout = false});
+      if (t.ok()) outputs.push_back(std::move(*t));
+    }
+    return telemetry::CheckOutputsApart(
+        outputs, {{"--reference-file", o_.reference_file}, {"--rtloop-cyclic", o_.cyclic}});
+  }
   int Error(const std::string& message) {
     std::fprintf(stderr, "rtloop-bench: %s\n", message.c_str());
     return kExitFail;
@@ -282,6 +301,7 @@ int BenchRun::Prepare() {
   if (access(o_.cyclic.c_str(), X_OK) != 0) {
     return Error("rtloop-cyclic not found at " + o_.cyclic + ": build it, or pass --rtloop-cyclic");
   }
+  if (const Status s = CheckOutputsApart(); !s.ok()) return UsageError("run", s.message());
   std::error_code ec;
   std::filesystem::create_directories(o_.out, ec);
   if (ec || access(o_.out.c_str(), W_OK) != 0) {

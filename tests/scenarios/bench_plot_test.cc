@@ -1,7 +1,8 @@
 // rtloop-bench plot end to end, against hostile names and hostile destinations: every string that
 // reaches gnuplot (a title, an input's name as the default title, the output's path) must stay a
 // string, and the PNG goes through the output layer like every result (no FIFO hang, no
-// /dev/full "success", a full disk is exit 4, the input is never overwritten).
+// /dev/full "success", a full disk is exit 4, the input is never overwritten); and no file a run
+// writes may be one it reads.
 //
 //   ctest --test-dir build -R BenchPlot
 //
@@ -190,6 +191,21 @@ TEST(BenchPlot, AFullDiskIsExit4AndLeavesNoHalfPng) {
   EXPECT_NE(g.err.find("gnuplot"), std::string::npos) << g.err;
   EXPECT_FALSE(Exists(dir.path() + "/q.png"));
   EXPECT_TRUE(left.empty()) << left.front();
+}
+
+// --reference-file=DIR/result.json with --out=DIR: the run would replace its reference with its
+// result. Refused with exit 2 before anything is measured.
+TEST(BenchRunOutputs, NoFileARunWritesMayBeOneItReads) {
+  TempDir dir("run-input");
+  const std::string ref = dir.path() + "/result.json";
+  ASSERT_TRUE(WriteTextFile(ref, "{}\n").ok());
+  const RunResult r = testing::Run({kBench, "run", "--scenario=idle", "--duration=1",
+                                    "--out=" + dir.path(), "--reference-file=" + ref},
+                                   seconds(30));
+  EXPECT_EQ(r.status, kExitUsage) << r.err;
+  EXPECT_NE(r.err.find("is the same file as --reference-file '" + ref + "'"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(ReadFile(ref) == "{}\n") << "the reference was overwritten";
 }
 
 }  // namespace
