@@ -55,8 +55,9 @@ const char kRunHelp[] =
     "         [--histogram=US] [--window=MS] [--histogram-style=2.4|sparse]\n"
     "         [--rtloop-cyclic=PATH] [--reference-file=PATH]\n"
     "scenarios: idle stress stress-fft hackbench irq isolated custom\n"
-    "exit: 0 done, 1 error (missing tool, load died, measurement failed), 2 bad command line,\n"
-    "      130 interrupted (reports of what was measured are written)\n";
+    "exit: 0 done, 1 error (missing tool, load died, measurement failed, gnuplot missing or\n"
+    "      failed), 2 bad command line, 4 a plot could not be written, 130 interrupted (reports\n"
+    "      of what was measured are written)\n";
 
 Result<RunOptions> ParseRunOptions(int argc, const char* const* argv) {
   RunOptions o;

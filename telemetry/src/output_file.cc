@@ -162,17 +162,57 @@ void Notice(const OutputTarget& target, const std::string& line) {
   }
 }
 
-// PATH.partial exists: Unavailable when its writer is alive (it holds the lock); else it is moved
-// to PATH.partial.stale-N (the first free N), reported, and OK is returned so that the caller
-// tries again. A file that is not a regular file is refused.
+// Moves `from` to `to` unless `to` exists (then EEXIST): 0 or an errno. renameat2's
+// RENAME_NOREPLACE where the file system has it, else link() + unlink() (link never replaces),
+// else (no hard links either: vfat, some FUSE) a check before a plain rename.
+int RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
+  if (::link(from.c_str(), to.c_str()) == 0) {
+    ::unlink(from.c_str());
+    return 0;
+  }
+  if (errno != EPERM && errno != EOPNOTSUPP) return errno;
+  struct stat st {};
+  if (::lstat(to.c_str(), &st) == 0) return EEXIST;
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+// Holding the lock of the stale PATH.partial: moves it to PATH.partial.stale-N (the first free
+// N) and reports the new name.
+Status KeepStalePartial(const OutputTarget& target, const std::string& shown) {
+  const std::string& partial = target.partial_path;
+  for (int n = 1;; ++n) {
+    const std::string stale = partial + ".stale-" + std::to_string(n);
+    const int err = RenameNoReplace(partial, stale);
+    if (err == 0) {
+      Notice(target, target.what + ": '" + EscapeControlCharacters(partial) +
+                         "' was left by a run that did not complete it (no process holds it); "
+                         "kept as '" +
+                         EscapeControlCharacters(stale) + "'");
+      return Status::Ok();
+    }
+    if (err == EEXIST && n < 1000) continue;
+    return ErrnoError(err,
+                      target.what + " '" + shown + "': cannot move the stale '" +
+                          EscapeControlCharacters(partial) + "' out of the way",
+                      "remove it or choose another path");
+  }
+}
+
+// PATH.partial exists: Unavailable when its writer is alive (it holds the lock); else it is kept
+// under a new name (KeepStalePartial) and OK is returned so that the caller tries again. A file
+// that is not a regular file, or one on a file system without locks, is refused.
 Status MoveStalePartial(const OutputTarget& target, const std::string& shown) {
   const std::string& partial = target.partial_path;
   const std::string partial_shown = EscapeControlCharacters(partial);
+  const std::string fix = "remove it if no run is writing it, or choose another path";
   const int fd = ::open(partial.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::Ok();  // gone meanwhile: try again
-    return ErrnoError(errno, target.what + " '" + shown + "': cannot check '" + partial_shown +
-                                 "' (exists and is not a regular file?): remove it");
+    return ErrnoError(
+        errno, target.what + " '" + shown + "': cannot check the existing '" + partial_shown + "'",
+        fix);
   }
   struct stat st {};
   struct stat now {};
@@ -181,38 +221,29 @@ Status MoveStalePartial(const OutputTarget& target, const std::string& shown) {
     result = InvalidArgumentError(target.what + " '" + shown + "': '" + partial_shown +
                                   "' exists and is not a regular file: remove it");
   } else if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    result = Status(StatusCode::kUnavailable,
-                    target.what + " '" + shown + "': another process is writing '" + partial_shown +
-                        "' (it holds its lock): wait for it to end or choose another path");
-  } else if (::lstat(partial.c_str(), &now) != 0 || now.st_dev != st.st_dev ||
-             now.st_ino != st.st_ino) {
-    // Replaced or renamed by someone else between open and flock: look again.
-  } else {
-    // We hold its lock: its writer is gone (or never locked it). Keep it under a new name.
-    for (int n = 1;; ++n) {
-      const std::string stale = partial + ".stale-" + std::to_string(n);
-      if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, stale.c_str(), RENAME_NOREPLACE) == 0) {
-        Notice(target, target.what + ": '" + partial_shown +
-                           "' was left by a run that did not complete it (no process holds it); "
-                           "kept as '" +
-                           EscapeControlCharacters(stale) + "'");
-        break;
-      }
-      if (errno == EEXIST && n < 1000) continue;
-      result = ErrnoError(errno,
-                          target.what + " '" + shown + "': cannot move the stale '" +
-                              partial_shown + "' out of the way",
-                          "remove it or choose another path");
-      break;
-    }
+    result = errno == EWOULDBLOCK
+                 ? Status(StatusCode::kUnavailable,
+                          target.what + " '" + shown + "': another process is writing '" +
+                              partial_shown +
+                              "' (it holds its lock): wait for it to end or choose another path")
+                 : ErrnoError(errno,
+                              target.what + " '" + shown +
+                                  "': cannot tell whether a process is writing '" + partial_shown +
+                                  "' (no lock)",
+                              fix);
+  } else if (::lstat(partial.c_str(), &now) == 0 && now.st_dev == st.st_dev &&
+             now.st_ino == st.st_ino) {
+    // We hold its lock: its writer is gone. (Otherwise it was replaced or renamed between open
+    // and flock: look again.)
+    result = KeepStalePartial(target, shown);
   }
   ::close(fd);
   return result;
 }
 
 // Creates PATH.partial, locked before it appears under that name: the file is made under a
-// private name, locked, then linked to PATH.partial (link() never replaces: a live writer's file
-// is never taken over). Returns the descriptor.
+// private name, locked, then moved to PATH.partial without ever replacing one (a live writer's
+// file is never taken over). Returns the descriptor.
 Result<int> CreateLockedPartial(const OutputTarget& target) {
   const std::string shown = EscapeControlCharacters(target.path);
   const std::string& partial = target.partial_path;
@@ -229,14 +260,12 @@ Result<int> CreateLockedPartial(const OutputTarget& target) {
         err == ENOSPC ? "free space on the file system or choose another"
                       : "check the directory's permissions and free space");
   }
+  // A file system without locks: the file is still written; only the protection is missing.
+  (void)::flock(fd, LOCK_EX | LOCK_NB);
   Status s = Status::Ok();
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    s = ErrnoError(errno, target.what + " '" + shown + "': cannot lock '" +
-                              EscapeControlCharacters(partial) + "'");
-  }
   for (int attempt = 0; s.ok(); ++attempt) {
-    if (::link(own.c_str(), partial.c_str()) == 0) break;
-    const int err = errno;
+    const int err = RenameNoReplace(own, partial);
+    if (err == 0) return fd;
     if (err != EEXIST || attempt == 10) {
       s = ErrnoError(err, target.what + " '" + shown + "': cannot create '" +
                               EscapeControlCharacters(partial) + "'");
@@ -245,11 +274,8 @@ Result<int> CreateLockedPartial(const OutputTarget& target) {
     s = MoveStalePartial(target, shown);
   }
   ::unlink(own.c_str());
-  if (!s.ok()) {
-    ::close(fd);
-    return s;
-  }
-  return fd;
+  ::close(fd);
+  return s;
 }
 
 }  // namespace
