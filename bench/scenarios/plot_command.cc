@@ -120,7 +120,10 @@ int PlotCommand(int argc, const char* const* argv) {
   }
   if (title.empty()) title = input;
   Result<PlotJob> job = MakePlotJob(input, kind, title);
-  if (!job.ok()) return UsageError("plot", job.status().message());
+  // One line whatever INPUT's name holds (the message quotes it).
+  if (!job.ok()) {
+    return UsageError("plot", telemetry::EscapeControlCharacters(job.status().message()));
+  }
   Result<std::string> image = RunGnuplot(*job);
   if (!image.ok()) {
     std::fprintf(stderr, "rtloop-bench: %s\n", image.status().message().c_str());
