@@ -69,38 +69,28 @@ Status CheckTelemetry(const CyclicOptions& o) {
   return Status::Ok();
 }
 
-// Two outputs on one file would overwrite each other: refused. (Several on stdout ("-") are
-// printed one after the other, in cyclictest's order.)
-Status CheckDistinctOutputs(const CyclicOptions& o) {
-  struct Named {
-    const char* option;
-    telemetry::OutputTarget target;
+// No output may name an input (a token or PEM file) or another output: the rule of every rtloop
+// tool (output_file.h CheckOutputsApart). Several on stdout ("-") are printed one after the
+// other, in cyclictest's order.
+Status CheckOutputsApart(const CyclicOptions& o) {
+  std::vector<telemetry::OutputTarget> outputs;
+  const auto add = [&](Result<telemetry::OutputTarget> target) {
+    if (target.ok()) outputs.push_back(std::move(*target));
   };
-  std::vector<Named> outputs;
-  const auto add = [&](const char* option, Result<telemetry::OutputTarget> target) {
-    if (target.ok() && target->kind == telemetry::OutputKind::kRegular) {
-      outputs.push_back({option, std::move(*target)});
-    }
-  };
-  if (!o.json_path.empty()) add("--json", telemetry::ResolveOutputPath(o.json_path));
-  if (!o.histfile.empty()) add("--histfile", telemetry::ResolveOutputPath(o.histfile));
-  if (!o.record_path.empty()) add("--record", telemetry::ResolveOutputPath(o.record_path));
-  if (!o.max_over_time_path.empty()) {
-    add("--max-over-time", telemetry::ResolveOutputPath(o.max_over_time_path));
+  for (const auto& [option, path] :
+       {std::pair<const char*, const std::string*>{"--json", &o.json_path},
+        {"--histfile", &o.histfile},
+        {"--record", &o.record_path},
+        {"--max-over-time", &o.max_over_time_path}}) {
+    if (!path->empty()) add(telemetry::ResolveOutputPath(*path, {.what = option}));
   }
   if (!o.fifo_path.empty()) {
-    add("-F/--fifo", telemetry::OutputFifo::ResolveFifoPath(o.fifo_path, "-F/--fifo"));
+    add(telemetry::OutputFifo::ResolveFifoPath(o.fifo_path, "-F/--fifo"));
   }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
-      if (outputs[i].target.SameAs(outputs[j].target)) {
-        return Invalid(std::string(outputs[i].option) + " and " + outputs[j].option +
-                       " both write to '" + outputs[j].target.path +
-                       "': give each output its own file");
-      }
-    }
-  }
-  return Status::Ok();
+  const Status s = telemetry::CheckOutputsApart(outputs, {{"--token-file", o.token_file},
+                                                          {"--tls-cert", o.tls_cert_file},
+                                                          {"--tls-key", o.tls_key_file}});
+  return s.ok() ? s : Invalid(s.message());
 }
 
 }  // namespace
@@ -108,7 +98,7 @@ Status CheckDistinctOutputs(const CyclicOptions& o) {
 Status CheckOptionsTogether(const CyclicOptions& o) {
   RTLOOP_RETURN_IF_ERROR(CheckWarmup(o));
   RTLOOP_RETURN_IF_ERROR(CheckTelemetry(o));
-  return CheckDistinctOutputs(o);
+  return CheckOutputsApart(o);
 }
 
 }  // namespace rtloop::cyclic

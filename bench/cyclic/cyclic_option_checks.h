@@ -1,8 +1,8 @@
 // The checks of rtloop-cyclic's command line that look at several options together or at the
 // system: a --warmup that leaves a -D thread without cycles, the telemetry address and the token
-// and TLS files (read with input_file.h's bounded reader), and two outputs on one file
-// (output_file.h's SameAs). ParseCyclicOptions() runs them last; each failure is InvalidArgument
-// with one line (exit 2: nothing measured).
+// and TLS files (read with input_file.h's bounded reader), and no output on an input or on
+// another output's file (output_file.h's CheckOutputsApart). ParseCyclicOptions() runs them
+// last; each failure is InvalidArgument with one line (exit 2: nothing measured).
 //
 // Threading: a plain function. Not RT-safe (reads files).
 #pragma once

@@ -23,6 +23,7 @@ namespace rtloop::bench {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFail = 1;           // runtime error; compare: a regression
 inline constexpr int kExitUsage = 2;          // bad command line or unreadable input
+inline constexpr int kExitOutput = 4;         // a result could not be written (plot, run's plots)
 inline constexpr int kExitInterrupted = 130;  // run: stopped by SIGINT/SIGTERM (reports written)
 
 // Walks argv of one subcommand. Options take "--name=value" or "--name value".

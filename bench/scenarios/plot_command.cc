@@ -17,7 +17,10 @@ const char kPlotHelp[] =
     "usage: rtloop-bench plot INPUT -o FILE.png [--kind=histogram|max|latency] [--title=TEXT]\n"
     "  INPUT: result.json (histogram, max), cyclictest -h output 2.4/2.7+ or --json\n"
     "  (histogram), an rtloop sample log from --record (latency, histogram, max)\n"
-    "exit: 0 plotted, 1 gnuplot missing or failed (the .gp script is written), 2 bad input\n";
+    "  -o FILE.png: a regular file (written as FILE.png.partial, renamed when complete); never\n"
+    "  the input\n"
+    "exit: 0 plotted, 1 gnuplot missing or failed, 2 bad command line or input, 4 the PNG could\n"
+    "not be written\n";
 
 bool IsSampleLog(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -51,6 +54,35 @@ Result<MaxOverTime> WindowsFromResult(const std::string& path) {
   return m;
 }
 
+// The plot `kind` of `input` asks for; errors are the input's (exit 2).
+Result<PlotJob> MakePlotJob(const std::string& input, const std::string& kind,
+                            const std::string& title) {
+  // "INPUT: no histogram to plot (run with -h)".
+  const auto named = [&](Result<PlotJob> job) -> Result<PlotJob> {
+    if (job.ok()) return job;
+    return Status(job.status().code(), input + ": " + job.status().message());
+  };
+  if (IsSampleLog(input)) {
+    LatencyData hist;
+    MaxOverTime windows;
+    Result<PlotJob> job = SampleLogPlot(input, "Latency over time: " + title, &hist, &windows);
+    if (!job.ok() || kind.empty() || kind == "latency") return named(std::move(job));
+    if (kind == "histogram") return named(HistogramPlot(hist, "Latency histogram: " + title));
+    return named(MaxOverTimePlot(windows, "Max latency per 1 s: " + title));
+  }
+  if (kind == "max") {
+    Result<MaxOverTime> m = WindowsFromResult(input);
+    if (!m.ok()) return m.status();
+    return named(MaxOverTimePlot(*m, "Max latency over time: " + title));
+  }
+  if (kind == "latency") {
+    return InvalidArgumentError("--kind=latency needs a sample log (rtloop-cyclic --record)");
+  }
+  Result<LatencyData> d = LoadLatencyData(input);
+  if (!d.ok()) return d.status();
+  return named(HistogramPlot(*d, "Latency histogram: " + title));
+}
+
 }  // namespace
 
 int PlotCommand(int argc, const char* const* argv) {
@@ -80,34 +112,28 @@ int PlotCommand(int argc, const char* const* argv) {
   if (!kind.empty() && kind != "histogram" && kind != "max" && kind != "latency") {
     return UsageError("plot", "--kind='" + kind + "': expected histogram, max or latency");
   }
-  if (title.empty()) title = input;
-  Result<PlotJob> job = FailedPreconditionError("nothing to plot");
-  if (IsSampleLog(input)) {
-    LatencyData hist;
-    MaxOverTime windows;
-    const std::string tmp_png = kind.empty() || kind == "latency" ? png : png + ".latency.png";
-    job = SampleLogPlot(input, "Latency over time: " + title, tmp_png, &hist, &windows);
-    if (job.ok() && kind == "histogram")
-      job = HistogramPlot(hist, "Latency histogram: " + title, png);
-    if (job.ok() && kind == "max")
-      job = MaxOverTimePlot(windows, "Max latency per 1 s: " + title, png);
-  } else if (kind == "max") {
-    Result<MaxOverTime> m = WindowsFromResult(input);
-    if (!m.ok()) return UsageError("plot", m.status().message());
-    job = MaxOverTimePlot(*m, "Max latency over time: " + title, png);
-  } else if (kind == "latency") {
-    return UsageError("plot", "--kind=latency needs a sample log (rtloop-cyclic --record)");
-  } else {
-    Result<LatencyData> d = LoadLatencyData(input);
-    if (!d.ok()) return UsageError("plot", d.status().message());
-    job = HistogramPlot(*d, "Latency histogram: " + title, png);
+  Result<telemetry::OutputTarget> out =
+      telemetry::ResolveOutputPath(png, {.what = "-o", .allow_stdout = false});
+  if (!out.ok()) return UsageError("plot", out.status().message());
+  if (Status s = telemetry::CheckOutputsApart({*out}, {{"INPUT", input}}); !s.ok()) {
+    return UsageError("plot", s.message());
   }
-  if (!job.ok()) return UsageError("plot", input + ": " + job.status().message());
-  if (Status s = RunGnuplot(*job); !s.ok()) {
-    std::fprintf(stderr, "rtloop-bench: %s\n", s.message().c_str());
+  if (title.empty()) title = input;
+  Result<PlotJob> job = MakePlotJob(input, kind, title);
+  // One line whatever INPUT's name holds (the message quotes it).
+  if (!job.ok()) {
+    return UsageError("plot", telemetry::EscapeControlCharacters(job.status().message()));
+  }
+  Result<std::string> image = RunGnuplot(*job);
+  if (!image.ok()) {
+    std::fprintf(stderr, "rtloop-bench: %s\n", image.status().message().c_str());
     return kExitFail;
   }
-  std::printf("rtloop-bench: wrote %s\n", png.c_str());
+  if (Status s = WritePlot(*out, *image); !s.ok()) {
+    std::fprintf(stderr, "rtloop-bench: %s\n", s.message().c_str());
+    return kExitOutput;
+  }
+  std::printf("rtloop-bench: wrote %s\n", telemetry::EscapeControlCharacters(png).c_str());
   return kExitOk;
 }
 

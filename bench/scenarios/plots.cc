@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "bench_util.h"
 #include "rtloop/telemetry/sample.h"
@@ -20,43 +22,88 @@
 namespace rtloop::bench {
 namespace {
 
-std::string Stem(const std::string& png) {
-  return png.size() > 4 && png.substr(png.size() - 4) == ".png" ? png.substr(0, png.size() - 4)
-                                                                : png;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "''";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "'";
-}
-
 std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f", v);
   return buf;
 }
 
-// The common look: readable fonts, a grid, the legend outside the data.
-std::string Preamble(const std::string& png, const std::string& title) {
+// The common look: readable fonts, a grid, the legend outside the data. The PNG is written in
+// gnuplot's working directory (RunGnuplot's private one) under a fixed name.
+std::string Preamble(const std::string& title) {
   return "set terminal pngcairo size 1280,720 font 'Sans,11'\n"
          "set output " +
-         Quote(png) +
+         GnuplotString(kPlotPngName) +
          "\n"
          "set title " +
-         Quote(title) +
+         GnuplotString(title) +
          " noenhanced\n"
          "set grid xtics ytics mytics\n"
          "set key outside right top noenhanced\n";
 }
 
+// The data file of one curve, in gnuplot's working directory: "t0.dat", "task3.dat".
+std::string DataName(const std::string& prefix, std::uint64_t index) {
+  return prefix + std::to_string(index) + ".dat";
+}
+
+// PNG signature first, IEND chunk last: a file gnuplot completed (a full disk leaves it short).
+bool IsCompletePng(const std::string& png) {
+  static const std::string kSignature("\x89PNG\r\n\x1a\n", 8);
+  static const std::string kEnd("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+  return png.size() > kSignature.size() + kEnd.size() && png.compare(0, 8, kSignature) == 0 &&
+         png.compare(png.size() - kEnd.size(), kEnd.size(), kEnd) == 0;
+}
+
+// A private directory (mode 0700) for gnuplot's files, removed with everything in it.
+class PrivateDirectory {
+ public:
+  static Result<PrivateDirectory> Create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/rtloop-plot-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return ErrnoError(errno,
+                        "cannot create a private directory for gnuplot ('" +
+                            telemetry::EscapeControlCharacters(pattern) + "')",
+                        "set TMPDIR to a writable directory");
+    }
+    PrivateDirectory d;
+    d.path_ = pattern;
+    return d;
+  }
+  PrivateDirectory() = default;
+  PrivateDirectory(PrivateDirectory&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+  PrivateDirectory& operator=(PrivateDirectory&&) = delete;
+  ~PrivateDirectory() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
+
+std::string GnuplotString(std::string_view text) {
+  // Control characters become visible escapes: a newline would end the command and start
+  // another. Inside single quotes gnuplot expands nothing (no `command`, no @macro, no \). A
+  // quote is a concatenated "'": gnuplot 5.4 misreads a doubled '' next to another one or at the
+  // start of a string.
+  const std::string visible = telemetry::EscapeControlCharacters(text);
+  std::string out = "'";
+  for (const char c : visible) {
+    if (c == '\'') {
+      out += "'.\"'\".'";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "'";
+}
 
 Result<MaxOverTime> ParseMaxOverTime(const std::string& text) {
   MaxOverTime m;
@@ -118,13 +165,12 @@ Result<MaxOverTime> ParseMaxOverTime(const std::string& text) {
   return m;
 }
 
-Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
-                              const std::string& png) {
-  PlotJob job{png, Stem(png) + ".gp"};
+Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title) {
+  PlotJob job;
   std::string plot;
   double xmax = 1;
   for (const ThreadLatency& t : data.threads) {
-    const std::string dat = Stem(png) + "-t" + std::to_string(t.index) + ".dat";
+    const std::string dat = DataName("t", static_cast<std::uint64_t>(t.index));
     std::string rows = "# latency_us samples (thread " + std::to_string(t.index) + ")\n";
     // Empty buckets cannot be drawn on a log scale: a blank line ends the curve there, so runs of
     // filled buckets are lines and lone buckets show as points (no line across empty ranges).
@@ -140,7 +186,7 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
       xmax = std::max(xmax, static_cast<double>(b));
     }
     if (t.histogram.empty()) continue;
-    RTLOOP_RETURN_IF_ERROR(WriteTextFile(dat, rows));
+    job.data.emplace_back(dat, std::move(rows));
     std::string label = "T" + std::to_string(t.index);
     if (t.cpu >= 0) label += " CPU" + std::to_string(t.cpu);
     if (t.max_us) label += ", max " + Fmt(*t.max_us) + " us";
@@ -148,8 +194,8 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
       label += " (" + std::to_string(t.histogram_overflows) + " over " +
                std::to_string(t.histogram.size()) + " us)";
     }
-    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + Quote(dat) +
-            " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " + Quote(label);
+    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + GnuplotString(dat) +
+            " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " + GnuplotString(label);
   }
   if (plot.empty()) return FailedPreconditionError("no histogram to plot (run with -h)");
   // A heavy tail (a VM's ms spikes) squeezes the body into the first pixels: then a second panel
@@ -162,7 +208,7 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
   const double zoom = std::ceil(std::max(10.0, body * 2));
   const std::string axes =
       "set logscale y\nset yrange [0.8:*]\nset ylabel 'Number of latency samples (log)'\n";
-  std::string script = Preamble(png, title) + axes;
+  std::string script = Preamble(title) + axes;
   if (full > 10 * zoom) {
     script += "set multiplot layout 2,1\nset xrange [0:" + Fmt(full) + "]\n" +
               "set xlabel 'Latency (us), full range'\n" + plot + "\n" +
@@ -172,17 +218,16 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
   } else {
     script += "set xrange [0:" + Fmt(full) + "]\nset xlabel 'Latency (us)'\n" + plot + "\n";
   }
-  RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
+  job.script = std::move(script);
   return job;
 }
 
-Result<PlotJob> MaxOverTimePlot(const MaxOverTime& m, const std::string& title,
-                                const std::string& png) {
-  PlotJob job{png, Stem(png) + ".gp"};
+Result<PlotJob> MaxOverTimePlot(const MaxOverTime& m, const std::string& title) {
+  PlotJob job;
   std::string plot;
   for (std::size_t i = 0; i < m.threads.size(); ++i) {
     if (m.threads[i].empty()) continue;
-    const std::string dat = Stem(png) + "-t" + std::to_string(i) + ".dat";
+    const std::string dat = DataName("t", i);
     std::string rows = "# start_s max_us cycles (thread " + std::to_string(i) + ")\n";
     double max = 0;
     for (const WindowPoint& p : m.threads[i]) {
@@ -192,29 +237,27 @@ Result<PlotJob> MaxOverTimePlot(const MaxOverTime& m, const std::string& title,
       rows += buf;
       max = std::max(max, p.max_us);
     }
-    RTLOOP_RETURN_IF_ERROR(WriteTextFile(dat, rows));
-    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + Quote(dat) +
+    job.data.emplace_back(dat, std::move(rows));
+    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + GnuplotString(dat) +
             " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " +
-            Quote("T" + std::to_string(i) + ", max " + Fmt(max) + " us");
+            GnuplotString("T" + std::to_string(i) + ", max " + Fmt(max) + " us");
   }
   if (plot.empty()) return FailedPreconditionError("no max-over-time windows to plot");
   char window[64];
   std::snprintf(window, sizeof window, "%g", m.window_s);
-  const std::string script = Preamble(png, title) +
-                             "set logscale y\n"
-                             "set xlabel 'Time since start (s)'\n"
-                             "set ylabel 'Max latency per " +
-                             std::string(window) + " s window (us, log)'\n" + plot + "\n";
-  RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
+  job.script = Preamble(title) +
+               "set logscale y\n"
+               "set xlabel 'Time since start (s)'\n"
+               "set ylabel 'Max latency per " +
+               std::string(window) + " s window (us, log)'\n" + plot + "\n";
   return job;
 }
 
 Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string& title,
-                              const std::string& png, LatencyData* histogram,
-                              MaxOverTime* windows) {
+                              LatencyData* histogram, MaxOverTime* windows) {
   Result<telemetry::SampleLogContents> rec = telemetry::ReadSampleLog(record_path);
   if (!rec.ok()) return rec.status();
-  PlotJob job{png, Stem(png) + ".gp"};
+  PlotJob job;
   std::map<std::uint32_t, std::string> rows;
   std::map<std::uint32_t, ThreadLatency> threads;
   std::map<std::uint32_t, std::int64_t> first_release;
@@ -267,53 +310,81 @@ Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string&
   if (rows.empty()) return FailedPreconditionError(record_path + " holds no samples");
   std::string plot;
   for (const auto& [task, r] : rows) {
-    const std::string dat = Stem(png) + "-task" + std::to_string(task) + ".dat";
-    RTLOOP_RETURN_IF_ERROR(WriteTextFile(dat, "# time_s latency_us\n" + r));
-    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + Quote(dat) +
+    const std::string dat = DataName("task", task);
+    job.data.emplace_back(dat, "# time_s latency_us\n" + r);
+    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + GnuplotString(dat) +
             " using 1:2 with dots title " +
-            Quote("task " + std::to_string(task) + ", max " + Fmt(*threads[task].max_us) + " us");
+            GnuplotString("task " + std::to_string(task) + ", max " + Fmt(*threads[task].max_us) +
+                          " us");
   }
   if (histogram != nullptr) {
     histogram->kind = "sample-log";
     for (auto& [task, t] : threads) histogram->threads.push_back(t);
   }
-  const std::string script = Preamble(png, title) +
-                             "set logscale y\nset xlabel 'Time since first release (s)'\n"
-                             "set ylabel 'Wake-up latency (us, log)'\n" +
-                             plot + "\n";
-  RTLOOP_RETURN_IF_ERROR(WriteTextFile(job.script, script));
+  job.script = Preamble(title) +
+               "set logscale y\nset xlabel 'Time since first release (s)'\n"
+               "set ylabel 'Wake-up latency (us, log)'\n" +
+               plot + "\n";
   return job;
 }
 
-Status RunGnuplot(const PlotJob& job) {
+Result<std::string> RunGnuplot(const PlotJob& job) {
   if (FindInPath("gnuplot").empty()) {
     return FailedPreconditionError(
-        "gnuplot not found: install it with apt-get install "
-        "gnuplot-nox, then run: gnuplot " +
-        job.script);
+        "gnuplot not found: install it with apt-get install gnuplot-nox");
   }
-  const std::string err_path = job.script + ".err";
+  Result<PrivateDirectory> dir = PrivateDirectory::Create();
+  if (!dir.ok()) return dir.status();
+  for (const auto& [name, content] : job.data) {
+    if (Status s = WriteTextFile(dir->File(name), content); !s.ok()) {
+      return InternalError("cannot prepare gnuplot's data: " + s.message());
+    }
+  }
+  const std::string script = "plot.gp";
+  if (Status s = WriteTextFile(dir->File(script), job.script); !s.ok()) {
+    return InternalError("cannot prepare gnuplot's script: " + s.message());
+  }
+  const std::string err_path = dir->File("gnuplot.err");
   const pid_t pid = fork();
   if (pid < 0) return ErrnoError(errno, "cannot start gnuplot");
   if (pid == 0) {
-    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // Everything gnuplot reads and writes is in the private directory, by fixed names.
+    if (chdir(dir->path().c_str()) != 0) _exit(126);
+    const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    execlp("gnuplot", "gnuplot", job.script.c_str(), static_cast<char*>(nullptr));
+    // -d: no ~/.gnuplot or system init file changes what the script does.
+    execlp("gnuplot", "gnuplot", "-d", script.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   Result<std::string> err = ReadTextFile(err_path, 1 << 20);
-  unlink(err_path.c_str());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || access(job.png.c_str(), R_OK) != 0) {
-    return InternalError("gnuplot " + job.script +
-                         " failed: " + (err.ok() ? *err : std::string("(no output)")));
+  const std::string said = err.ok() && !err->empty() ? ": " + *err : std::string();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return InternalError("gnuplot failed (" +
+                         (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                            : std::string("killed")) +
+                         ")" + said);
   }
-  return Status::Ok();
+  Result<std::string> png = ReadTextFile(dir->File(kPlotPngName), 64u << 20);
+  if (!png.ok() || !IsCompletePng(*png)) {
+    return InternalError("gnuplot made no complete PNG" +
+                         (png.ok() ? " (" + std::to_string(png->size()) + " bytes)"
+                                   : ": " + png.status().message()) +
+                         " in " + dir->path() + " (is its file system full?)" + said);
+  }
+  return png;
+}
+
+Status WritePlot(const telemetry::OutputTarget& target, std::string_view png) {
+  Result<telemetry::OutputFile> file = telemetry::OutputFile::Open(target);
+  if (!file.ok()) return file.status();
+  RTLOOP_RETURN_IF_ERROR(file->Write(png));
+  return file->Commit();
 }
 
 }  // namespace rtloop::bench

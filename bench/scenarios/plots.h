@@ -2,21 +2,29 @@
 // latency µs, one curve per thread with its CPU and max in the legend, OSADL's layout), the max
 // latency per time window, and a sample log's latency over time.
 //
-//   PlotJob job = HistogramPlot(data, "stress on host", "out/plot.png");   // script + data files
-//   Status s = RunGnuplot(job);   // without gnuplot: the error says so and where the script is
+//   Result<telemetry::OutputTarget> out = telemetry::ResolveOutputPath("out/plot.png", ...);
+//   Result<PlotJob> job = HistogramPlot(data, "stress on host");   // script + data, in memory
+//   Result<std::string> png = RunGnuplot(*job);    // gnuplot missing or failed: exit 1
+//   Status s = WritePlot(*out, *png);              // checked writes, .partial + rename: exit 4
 //
-// Every job writes its data files and its .gp script next to the PNG first, so a machine without
-// gnuplot can plot later with `gnuplot out/plot.gp`.
+// gnuplot never sees a path or a name the user chose: RunGnuplot writes the script and its data
+// under fixed names in a private temporary directory (mkdtemp, removed after), runs gnuplot there
+// and reads back the PNG, checked complete; WritePlot puts it where the user asked through the
+// output layer like every other result. The only user text in a script is the title, and it
+// goes through GnuplotString().
 //
 // Threading: free functions; not RT-safe (files, a child process).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "latency_data.h"
 #include "rtloop/framework/status.h"
+#include "rtloop/telemetry/output_file.h"
 
 namespace rtloop::bench {
 
@@ -35,22 +43,34 @@ struct MaxOverTime {
 // rtloop-cyclic's --max-over-time text (values in us; "# unit: ns" is converted).
 Result<MaxOverTime> ParseMaxOverTime(const std::string& text);
 
+// The name gnuplot writes its PNG under, in its private working directory.
+inline constexpr char kPlotPngName[] = "plot.png";
+
+// A gnuplot script and its data files, by name in gnuplot's working directory.
 struct PlotJob {
-  std::string png;     // output
-  std::string script;  // the .gp file written next to it
+  std::string script;                                     // writes kPlotPngName
+  std::vector<std::pair<std::string, std::string>> data;  // "t0.dat" -> its rows
 };
 
-// Writes <png without .png>.gp and one .dat per thread; the PNG appears when RunGnuplot runs.
-Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
-                              const std::string& png);
-Result<PlotJob> MaxOverTimePlot(const MaxOverTime& windows, const std::string& title,
-                                const std::string& png);
-// A recorded sample log (rtloop-cyclic --record): latency over time for every task.
-Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string& title,
-                              const std::string& png, LatencyData* histogram, MaxOverTime* windows);
+// `text` as a gnuplot string expression: single-quoted, a quote as '."'".', control characters
+// shown as escapes
+// (\n, \x1b): whatever the text, it stays one string on one line, and gnuplot expands nothing in
+// it (no `command`, no @macro).
+std::string GnuplotString(std::string_view text);
 
-// Runs `gnuplot SCRIPT`. FailedPrecondition when gnuplot is missing (naming gnuplot-nox and the
-// script to run later), Internal when it fails (with its stderr).
-Status RunGnuplot(const PlotJob& job);
+// One curve per thread: the latency histogram, the max per window.
+Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title);
+Result<PlotJob> MaxOverTimePlot(const MaxOverTime& windows, const std::string& title);
+// A recorded sample log (rtloop-cyclic --record): latency over time for every task; fills
+// `histogram` and `windows` (1 s) from the same samples when given.
+Result<PlotJob> SampleLogPlot(const std::string& record_path, const std::string& title,
+                              LatencyData* histogram, MaxOverTime* windows);
+
+// Runs gnuplot on `job` in a private temporary directory ($TMPDIR or /tmp) and returns the PNG.
+// FailedPrecondition when gnuplot is missing (naming gnuplot-nox), Internal when it fails or
+// leaves no complete PNG (with what it printed).
+Result<std::string> RunGnuplot(const PlotJob& job);
+// Writes `png` to `target` through OutputFile (.partial, checked writes, rename).
+Status WritePlot(const telemetry::OutputTarget& target, std::string_view png);
 
 }  // namespace rtloop::bench

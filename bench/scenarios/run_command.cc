@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "report.h"
 #include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/output_file.h"
 #include "run_result.h"
 #include "scenarios.h"
 
@@ -53,9 +55,10 @@ const char kRunHelp[] =
     "         [--histogram=US] [--window=MS] [--histogram-style=2.4|sparse]\n"
     "         [--rtloop-cyclic=PATH] [--reference-file=PATH]\n"
     "scenarios: idle stress stress-fft hackbench irq isolated custom\n"
-    "exit: 0 done, 1 error (missing tool, load died, measurement failed), 2 bad command line\n"
-    "      (every argument is checked before anything starts), 130 interrupted: a signal, or\n"
-    "      the measurement ended early (reports of what was measured are written, with why)\n";
+    "exit: 0 done, 1 error (missing tool, load died, measurement failed, gnuplot missing or\n"
+    "      failed), 2 bad command line (every argument is checked before anything starts), 4 a\n"
+    "      plot could not be written, 130 interrupted: a signal, or the measurement ended early\n"
+    "      (reports of what was measured are written, with why)\n";
 
 Result<RunOptions> ParseRunOptions(int argc, const char* const* argv) {
   RunOptions o;
@@ -235,6 +238,25 @@ class BenchRun {
   void Finish();
   int Report(int cyclic_status);
   std::string OutPath(const std::string& name) const { return o_.out + "/" + name; }
+  // No file the run writes in --out may be one it reads (output_file.h CheckOutputsApart):
+  // --reference-file=DIR/result.json with --out=DIR would be replaced by the result.
+  Status CheckOutputsApart() const {
+    std::vector<std::string> names = {"result.json",       "report.md",         "histogram.txt",
+                                      "plot.png",          "max-over-time.png", "cyclic.json",
+                                      "max-over-time.txt", "rtloop-cyclic.log"};
+    for (std::size_t i = 0; i < plan_.loads.size(); ++i) {
+      names.push_back("load-" + std::to_string(i) + ".log");
+    }
+    std::vector<telemetry::OutputTarget> outputs;
+    for (const std::string& name : names) {
+      // A directory that does not exist yet holds no input.
+      Result<telemetry::OutputTarget> t = telemetry::ResolveOutputPath(
+          OutPath(name), {.what = "--out (" + name + ")", .allow_stdout = false});
+      if (t.ok()) outputs.push_back(std::move(*t));
+    }
+    return telemetry::CheckOutputsApart(
+        outputs, {{"--reference-file", o_.reference_file}, {"--rtloop-cyclic", o_.cyclic}});
+  }
   int Error(const std::string& message) {
     std::fprintf(stderr, "rtloop-bench: %s\n", message.c_str());
     return kExitFail;
@@ -284,6 +306,7 @@ int BenchRun::Prepare() {
   if (access(o_.cyclic.c_str(), X_OK) != 0) {
     return Error("rtloop-cyclic not found at " + o_.cyclic + ": build it, or pass --rtloop-cyclic");
   }
+  if (const Status s = CheckOutputsApart(); !s.ok()) return UsageError("run", s.message());
   std::error_code ec;
   std::filesystem::create_directories(o_.out, ec);
   if (ec || access(o_.out.c_str(), W_OK) != 0) {
@@ -586,18 +609,24 @@ int BenchRun::Report(int status) {
   }
   const std::string title = plan_.name + " on " + r["system"]["host"].get<std::string>() + ", " +
                             r["system"]["kernel_release"].get<std::string>();
-  bool plots_ok = true;
-  auto plot = [&](Result<PlotJob> job) {
-    Status s = job.ok() ? RunGnuplot(*job) : job.status();
-    if (!s.ok()) {
-      plots_ok = false;
-      std::fprintf(stderr, "rtloop-bench: %s\n", s.message().c_str());
-    }
+  int plots_rc = kExitOk;  // kExitFail: gnuplot missing or failed; kExitOutput: a PNG not written
+  // `later`: the command that makes the same plot from result.json once gnuplot works.
+  auto plot = [&](const std::string& name, const std::string& kind, Result<PlotJob> job) {
+    Result<telemetry::OutputTarget> out =
+        telemetry::ResolveOutputPath(OutPath(name), {.what = "plot", .allow_stdout = false});
+    Result<std::string> png = !job.ok() ? job.status() : RunGnuplot(*job);
+    const Status s = !out.ok() ? out.status() : png.ok() ? WritePlot(*out, *png) : png.status();
+    if (s.ok()) return;
+    plots_rc = std::max(plots_rc, png.ok() ? kExitOutput : kExitFail);
+    const std::string later = png.ok() ? std::string()
+                                       : "; plot it later with: rtloop-bench plot " +
+                                             OutPath("result.json") + " -o " + OutPath(name) + kind;
+    std::fprintf(stderr, "rtloop-bench: %s%s\n", s.message().c_str(), later.c_str());
   };
-  plot(HistogramPlot(*data, "Latency histogram: " + title, OutPath("plot.png")));
+  plot("plot.png", "", HistogramPlot(*data, "Latency histogram: " + title));
   if (windows) {
-    plot(
-        MaxOverTimePlot(*windows, "Max latency over time: " + title, OutPath("max-over-time.png")));
+    plot("max-over-time.png", " --kind=max",
+         MaxOverTimePlot(*windows, "Max latency over time: " + title));
   }
   std::fputs(md.substr(0, md.find("\n## ")).c_str(), stdout);
   std::printf(
@@ -611,7 +640,7 @@ int BenchRun::Report(int status) {
   for (bool e : exited_early_) {
     if (e) return Error("a load ended before the measurement did: see report.md");
   }
-  return plots_ok ? kExitOk : kExitFail;
+  return plots_rc;
 }
 
 }  // namespace

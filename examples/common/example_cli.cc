@@ -161,7 +161,8 @@ bool ParseRunOption(Args& args, RunOptions* options) {
   return true;
 }
 
-std::optional<int> Done(Args& args, const RunOptions& options) {
+std::optional<int> Done(Args& args, const RunOptions& options,
+                        const std::vector<rtloop::telemetry::InputPath>& inputs) {
   if (args.help()) return 0;
   if (!args.ok()) return 2;
   if (!options.record.empty() && options.telemetry == "off") {
@@ -182,10 +183,14 @@ std::optional<int> Done(Args& args, const RunOptions& options) {
     }
   }
   if (!options.record.empty()) {
-    // The sample log is binary and the examples print their text on stdout: no "-".
+    // The sample log is binary and the examples print their text on stdout: no "-"; and no
+    // output may name an input (the --config), under any name.
     rtloop::Result<rtloop::telemetry::OutputTarget> log = rtloop::telemetry::ResolveOutputPath(
         options.record, {.what = "--record", .allow_stdout = false});
     if (!log.ok()) return args.Fail(log.status().message());
+    if (rtloop::Status s = rtloop::telemetry::CheckOutputsApart({*log}, inputs); !s.ok()) {
+      return args.Fail(s.message());
+    }
   }
   return std::nullopt;
 }

@@ -28,7 +28,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/runtime.h"
 
 namespace example_cli {
@@ -102,9 +104,12 @@ bool ParseRunOption(Args& args, RunOptions* options);
 // after a bad argument, which was printed, or a bad combination such as --record or --metrics
 // with --telemetry=off, or a value its consumer refuses: an address that is not HOST:PORT, a
 // --record path the output layer refuses (output_file.h; "-" too: the sample log is binary and
-// the examples print text on stdout), which this prints), or nullopt to run. Nothing has started
-// then; a port in use is found later, by Runtime::Create() (exit status 1).
-std::optional<int> Done(Args& args, const RunOptions& options);
+// the examples print text on stdout), which this prints), or nullopt to run. `inputs` are the
+// files the example reads (its --config): --record may not name one of them (the rule of every
+// rtloop tool, output_file.h CheckOutputsApart: same device and inode, under any name). Nothing
+// has started then; a port in use is found later, by Runtime::Create() (exit status 1).
+std::optional<int> Done(Args& args, const RunOptions& options,
+                        const std::vector<rtloop::telemetry::InputPath>& inputs = {});
 
 // Sets `config` from `options`: app_name, duration, telemetry address (or telemetry off), the
 // HTTP endpoint, sample log, locked memory, and the non-RT fallback (on, printed loudly, unless

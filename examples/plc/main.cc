@@ -61,7 +61,7 @@ std::optional<int> Parse(int argc, char** argv, Options* o) {
     }
     return args.Unknown();
   }
-  return example_cli::Done(args, o->run);
+  return example_cli::Done(args, o->run, {{"--config", o->config_path}});
 }
 
 // Arms the injection for the task named `name` ("" = the one running the logic); false with a

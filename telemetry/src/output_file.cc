@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -144,6 +146,138 @@ Status CheckDirectory(const std::string& what, const std::string& shown, const s
   return Status::Ok();
 }
 
+// A name of our own next to PATH.partial, free now: ".rtloop-PID-N" (short: it must fit wherever
+// PATH.partial fits).
+std::string PrivateName(const std::string& dir) {
+  static std::atomic<unsigned> counter{0};
+  return (dir == "/" ? std::string() : dir) + "/.rtloop-" + std::to_string(::getpid()) + "-" +
+         std::to_string(counter.fetch_add(1)) + ".partial";
+}
+
+void Notice(const OutputTarget& target, const std::string& line) {
+  if (target.notice) {
+    target.notice(line);
+  } else {
+    std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, line.c_str());
+  }
+}
+
+// Moves `from` to `to` unless `to` exists (then EEXIST): 0 or an errno. renameat2's
+// RENAME_NOREPLACE where the file system has it, else link() + unlink() (link never replaces),
+// else (no hard links either: vfat, some FUSE) a check before a plain rename.
+int RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
+  if (::link(from.c_str(), to.c_str()) == 0) {
+    ::unlink(from.c_str());
+    return 0;
+  }
+  if (errno != EPERM && errno != EOPNOTSUPP) return errno;
+  struct stat st {};
+  if (::lstat(to.c_str(), &st) == 0) return EEXIST;
+  return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+}
+
+// Holding the lock of the stale PATH.partial: moves it to PATH.partial.stale-N (the first free
+// N) and reports the new name.
+Status KeepStalePartial(const OutputTarget& target, const std::string& shown) {
+  const std::string& partial = target.partial_path;
+  for (int n = 1;; ++n) {
+    const std::string stale = partial + ".stale-" + std::to_string(n);
+    const int err = RenameNoReplace(partial, stale);
+    if (err == 0) {
+      Notice(target, target.what + ": '" + EscapeControlCharacters(partial) +
+                         "' was left by a run that did not complete it (no process holds it); "
+                         "kept as '" +
+                         EscapeControlCharacters(stale) + "'");
+      return Status::Ok();
+    }
+    if (err == EEXIST && n < 1000) continue;
+    return ErrnoError(err,
+                      target.what + " '" + shown + "': cannot move the stale '" +
+                          EscapeControlCharacters(partial) + "' out of the way",
+                      "remove it or choose another path");
+  }
+}
+
+// PATH.partial exists: Unavailable when its writer is alive (it holds the lock); else it is kept
+// under a new name (KeepStalePartial) and OK is returned so that the caller tries again. A file
+// that is not a regular file, or one on a file system without locks, is refused.
+Status MoveStalePartial(const OutputTarget& target, const std::string& shown) {
+  const std::string& partial = target.partial_path;
+  const std::string partial_shown = EscapeControlCharacters(partial);
+  const std::string fix = "remove it if no run is writing it, or choose another path";
+  const int fd = ::open(partial.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::Ok();  // gone meanwhile: try again
+    return ErrnoError(
+        errno, target.what + " '" + shown + "': cannot check the existing '" + partial_shown + "'",
+        fix);
+  }
+  struct stat st {};
+  struct stat now {};
+  Status result = Status::Ok();
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    result = InvalidArgumentError(target.what + " '" + shown + "': '" + partial_shown +
+                                  "' exists and is not a regular file: remove it");
+  } else if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    result = errno == EWOULDBLOCK
+                 ? Status(StatusCode::kUnavailable,
+                          target.what + " '" + shown + "': another process is writing '" +
+                              partial_shown +
+                              "' (it holds its lock): wait for it to end or choose another path")
+                 : ErrnoError(errno,
+                              target.what + " '" + shown +
+                                  "': cannot tell whether a process is writing '" + partial_shown +
+                                  "' (no lock)",
+                              fix);
+  } else if (::lstat(partial.c_str(), &now) == 0 && now.st_dev == st.st_dev &&
+             now.st_ino == st.st_ino) {
+    // We hold its lock: its writer is gone. (Otherwise it was replaced or renamed between open
+    // and flock: look again.)
+    result = KeepStalePartial(target, shown);
+  }
+  ::close(fd);
+  return result;
+}
+
+// Creates PATH.partial, locked before it appears under that name: the file is made under a
+// private name, locked, then moved to PATH.partial without ever replacing one (a live writer's
+// file is never taken over). Returns the descriptor.
+Result<int> CreateLockedPartial(const OutputTarget& target) {
+  const std::string shown = EscapeControlCharacters(target.path);
+  const std::string& partial = target.partial_path;
+  const std::string own = PrivateName(Split(partial).dir);
+  // O_EXCL|O_NOFOLLOW: the file is ours, not a symlink or FIFO planted meanwhile; O_NONBLOCK:
+  // nothing can make this open() wait.
+  const int fd =
+      ::open(own.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    return ErrnoError(
+        err,
+        target.what + " '" + shown + "': cannot create '" + EscapeControlCharacters(partial) + "'",
+        err == ENOSPC ? "free space on the file system or choose another"
+                      : "check the directory's permissions and free space");
+  }
+  // A file system without locks: the file is still written; only the protection is missing.
+  (void)::flock(fd, LOCK_EX | LOCK_NB);
+  Status s = Status::Ok();
+  for (int attempt = 0; s.ok(); ++attempt) {
+    const int err = RenameNoReplace(own, partial);
+    if (err == 0) return fd;
+    if (err != EEXIST || attempt == 10) {
+      s = ErrnoError(err, target.what + " '" + shown + "': cannot create '" +
+                              EscapeControlCharacters(partial) + "'");
+      break;
+    }
+    s = MoveStalePartial(target, shown);
+  }
+  ::unlink(own.c_str());
+  ::close(fd);
+  return s;
+}
+
 }  // namespace
 
 std::string EscapeControlCharacters(std::string_view text) {
@@ -189,6 +323,7 @@ Result<OutputTarget> ResolveOutputPath(std::string_view path_view,
   OutputTarget t;
   t.what = what;
   t.path = path;
+  t.notice = options.notice;
   if (path.empty()) return InvalidArgumentError(what + " needs a file name");
   if (path == "-" || path == "/dev/stdout") {
     if (!options.allow_stdout) {
@@ -248,6 +383,42 @@ Result<OutputTarget> ResolveOutputPath(std::string_view path_view,
   return t;
 }
 
+Status CheckOutputsApart(const std::vector<OutputTarget>& outputs,
+                         const std::vector<InputPath>& inputs) {
+  const auto shown = [](const std::string& what, const std::string& path) {
+    return what + " '" + EscapeControlCharacters(path) + "'";
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const OutputTarget& out = outputs[i];
+    if (out.kind != OutputKind::kRegular) continue;
+    for (const InputPath& in : inputs) {
+      struct stat ist {};
+      if (in.path.empty() || in.path == "-" || ::stat(in.path.c_str(), &ist) != 0) continue;
+      struct stat pst {};
+      const bool is_file = out.exists && out.file_dev == ist.st_dev && out.file_ino == ist.st_ino;
+      const bool is_partial = ::stat(out.partial_path.c_str(), &pst) == 0 &&
+                              pst.st_dev == ist.st_dev && pst.st_ino == ist.st_ino;
+      if (is_file || is_partial) {
+        return InvalidArgumentError(
+            shown(out.what, out.path) + " is " +
+            (is_file ? "the same file as "
+                     : "where the output is written while incomplete, and is ") +
+            shown(in.what, in.path) +
+            ": writing it would destroy the input; give the output "
+            "another path");
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (outputs[j].kind == OutputKind::kRegular && out.SameAs(outputs[j])) {
+        return InvalidArgumentError(outputs[j].what + " and " + out.what + " both write to '" +
+                                    EscapeControlCharacters(out.path) +
+                                    "': give each output its own file");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------------------------
 // OutputFile
 
@@ -270,35 +441,12 @@ Result<OutputFile> OutputFile::Open(const OutputTarget& target) {
     case OutputKind::kRegular:
       break;
   }
-  const std::string partial = target.partial_path;
-  struct stat st {};
-  if (::lstat(partial.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) {
-      return InvalidArgumentError(target.what + " '" + shown + "': '" +
-                                  EscapeControlCharacters(partial) +
-                                  "' exists and is not a regular file: remove it");
-    }
-    if (::unlink(partial.c_str()) != 0 && errno != ENOENT) {
-      return ErrnoError(errno, target.what + " '" + shown + "': cannot replace the stale '" +
-                                   EscapeControlCharacters(partial) + "'");
-    }
-  }
-  // O_EXCL|O_NOFOLLOW: the file is ours, not a symlink or FIFO planted meanwhile; O_NONBLOCK:
-  // nothing can make this open() wait.
-  const int fd = ::open(partial.c_str(),
-                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int err = errno;
-    return ErrnoError(
-        err,
-        target.what + " '" + shown + "': cannot create '" + EscapeControlCharacters(partial) + "'",
-        err == ENOSPC ? "free space on the file system or choose another"
-                      : "check the directory's permissions and free space");
-  }
-  if (target.exists && ::fchmod(fd, target.mode) != 0) {
+  Result<int> fd = CreateLockedPartial(target);
+  if (!fd.ok()) return fd.status();
+  if (target.exists && ::fchmod(*fd, target.mode) != 0) {
     // Best effort: the content is what matters; the new file keeps the default mode.
   }
-  return OutputFile(target, fd);
+  return OutputFile(target, *fd);
 }
 
 OutputFile::OutputFile(OutputFile&& other) noexcept
@@ -388,8 +536,13 @@ Status OutputFile::Commit(bool sync, bool keep_partial_on_error) {
       errno != EINVAL && errno != EROFS) {
     (void)Fail(errno, "sync");
   }
-  (void)CloseFd();
-  open_ = false;
+  // close() reports deferred write errors: a file that failed there is not renamed. The lock
+  // (on the file, held by fd_) must outlive the name PATH.partial, so the file is closed through
+  // a second descriptor first and fd_ last, after the rename.
+  if (error_.ok() && target_.kind == OutputKind::kRegular) {
+    const int probe = ::dup(fd_);
+    if (probe >= 0 && ::close(probe) != 0 && errno != EINTR) (void)Fail(errno, "close");
+  }
   if (target_.kind == OutputKind::kRegular) {
     if (error_.ok() && ::rename(target_.partial_path.c_str(), target_.final_path.c_str()) != 0) {
       const int err = errno;
@@ -399,6 +552,8 @@ Status OutputFile::Commit(bool sync, bool keep_partial_on_error) {
     }
     if (!error_.ok() && !keep_partial_on_error) ::unlink(target_.partial_path.c_str());
   }
+  (void)CloseFd();
+  open_ = false;
   committed_ = error_.ok();
   return error_;
 }
@@ -413,10 +568,11 @@ Status OutputFile::KeepPartial() {
 
 void OutputFile::Discard() {
   if (!open_) return;
+  // Removed while still locked: no other process can take it for stale meanwhile.
+  if (target_.kind == OutputKind::kRegular) ::unlink(target_.partial_path.c_str());
   const int fd = std::exchange(fd_, -1);
   if (fd >= 0) ::close(fd);
   open_ = false;
-  if (target_.kind == OutputKind::kRegular) ::unlink(target_.partial_path.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------

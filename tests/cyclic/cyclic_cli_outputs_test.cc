@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -220,11 +221,46 @@ TEST_F(CyclicOutputsTest, AKilledRecordingLeavesAReadablePartialFile) {
   EXPECT_FALSE(partial->batches.empty());
   EXPECT_NE(partial->error.message().find("without a trailer"), std::string::npos)
       << partial->error.ToString();
-  // The next run replaces the stale FILE.partial and ends with FILE.
+  // The next run keeps the stale FILE.partial as FILE.partial.stale-1, says so, and ends with FILE.
   const Outcome done = Run({"-q", "-i1000", "-l20", "--default-system", "--record=" + rec});
   EXPECT_EQ(done.exit_code, 0) << done.err;
   EXPECT_TRUE(Exists(rec));
   EXPECT_FALSE(Exists(rec + ".partial"));
+  EXPECT_NE(done.err.find("kept as '" + rec + ".partial.stale-1'"), std::string::npos) << done.err;
+  EXPECT_TRUE(rtloop::telemetry::ReadSampleLog(rec + ".partial.stale-1").ok());
+}
+
+// Two runs started together with the same --json and --record: the second used to replace the
+// first's live FILE.partial (the first then ended with exit 4, its samples lost). A live
+// FILE.partial is locked by its writer: the second run is refused and the first completes.
+TEST_F(CyclicOutputsTest, ASecondRunNeverTakesOverALivePartialFile) {
+  const std::string json = Path("run.json");
+  const std::string rec = Path("run.rtrec");
+  const std::vector<std::string> args = {"-q", "-i1000", "--default-system", "--json=" + json,
+                                         "--record=" + rec};
+  const pid_t first = Spawn(args);
+  ASSERT_TRUE(WaitUntilSetUp(first)) << "rtloop-cyclic did not set up within 10 s";
+  // The second run's stdout and stderr go to a directory of their own.
+  const std::string first_dir = dir_;
+  dir_ = first_dir + "/second";
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  std::vector<std::string> second_args = args;
+  second_args.push_back("-l20");
+  const Outcome second = Run(second_args);
+  dir_ = first_dir;
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("another process is writing '" + json + ".partial'"), std::string::npos)
+      << second.err;
+  EXPECT_TRUE(Exists(json + ".partial")) << "the first run's file is still there";
+  EXPECT_TRUE(Exists(rec + ".partial"));
+  ASSERT_EQ(kill(first, SIGTERM), 0);
+  const Outcome r = Wait(first);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(ReadFile(json).find("\"return_code\": 0"), std::string::npos) << ReadFile(json);
+  rtloop::Result<rtloop::telemetry::SampleLogContents> log = rtloop::telemetry::ReadSampleLog(rec);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_TRUE(log->error.ok()) << log->error.ToString();
+  EXPECT_FALSE(log->batches.empty());
 }
 
 // --max-over-time goes through the same file layer: FILE.partial while the run goes on (its
@@ -271,6 +307,19 @@ TEST_F(CyclicOutputsTest, TwoOutputsOnOneFileAreRefused) {
       Run({"-q", "-l5", "-h", "5", "--histfile=" + Path("keep"), "--record=" + Path("link")}),
       "--histfile and --record both write to", "symlink");
   EXPECT_EQ(ReadFile(Path("keep")), "k");
+}
+
+// No output may name an input: --json on the --token-file (under another name) used to replace
+// the token with the run's JSON.
+TEST_F(CyclicOutputsTest, AnOutputOnAnInputIsRefused) {
+  const std::string tok = Path("tok");
+  { std::ofstream(tok) << "s3cret\n"; }
+  ASSERT_EQ(link(tok.c_str(), Path("hard").c_str()), 0);
+  ExpectUsageError(Run({"-q", "-l5", "--default-system", "--telemetry=127.0.0.1:0",
+                        "--token-file=" + tok, "--json=" + Path("hard")}),
+                   "--json '" + Path("hard") + "' is the same file as --token-file '" + tok + "'",
+                   "--json on the token file");
+  EXPECT_EQ(ReadFile(tok), "s3cret\n");
 }
 
 // Item 14: '-' is standard output for every option: --record refuses it (binary output, and

@@ -291,5 +291,24 @@ TEST_F(PlcProgramTest, BadInputIsAOneLineErrorAndNothingStarts) {
   }
 }
 
+// --record=FILE naming --config (under any name: a hard link, ./FILE) used to replace the
+// configuration with a sample log (exit 0). No output may name an input: exit 2, file intact.
+TEST_F(PlcProgramTest, TheRecordNeverOverwritesTheConfiguration) {
+  const std::string config = WriteConfig(kTestConfig);
+  const std::string hard = (dir_ / "hard.toml").string();
+  ASSERT_EQ(::link(config.c_str(), hard.c_str()), 0);
+  for (const std::string& record : {config, (dir_ / "." / "plc.toml").string(), hard}) {
+    Child plc({RTLOOP_PLC_PATH, "--config=" + config, "--record=" + record, "--duration=0.5",
+               "--telemetry=127.0.0.1:0"},
+              /*drop_rt=*/true);
+    EXPECT_EQ(plc.Stop(0), 2) << record;
+    const std::string err = ReadFile(plc.err());
+    EXPECT_NE(err.find("--record '" + record + "' is the same file as --config '" + config + "'"),
+              std::string::npos)
+        << err;
+    EXPECT_TRUE(ReadFile(config) == kTestConfig) << "the configuration was overwritten";
+  }
+}
+
 }  // namespace
 }  // namespace rtloop::telemetry

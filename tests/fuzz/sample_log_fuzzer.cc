@@ -5,7 +5,6 @@
 // CRC-32C, so that mutations reach the message parser and what uses the messages instead of
 // stopping at the checksum. Any file must give its intact records and one DataLoss (or a refusal
 // naming the file), never a crash, undefined behaviour or an allocation the file does not hold.
-#include <dirent.h>
 #include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
@@ -47,16 +46,6 @@ std::string Frame(const std::uint8_t* data, std::size_t size) {
   return out;
 }
 
-// What SampleLogPlot wrote (a .dat per task, the .gp script) goes before the next input.
-void EmptyScratchDirectory() {
-  DIR* dir = opendir(rtloop::fuzz::ScratchDirectory().c_str());
-  if (dir == nullptr) return;
-  while (const dirent* e = readdir(dir)) {
-    if (e->d_name[0] != '.') unlinkat(dirfd(dir), e->d_name, 0);
-  }
-  closedir(dir);
-}
-
 }  // namespace
 
 // protobuf logs every string field that is not UTF-8 on stderr: quiet, the reader reports it.
@@ -84,8 +73,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // rtloop-bench plot RUN.rtlog: the same file, turned into a histogram and max-over-time windows.
   rtloop::bench::LatencyData histogram;
   rtloop::bench::MaxOverTime windows;
-  static const std::string png = rtloop::fuzz::ScratchDirectory() + "/plot.png";
-  (void)rtloop::bench::SampleLogPlot(path, "fuzz", png, &histogram, &windows);
-  EmptyScratchDirectory();
+  (void)rtloop::bench::SampleLogPlot(path, "fuzz", &histogram, &windows);
   return 0;
 }

@@ -685,7 +685,7 @@ TEST(BenchPlot, PlotsAHistogramTextAndASampleLog) {
   ASSERT_EQ(r.status, 0) << r.err;
   int w = 0, h = 0;
   EXPECT_TRUE(testing::PngSize(dir.path() + "/h.png", &w, &h));
-  EXPECT_TRUE(std::ifstream(dir.path() + "/h.gp").good());  // the script stays for re-plotting
+  EXPECT_FALSE(std::ifstream(dir.path() + "/h.gp").good());  // gnuplot's files stay private
   if (Root()) {
     const std::string rec = dir.path() + "/r.rtrec";
     ASSERT_EQ(testing::Run({kCyclic, "-t1", "-i1000", "-l500", "-q", "--record=" + rec}).status, 0);

@@ -14,6 +14,7 @@
 #include <future>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "file_test_util.h"
 
@@ -221,6 +222,91 @@ TEST_F(OutputFileTest, SameAsFindsOneFileUnderTwoNames) {
   if (Exists("/dev/null")) {
     EXPECT_FALSE(resolve("/dev/null").SameAs(resolve("/dev/null")));
   }
+}
+
+TEST_F(OutputFileTest, NoOutputMayNameAnInputOrAnotherOutput) {
+  const std::string conf = Path("conf.toml");
+  std::ofstream(conf) << "[plc]\n";
+  const std::string hard = Path("hard.toml");
+  ASSERT_EQ(::link(conf.c_str(), hard.c_str()), 0);
+  const std::string link = Path("link.toml");
+  ASSERT_EQ(::symlink(conf.c_str(), link.c_str()), 0);
+  const auto out = [](const std::string& what, const std::string& p) {
+    Result<OutputTarget> t = ResolveOutputPath(p, {.what = what});
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return *t;
+  };
+  const std::vector<InputPath> inputs = {{"--config", conf}};
+  // The same file under its own name, a second name, a hard link, a symbolic link.
+  for (const std::string& name : {conf, dir_ + "/./conf.toml", hard, link}) {
+    const Status s = CheckOutputsApart({out("--record", name)}, inputs);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(s.message().find("--record '" + name + "' is the same file as --config '" + conf),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(std::ifstream(conf).get(), '[') << "nothing was written";
+  // An input where the output is written while incomplete (PATH.partial).
+  const std::string partial_in = Path("r.log.partial");
+  std::ofstream(partial_in) << "samples";
+  EXPECT_EQ(CheckOutputsApart({out("--record", Path("r.log"))}, {{"INPUT", partial_in}}).code(),
+            StatusCode::kInvalidArgument);
+  // Two outputs on one file; several on stdout are fine; a missing input or stdin never collides.
+  EXPECT_EQ(
+      CheckOutputsApart({out("--json", Path("a")), out("--histfile", Path("./a"))}, {}).code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckOutputsApart({out("--json", "-"), out("--histfile", "-")}, {}).ok());
+  EXPECT_TRUE(CheckOutputsApart({out("--record", Path("new.log"))},
+                                {{"--config", Path("missing")}, {"INPUT", "-"}, {"x", ""}})
+                  .ok());
+  EXPECT_TRUE(CheckOutputsApart({out("--record", Path("new.log"))}, inputs).ok());
+}
+
+TEST_F(OutputFileTest, ALivePartialIsNeverTakenOver) {
+  const std::string path = Path("run.json");
+  Result<OutputFile> first = OutputFile::Open(path, {.what = "--json"});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->Write("first").ok());
+  // A second writer (here a second open file description: flock locks conflict within one
+  // process too) finds the first one's PATH.partial locked.
+  Result<OutputFile> second = OutputFile::Open(path, {.what = "--json"});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find("another process is writing '" + path + ".partial'"),
+            std::string::npos)
+      << second.status().message();
+  EXPECT_EQ(Slurp(path + ".partial"), "first");
+  ASSERT_TRUE(first->Commit().ok()) << first->status().ToString();
+  EXPECT_EQ(Slurp(path), "first");
+  // Once it is complete, the path is free again.
+  Result<OutputFile> third = OutputFile::Open(path, {.what = "--json"});
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+}
+
+TEST_F(OutputFileTest, AStalePartialIsKeptUnderANewNameAndReported) {
+  const std::string path = Path("run.rtlog");
+  std::ofstream(path + ".partial") << "samples of a killed run";
+  std::ofstream(path + ".partial.stale-1") << "an older one";
+  std::vector<std::string> notices;
+  Result<OutputFile> file = OutputFile::Open(
+      path, {.what = "--record", .notice = [&](const std::string& l) { notices.push_back(l); }});
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(Slurp(path + ".partial.stale-2"), "samples of a killed run");
+  EXPECT_EQ(Slurp(path + ".partial.stale-1"), "an older one");
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].find("kept as '" + path + ".partial.stale-2'"), std::string::npos)
+      << notices[0];
+  ASSERT_TRUE(file->Write("new").ok());
+  ASSERT_TRUE(file->Commit().ok());
+  EXPECT_EQ(Slurp(path), "new");
+  // KeepPartial() ends the writer: what it leaves is stale for the next run.
+  Result<OutputFile> cut = OutputFile::Open(path, {.what = "--record", .notice = [](auto&) {}});
+  ASSERT_TRUE(cut.ok());
+  ASSERT_TRUE(cut->Write("cut").ok());
+  ASSERT_TRUE(cut->KeepPartial().ok());
+  Result<OutputFile> next = OutputFile::Open(path, {.what = "--record", .notice = [](auto&) {}});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(Slurp(path + ".partial.stale-3"), "cut");
 }
 
 TEST_F(OutputFileTest, ASymlinkedOutputReplacesItsTargetAndKeepsTheLink) {

@@ -16,13 +16,21 @@
 //   - A regular file, new or existing, is written under PATH.partial in the same directory and
 //     renamed to PATH by Commit(): readers never see a half-written PATH, and a run killed before
 //     the end leaves PATH.partial (a sample log there is readable up to the cut) and an existing
-//     PATH untouched. A stale PATH.partial from an earlier run is overwritten.
+//     PATH untouched.
+//   - PATH.partial is locked (flock) by its writer from before it appears until after it is
+//     renamed. A live one (another process is writing it) is never taken over: Open() refuses.
+//     A stale one (its writer ended without completing it) is renamed to PATH.partial.stale-N,
+//     and the new name reported (OutputPathOptions::notice), never silently replaced.
 //   - /dev/null is written directly.
 //   - Everything else is refused with a message: a FIFO (opening it blocks until a reader comes),
 //     other character devices such as /dev/full or a terminal, sockets, directories, files on
 //     kernel file systems (/proc, /sys), a directory that does not exist or is a file, a name too
 //     long for the file system (PATH.partial included), a PATH.partial that is not a regular file.
 //   - Every write, flush, sync, close and the rename is checked; the first error is kept.
+//
+// CheckOutputsApart() is the rule every tool applies to its command line before it writes: no
+// output may name an input or another output. Files are compared by device and inode (a second
+// name, a symbolic or hard link is the same file), not by name.
 //
 // OutputFifo (for cyclictest's -F) creates a named pipe at a path that is free or already a FIFO,
 // never deletes anything else, writes without ever blocking, and removes only its own pipe.
@@ -34,9 +42,11 @@
 #include <sys/types.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "rtloop/framework/status.h"
 
@@ -51,12 +61,16 @@ enum class OutputKind {
 struct OutputPathOptions {
   std::string what = "output file";  // the option or role, for messages: "--json", "recording"
   bool allow_stdout = true;          // "-" means stdout; false: "-" is refused (binary output)
+  // Open() calls it with one line when it renamed a stale PATH.partial out of the way; empty:
+  // the line goes to stderr, prefixed with the program's name.
+  std::function<void(const std::string&)> notice = {};
 };
 
 // Where an output goes, as ResolveOutputPath() found it.
 struct OutputTarget {
-  std::string what;  // from OutputPathOptions
-  std::string path;  // as given
+  std::string what;                                // from OutputPathOptions
+  std::string path;                                // as given
+  std::function<void(const std::string&)> notice;  // from OutputPathOptions
   OutputKind kind = OutputKind::kRegular;
   std::string final_path;    // kRegular: the file's path, symbolic links resolved
   std::string partial_path;  // kRegular: final_path + ".partial"
@@ -78,11 +92,26 @@ struct OutputTarget {
 Result<OutputTarget> ResolveOutputPath(std::string_view path,
                                        const OutputPathOptions& options = {});
 
+// An input file a tool reads (a configuration, a result to plot), for CheckOutputsApart().
+struct InputPath {
+  std::string what;  // the option or role, for messages: "--config", "INPUT"
+  std::string path;  // as given; "" and "-" (standard input) never collide
+};
+
+// The rule for every tool: InvalidArgument when an output is the same file as an input (same
+// device and inode, the output or its PATH.partial), or two outputs would write one file
+// (OutputTarget::SameAs; several on standard output are allowed: they are printed in turn).
+// Call it with everything the command line names, before anything is read or written. The
+// message names both options and both paths.
+Status CheckOutputsApart(const std::vector<OutputTarget>& outputs,
+                         const std::vector<InputPath>& inputs);
+
 class OutputFile {
  public:
-  // Opens the target: kRegular creates PATH.partial (O_EXCL after removing a stale regular one,
-  // O_NOFOLLOW, O_NONBLOCK: it can never block); kStdout and kNull need nothing. Errors name the
-  // path and errno.
+  // Opens the target: kRegular creates PATH.partial, locked (flock) before it appears under that
+  // name; it can never block (O_NOFOLLOW, O_NONBLOCK, LOCK_NB). A PATH.partial another process
+  // holds is refused (Unavailable); a stale one is renamed (see above). kStdout and kNull need
+  // nothing. Errors name the path and errno.
   static Result<OutputFile> Open(const OutputTarget& target);
   // ResolveOutputPath() then Open().
   static Result<OutputFile> Open(std::string_view path, const OutputPathOptions& options = {});
@@ -97,10 +126,10 @@ class OutputFile {
   // Writes all of `data` (retrying short writes and EINTR). After a failure every later call
   // returns the first error and writes nothing.
   Status Write(std::string_view data);
-  // Completes the file: flushes (stdout), fsyncs when `sync` (kRegular), closes and renames
-  // PATH.partial to PATH. Returns the first error of the file's life; on an error PATH is left as
-  // it was and PATH.partial is removed, or kept with `keep_partial_on_error` (a sample log: what
-  // it holds is still readable). Idempotent.
+  // Completes the file: flushes (stdout), fsyncs when `sync` (kRegular), renames PATH.partial to
+  // PATH and closes it (the lock is held until the name is gone). Returns the first error of the
+  // file's life; on an error PATH is left as it was and PATH.partial is removed, or kept with
+  // `keep_partial_on_error` (a sample log: what it holds is still readable). Idempotent.
   Status Commit(bool sync = true, bool keep_partial_on_error = false);
   // Closes and leaves PATH.partial in place (e.g. a sample log that stopped early: what it holds
   // is still readable). Returns the first error, if any, else OK.
