@@ -64,6 +64,9 @@ Status ServerStartError(const Status& s, const char* what, const char* fix) {
   return Status(s.code(), std::string(what) + ": " + message, s.sys_errno());
 }
 
+constexpr std::size_t kMinThreadStack = std::size_t{64} << 10;
+constexpr std::size_t kMaxThreadStack = std::size_t{64} << 20;
+
 Status ValidateConfig(const RuntimeConfig& c) {
   if (c.duration.count() < 0) {
     return InvalidArgumentError("RuntimeConfig::duration is negative (" +
@@ -88,6 +91,28 @@ Status ValidateConfig(const RuntimeConfig& c) {
     return InvalidArgumentError("RuntimeConfig::telemetry.max_tasks is " +
                                 std::to_string(t.max_tasks) + " — use 1..65536");
   }
+  if (t.thread_stack_size != 0 &&
+      (t.thread_stack_size < kMinThreadStack || t.thread_stack_size > kMaxThreadStack)) {
+    return InvalidArgumentError("RuntimeConfig::telemetry.thread_stack_size is " +
+                                std::to_string(t.thread_stack_size) +
+                                " bytes — use 0 (the process default) or 65536..67108864");
+  }
+  return Status::Ok();
+}
+
+// The default stack of threads created from now on (gRPC's and civetweb's use the default).
+Status SetDefaultThreadStack(std::size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  int rc = pthread_attr_setstacksize(&attr, bytes);
+  if (rc == 0) rc = pthread_setattr_default_np(&attr);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    return ErrnoError(rc,
+                      "cannot set the default thread stack to " + std::to_string(bytes) + " bytes",
+                      "use another RuntimeConfig::telemetry.thread_stack_size, or 0");
+  }
   return Status::Ok();
 }
 
@@ -110,6 +135,7 @@ Status Runtime::Init() {
   if (!ex.ok()) return ex.status();
   executor_ = std::move(*ex);
   if (!config_.telemetry.enabled) return Status::Ok();
+  RTLOOP_RETURN_IF_ERROR(SetDefaultThreadStack(config_.telemetry.thread_stack_size));
   telemetry::TelemetryHubConfig hc;
   hc.max_tasks = config_.telemetry.max_tasks;
   hc.drain_period = config_.telemetry.drain_period;

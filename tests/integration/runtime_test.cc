@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -195,6 +196,29 @@ TEST(RuntimeTest, BadConfigAndWrongOrderAreClearErrors) {
   EXPECT_TRUE(rt->Stop().ok());
   EXPECT_TRUE(rt->Stop().ok());
   EXPECT_EQ(rt->Start().code(), StatusCode::kFailedPrecondition);
+}
+
+// gRPC and civetweb create their threads with the default attributes, some on demand later: the
+// runtime bounds the default, or each would map (and under locked memory lock) 8 MiB.
+TEST(RuntimeTest, TelemetryThreadsGetTheConfiguredStackSize) {
+  RuntimeConfig c = TestConfig();
+  c.telemetry.thread_stack_size = 320 * 1024;
+  auto rt = MakeRuntime(c);
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_getattr_default_np(&attr), 0);
+  std::size_t size = 0;
+  pthread_attr_getstacksize(&attr, &size);
+  pthread_attr_destroy(&attr);
+  EXPECT_EQ(size, 320u * 1024);
+  EXPECT_EQ(RuntimeConfig().telemetry.thread_stack_size, 256u * 1024);
+  for (std::size_t bad : {std::size_t{4096}, std::size_t{128} << 20}) {
+    c.telemetry.thread_stack_size = bad;
+    const Status s = Runtime::Create(c).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("telemetry.thread_stack_size is " + std::to_string(bad)),
+              std::string::npos)
+        << s.message();
+  }
 }
 
 TEST(RuntimeTest, DurationEndsRunUntilSignal) {

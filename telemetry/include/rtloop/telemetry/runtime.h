@@ -102,6 +102,13 @@ struct TelemetryConfig {
   // fields to set.
   std::string grpc_address_hint;
   std::string http_address_hint;
+  // Stack of the threads the telemetry starts (collector, gRPC's pools, civetweb's workers), set
+  // as the process's default thread stack size (pthread_setattr_default_np) when the runtime is
+  // created, because gRPC and civetweb create their threads with the default attributes, some
+  // of them later, on demand. So threads the application creates afterwards without a stack size
+  // of their own get it too. glibc's default is RLIMIT_STACK (8 MiB), and the memlock limit counts
+  // every stack in full under locked memory. 0: leave the default alone; else 64 KiB..64 MiB.
+  std::size_t thread_stack_size = 256 * 1024;
 };
 
 struct RuntimeConfig {
