@@ -64,6 +64,8 @@ Status ServerStartError(const Status& s, const char* what, const char* fix) {
   return Status(s.code(), std::string(what) + ": " + message, s.sys_errno());
 }
 
+constexpr std::size_t kMinRing = 256;  // the ring's block size
+constexpr std::size_t kMaxRing = std::size_t{1} << 31;
 constexpr std::size_t kMinThreadStack = std::size_t{64} << 10;
 constexpr std::size_t kMaxThreadStack = std::size_t{64} << 20;
 
@@ -90,6 +92,16 @@ Status ValidateConfig(const RuntimeConfig& c) {
   if (t.max_tasks < 1 || t.max_tasks > std::size_t{telemetry::kMaxSampleTaskId} + 1) {
     return InvalidArgumentError("RuntimeConfig::telemetry.max_tasks is " +
                                 std::to_string(t.max_tasks) + " — use 1..65536");
+  }
+  if (t.min_ring_capacity < kMinRing || t.min_ring_capacity > kMaxRing) {
+    return InvalidArgumentError("RuntimeConfig::telemetry.min_ring_capacity is " +
+                                std::to_string(t.min_ring_capacity) +
+                                " samples — use 256..2147483648");
+  }
+  if (t.ring_capacity != 0 && (t.ring_capacity < kMinRing || t.ring_capacity > kMaxRing)) {
+    return InvalidArgumentError(
+        "RuntimeConfig::telemetry.ring_capacity is " + std::to_string(t.ring_capacity) +
+        " samples — use 256..2147483648, or 0 to size rings by the task rate");
   }
   if (t.thread_stack_size != 0 &&
       (t.thread_stack_size < kMinThreadStack || t.thread_stack_size > kMaxThreadStack)) {
@@ -139,6 +151,8 @@ Status Runtime::Init() {
   telemetry::TelemetryHubConfig hc;
   hc.max_tasks = config_.telemetry.max_tasks;
   hc.drain_period = config_.telemetry.drain_period;
+  hc.min_ring_capacity = config_.telemetry.min_ring_capacity;
+  hc.ring_capacity = config_.telemetry.ring_capacity;
   hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
   hub_->AttachExecutor(*executor_);
   collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period

@@ -221,6 +221,38 @@ TEST(RuntimeTest, TelemetryThreadsGetTheConfiguredStackSize) {
   }
 }
 
+// A small board's rings: the sizes reach the hub; out of range is a clear error.
+TEST(RuntimeTest, RingSizesAreConfigurableWithinTheirRange) {
+  RuntimeConfig c = TestConfig();
+  c.telemetry.serve_grpc = false;
+  c.telemetry.min_ring_capacity = 1024;
+  {
+    auto rt = MakeRuntime(c);
+    Idle a;
+    ASSERT_TRUE(rt->AddTask(a, OtherTask("small", milliseconds(1), 0)).ok());
+    EXPECT_EQ(rt->hub()->task(0)->ring().capacity(), 1024u);
+  }
+  c.telemetry.ring_capacity = 4096;
+  {
+    auto rt = MakeRuntime(c);
+    Idle a;
+    ASSERT_TRUE(rt->AddTask(a, OtherTask("fixed", milliseconds(1), 0)).ok());
+    EXPECT_EQ(rt->hub()->task(0)->ring().capacity(), 4096u);
+  }
+  c.telemetry.ring_capacity = 0;
+  c.telemetry.min_ring_capacity = 100;
+  Status s = Runtime::Create(c).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("telemetry.min_ring_capacity is 100 samples — use 256.."),
+            std::string::npos)
+      << s.message();
+  c.telemetry.min_ring_capacity = 8192;
+  c.telemetry.ring_capacity = 10;
+  s = Runtime::Create(c).status();
+  EXPECT_NE(s.message().find("telemetry.ring_capacity is 10 samples"), std::string::npos)
+      << s.message();
+}
+
 TEST(RuntimeTest, DurationEndsRunUntilSignal) {
   RuntimeConfig c = TestConfig();
   c.duration = milliseconds(200);

@@ -86,6 +86,12 @@ struct TelemetryConfig {
   // runs RT tasks each wake-up costs them latency (bench/cyclic/telemetry_cost.py: 10 ms made
   // ~785 telemetry wake-ups/s with one streaming client, 50 ms ~234). > 0.
   std::chrono::nanoseconds drain_period{std::chrono::milliseconds(50)};
+  // Each task's ring holds bit_ceil(max(min_ring_capacity, 2 x drain_period / period)) samples of
+  // 32 bytes (256 KiB at the default up to 80 kHz); ring_capacity > 0 fixes it for every task.
+  // A small board lowers them (bench/footprint/README.md, "Memory per task"). 256..2^31 (0 for
+  // ring_capacity: by rate).
+  std::size_t min_ring_capacity = 8192;
+  std::size_t ring_capacity = 0;
   // Sample log to write (every sample, header and trailer: sample_log.h); empty: none.
   std::string record_path;
   // The gRPC API (needs `enabled`).
