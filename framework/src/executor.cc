@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "memory_lock.h"
 #include "process_setup.h"
 #include "release_waiter.h"
 #include "rtloop/framework/cycle_engine.h"
@@ -369,6 +370,18 @@ Status Executor::Impl::AwaitSetUpAndRelease(Status failure) {
   for (const auto& s : slots_) {
     if (!failure.ok()) break;
     failure = s->setup_status;
+  }
+  // After every OnStart(): what the tasks allocated there is resident before the first release.
+  if (failure.ok() && process_->memory_locked() &&
+      config_.lock_scope == MemoryLockScope::kRealtime) {
+    if (Result<std::uint64_t> locked = internal::LockRealtimeSet(); !locked.ok()) {
+      if (!config_.allow_non_rt_fallback) {
+        failure = locked.status();
+      } else {
+        std::fprintf(stderr, "rtloop: WARNING: %s (continuing: allow_non_rt_fallback is set)\n",
+                     locked.status().message().c_str());
+      }
+    }
   }
   if (failure.ok()) {
     start_ = ChooseStartTime();

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "memory_lock.h"
 #include "release_waiter.h"
 #include "rtloop/framework/system_info.h"
 #include "sched_util.h"
@@ -126,21 +127,24 @@ Status ProcessSetup::LockMemory(const ExecutorConfig& config) {
                  "sanitizer's shadow memory)\n");
     return Status::Ok();
   }
-  if (mlockall(MCL_CURRENT | MCL_FUTURE) == 0) {
+  // kRealtime: pages are locked as they are touched; Executor::Start() makes the RT set resident.
+  const bool on_fault = config.lock_scope == MemoryLockScope::kRealtime;
+  int rc = mlockall(MCL_CURRENT | MCL_FUTURE | (on_fault ? MCL_ONFAULT : 0));
+  if (rc != 0 && on_fault && errno == EINVAL) rc = mlockall(MCL_CURRENT | MCL_FUTURE);  // < 4.4
+  if (rc == 0) {
     memory_locked_ = true;
-    // Keep freed memory in the process: no trimming, no mmap'd chunks that come and go.
+    // Keep freed memory in the process: no trimming, no mmap'd chunks that come and go, and one
+    // arena (each further one reserves 64 MiB that the memlock limit counts).
     mallopt(M_TRIM_THRESHOLD, -1);
     mallopt(M_MMAP_MAX, 0);
+    mallopt(M_ARENA_MAX, 1);
     return Status::Ok();
   }
   const int err = errno;
-  rlimit rl{};
-  getrlimit(RLIMIT_MEMLOCK, &rl);
-  const std::string limit = rl.rlim_cur == RLIM_INFINITY
-                                ? std::string("unlimited")
-                                : std::to_string(rl.rlim_cur / 1024) + " KiB";
-  Status s = ErrnoError(err, "mlockall(MCL_CURRENT|MCL_FUTURE) failed",
-                        "the memlock limit is " + limit +
+  Status s = ErrnoError(err,
+                        on_fault ? "mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT) failed"
+                                 : "mlockall(MCL_CURRENT|MCL_FUTURE) failed",
+                        "the memlock limit is " + MemlockLimitText() +
                             " (ulimit -l); raise it (ulimit -l unlimited, or memlock in "
                             "/etc/security/limits.conf), run as root / grant CAP_IPC_LOCK, or "
                             "set ExecutorConfig::lock_memory = false");

@@ -411,6 +411,7 @@ ReadinessReport CheckReadiness(const ReadinessConfig& config) {
   r.findings.push_back(ri::CheckRtThrottling(fs));
   r.findings.push_back(ri::CheckRtGroupBudget(fs));
   r.findings.push_back(ri::CheckMemlock(creds));
+  r.findings.push_back(ri::CheckLockedMemory(fs, creds));
   r.findings.push_back(ri::CheckRtprio(creds));
   r.findings.push_back(ri::CheckSchedFifo(fs, creds, probe));
   r.findings.push_back(ri::CheckCpuDmaLatency(fs, creds, probe));

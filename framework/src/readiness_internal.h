@@ -62,5 +62,7 @@ ReadinessFinding CheckMemlock(const Credentials& c);
 ReadinessFinding CheckRtprio(const Credentials& c);
 ReadinessFinding CheckSchedFifo(const FsTree& fs, const Credentials& c, bool probe);
 ReadinessFinding CheckCpuDmaLatency(const FsTree& fs, const Credentials& c, bool probe);
+// readiness_memory.cc
+ReadinessFinding CheckLockedMemory(const FsTree& fs, const Credentials& c);
 
 }  // namespace rtloop::readiness_internal

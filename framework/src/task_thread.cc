@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "memory_lock.h"
 #include "release_waiter.h"
 #include "rtloop/framework/system_info.h"
 #include "sched_util.h"
@@ -151,6 +152,7 @@ Status SetUpTaskThread(const TaskConfig& config, const TaskThreadOptions& option
     const std::size_t reserve = std::size_t{64} * 1024;
     PrefaultStack(config.stack_size > 2 * reserve ? config.stack_size - reserve
                                                   : config.stack_size / 2);
+    RTLOOP_RETURN_IF_ERROR(LockThreadStack());  // the rest too (MCL_ONFAULT locks only touched)
   }
   return Status::Ok();
 }

@@ -66,6 +66,11 @@ Status ServerStartError(const Status& s, const char* what, const char* fix) {
   return Status(s.code(), std::string(what) + ": " + message, s.sys_errno());
 }
 
+constexpr std::size_t kMinRing = 256;  // the ring's block size
+constexpr std::size_t kMaxRing = std::size_t{1} << 31;
+constexpr std::size_t kMinThreadStack = std::size_t{64} << 10;
+constexpr std::size_t kMaxThreadStack = std::size_t{64} << 20;
+
 Status CheckValues(const RuntimeConfig& c) {
   if (c.duration.count() < 0) {
     return InvalidArgumentError("RuntimeConfig::duration is negative (" +
@@ -89,6 +94,38 @@ Status CheckValues(const RuntimeConfig& c) {
   if (t.max_tasks < 1 || t.max_tasks > std::size_t{telemetry::kMaxSampleTaskId} + 1) {
     return InvalidArgumentError("RuntimeConfig::telemetry.max_tasks is " +
                                 std::to_string(t.max_tasks) + " — use 1..65536");
+  }
+  if (t.min_ring_capacity < kMinRing || t.min_ring_capacity > kMaxRing) {
+    return InvalidArgumentError("RuntimeConfig::telemetry.min_ring_capacity is " +
+                                std::to_string(t.min_ring_capacity) +
+                                " samples — use 256..2147483648");
+  }
+  if (t.ring_capacity != 0 && (t.ring_capacity < kMinRing || t.ring_capacity > kMaxRing)) {
+    return InvalidArgumentError(
+        "RuntimeConfig::telemetry.ring_capacity is " + std::to_string(t.ring_capacity) +
+        " samples — use 256..2147483648, or 0 to size rings by the task rate");
+  }
+  if (t.thread_stack_size != 0 &&
+      (t.thread_stack_size < kMinThreadStack || t.thread_stack_size > kMaxThreadStack)) {
+    return InvalidArgumentError("RuntimeConfig::telemetry.thread_stack_size is " +
+                                std::to_string(t.thread_stack_size) +
+                                " bytes — use 0 (the process default) or 65536..67108864");
+  }
+  return Status::Ok();
+}
+
+// The default stack of threads created from now on (gRPC's and civetweb's use the default).
+Status SetDefaultThreadStack(std::size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  int rc = pthread_attr_setstacksize(&attr, bytes);
+  if (rc == 0) rc = pthread_setattr_default_np(&attr);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    return ErrnoError(rc,
+                      "cannot set the default thread stack to " + std::to_string(bytes) + " bytes",
+                      "use another RuntimeConfig::telemetry.thread_stack_size, or 0");
   }
   return Status::Ok();
 }
@@ -154,9 +191,12 @@ Status Runtime::Init() {
   if (!ex.ok()) return ex.status();
   executor_ = std::move(*ex);
   if (!config_.telemetry.enabled) return Status::Ok();
+  RTLOOP_RETURN_IF_ERROR(SetDefaultThreadStack(config_.telemetry.thread_stack_size));
   telemetry::TelemetryHubConfig hc;
   hc.max_tasks = config_.telemetry.max_tasks;
   hc.drain_period = config_.telemetry.drain_period;
+  hc.min_ring_capacity = config_.telemetry.min_ring_capacity;
+  hc.ring_capacity = config_.telemetry.ring_capacity;
   hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
   hub_->AttachExecutor(*executor_);
   collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period

@@ -42,6 +42,12 @@ class FakeTree {
           "Max locked memory         unlimited            unlimited            bytes\n"
           "Max realtime priority     0                    0\n");
     Write("/dev/cpu_dma_latency", "");
+    // 30 MiB of code mapped, 4 GiB available: what a run locks is no concern.
+    Write("/proc/self/maps",
+          "55d000000000-55d001e00000 r-xp 00000000 08:01 1 /usr/lib/librtloop-app.so\n"
+          "55d001e00000-55d001f00000 rw-p 00000000 00:00 0 [heap]\n"
+          "7f0000000000-7f0000040000 rw-p 00000000 00:00 0\n");
+    Write("/proc/meminfo", "MemTotal: 8000000 kB\nMemAvailable: 4194304 kB\n");
   }
   ~FakeTree() { fs::remove_all(root_); }
   void Write(const std::string& path, const std::string& content) {
@@ -87,7 +93,7 @@ void ExpectWellFormed(const ReadinessReport& r) {
                                   << " without fix";
     }
   }
-  EXPECT_EQ(r.findings.size(), 18u);
+  EXPECT_EQ(r.findings.size(), 19u);
 }
 
 TEST(Readiness, OnThisMachineEveryCheckReportsAndNonOkFindingsSayHowToFix) {
@@ -214,6 +220,30 @@ TEST(Readiness, MissingPrivilegeFailsSchedFifoRtprioAndMemlock) {
   EXPECT_EQ(Get(r, "memlock_limit").level, ReadinessLevel::kFail);
   EXPECT_TRUE(Has(Get(r, "memlock_limit").summary, "64 KiB"));
   EXPECT_EQ(Get(r, "cpu_dma_latency").level, ReadinessLevel::kWarn);
+}
+
+// Issue 18: the memory a run will lock (code mapped + heap + per task + thread stacks), against the
+// memlock limit and the memory available.
+TEST(Readiness, LockedMemoryIsEstimatedAgainstTheMemlockLimitAndFreeMemory) {
+  FakeTree t;
+  ReadinessReport r = t.Check();
+  EXPECT_EQ(Get(r, "locked_memory").level, ReadinessLevel::kOk) << Get(r, "locked_memory").summary;
+  EXPECT_TRUE(Has(Get(r, "locked_memory").summary, "locks about 38.7 MiB (code 30.0 MiB"))
+      << Get(r, "locked_memory").summary;
+  t.Write("/proc/self/status", "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n");
+  t.Write("/proc/self/limits",
+          "Max locked memory         33554432             33554432             bytes\n");
+  r = t.Check();
+  EXPECT_EQ(Get(r, "locked_memory").level, ReadinessLevel::kFail);
+  EXPECT_TRUE(Has(Get(r, "locked_memory").summary, "memlock limit 32.0 MiB"))
+      << Get(r, "locked_memory").summary;
+  EXPECT_TRUE(Has(Get(r, "locked_memory").fix, "ulimit -l"));
+  t.Write("/proc/self/limits",
+          "Max locked memory         unlimited            unlimited            bytes\n");
+  t.Write("/proc/meminfo", "MemAvailable: 102400 kB\n");  // a small board: 100 MiB free
+  r = t.Check();
+  EXPECT_EQ(Get(r, "locked_memory").level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(Get(r, "locked_memory").summary, "over a quarter of the available memory"));
 }
 
 TEST(Readiness, CapabilitiesOrLimitsGrantTheRtPrivileges) {

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -242,6 +243,61 @@ TEST(RuntimeTest, CreateChecksEverySettingBeforeAnythingStarts) {
   off.telemetry.enabled = false;
   off.telemetry.grpc.address = "bogus";
   EXPECT_TRUE(Runtime::Check(off).ok());
+}
+
+// gRPC and civetweb create their threads with the default attributes, some on demand later: the
+// runtime bounds the default, or each would map (and under locked memory lock) 8 MiB.
+TEST(RuntimeTest, TelemetryThreadsGetTheConfiguredStackSize) {
+  RuntimeConfig c = TestConfig();
+  c.telemetry.thread_stack_size = 320 * 1024;
+  auto rt = MakeRuntime(c);
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_getattr_default_np(&attr), 0);
+  std::size_t size = 0;
+  pthread_attr_getstacksize(&attr, &size);
+  pthread_attr_destroy(&attr);
+  EXPECT_EQ(size, 320u * 1024);
+  EXPECT_EQ(RuntimeConfig().telemetry.thread_stack_size, 256u * 1024);
+  for (std::size_t bad : {std::size_t{4096}, std::size_t{128} << 20}) {
+    c.telemetry.thread_stack_size = bad;
+    const Status s = Runtime::Create(c).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("telemetry.thread_stack_size is " + std::to_string(bad)),
+              std::string::npos)
+        << s.message();
+  }
+}
+
+// A small board's rings: the sizes reach the hub; out of range is a clear error.
+TEST(RuntimeTest, RingSizesAreConfigurableWithinTheirRange) {
+  RuntimeConfig c = TestConfig();
+  c.telemetry.serve_grpc = false;
+  c.telemetry.min_ring_capacity = 1024;
+  {
+    auto rt = MakeRuntime(c);
+    Idle a;
+    ASSERT_TRUE(rt->AddTask(a, OtherTask("small", milliseconds(1), 0)).ok());
+    EXPECT_EQ(rt->hub()->task(0)->ring().capacity(), 1024u);
+  }
+  c.telemetry.ring_capacity = 4096;
+  {
+    auto rt = MakeRuntime(c);
+    Idle a;
+    ASSERT_TRUE(rt->AddTask(a, OtherTask("fixed", milliseconds(1), 0)).ok());
+    EXPECT_EQ(rt->hub()->task(0)->ring().capacity(), 4096u);
+  }
+  c.telemetry.ring_capacity = 0;
+  c.telemetry.min_ring_capacity = 100;
+  Status s = Runtime::Create(c).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("telemetry.min_ring_capacity is 100 samples — use 256.."),
+            std::string::npos)
+      << s.message();
+  c.telemetry.min_ring_capacity = 8192;
+  c.telemetry.ring_capacity = 10;
+  s = Runtime::Create(c).status();
+  EXPECT_NE(s.message().find("telemetry.ring_capacity is 10 samples"), std::string::npos)
+      << s.message();
 }
 
 TEST(RuntimeTest, DurationEndsRunUntilSignal) {

@@ -517,10 +517,11 @@ TEST(BenchRun, BadCommandLinesExitTwoWithTheReason) {
 TEST(BenchDoctor, OnThisMachineTheExitStatusFollowsTheFindings) {
   RunResult r = testing::Run({kBench, "doctor", "--json"}, seconds(10));
   const json j = json::parse(r.out);
-  EXPECT_EQ(j["findings"].size(), 18u);
+  EXPECT_EQ(j["findings"].size(), 19u);
   EXPECT_EQ(r.status, j["fail"].get<int>() == 0 ? 0 : 1);
   RunResult text = testing::Run({kBench, "doctor"}, seconds(10));
   EXPECT_NE(text.out.find("preempt_model"), std::string::npos);
+  EXPECT_NE(text.out.find("locked_memory"), std::string::npos);  // issue 18: what a run locks
 }
 
 TEST(BenchDoctor, AFakeTreeWithAnRtGroupBudgetOfZeroFails) {

@@ -48,10 +48,25 @@
 
 namespace rtloop {
 
+// What ExecutorConfig::lock_memory makes resident and locked (framework/README.md, "Memory").
+enum class MemoryLockScope {
+  // Every page an RT thread can touch, before the first release: the RT threads' whole stacks,
+  // the heap (rings, histograms, statistics, the application's buffers), the code and data of the
+  // executable and of every library except the telemetry servers' own (gRPC, protobuf, abseil,
+  // OpenSSL, civetweb...). Everything else is locked once touched (mlockall MCL_ONFAULT), so the
+  // servers' threads and libraries cost what they use, not what they map.
+  kRealtime,
+  // mlockall(MCL_CURRENT|MCL_FUTURE), as cyclictest -m: every mapping resident, the servers'
+  // libraries and every thread's whole stack included.
+  kAll,
+};
+
 struct ExecutorConfig {
-  // mlockall(MCL_CURRENT|MCL_FUTURE), no heap trimming (mallopt M_TRIM_THRESHOLD/M_MMAP_MAX), and
-  // every RT thread's stack prefaulted.
+  // Lock memory (see lock_scope), no heap trimming and one malloc arena (mallopt M_TRIM_THRESHOLD,
+  // M_MMAP_MAX, M_ARENA_MAX: the RT threads never allocate, and each extra arena would reserve
+  // 64 MiB that the memlock limit counts), and every RT thread's stack prefaulted and locked.
   bool lock_memory = true;
+  MemoryLockScope lock_scope = MemoryLockScope::kRealtime;  // what lock_memory locks
   // Value (µs) written to /dev/cpu_dma_latency and held until the executor is destroyed; nullopt
   // leaves it untouched. A failure to open it is an error only when running as root.
   std::optional<std::int32_t> cpu_dma_latency_us;

@@ -86,6 +86,12 @@ struct TelemetryConfig {
   // runs RT tasks each wake-up costs them latency (bench/cyclic/telemetry_cost.py: 10 ms made
   // ~785 telemetry wake-ups/s with one streaming client, 50 ms ~234). > 0.
   std::chrono::nanoseconds drain_period{std::chrono::milliseconds(50)};
+  // Each task's ring holds bit_ceil(max(min_ring_capacity, 2 x drain_period / period)) samples of
+  // 32 bytes (256 KiB at the default up to 80 kHz); ring_capacity > 0 fixes it for every task.
+  // A small board lowers them (bench/footprint/README.md, "Memory per task"). 256..2^31 (0 for
+  // ring_capacity: by rate).
+  std::size_t min_ring_capacity = 8192;
+  std::size_t ring_capacity = 0;
   // Sample log to write (every sample, header and trailer: sample_log.h); empty: none. A file
   // (or /dev/null), not standard output: a program that wants the log on stdout and nothing else
   // there hands an OutputFile to RecordTo().
@@ -104,6 +110,13 @@ struct TelemetryConfig {
   // fields to set.
   std::string grpc_address_hint;
   std::string http_address_hint;
+  // Stack of the threads the telemetry starts (collector, gRPC's pools, civetweb's workers), set
+  // as the process's default thread stack size (pthread_setattr_default_np) when the runtime is
+  // created, because gRPC and civetweb create their threads with the default attributes, some
+  // of them later, on demand. So threads the application creates afterwards without a stack size
+  // of their own get it too. glibc's default is RLIMIT_STACK (8 MiB), and the memlock limit counts
+  // every stack in full under locked memory. 0: leave the default alone; else 64 KiB..64 MiB.
+  std::size_t thread_stack_size = 256 * 1024;
 };
 
 struct RuntimeConfig {
