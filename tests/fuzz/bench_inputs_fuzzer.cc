@@ -2,9 +2,11 @@
 // result.json, cyclictest's and rtloop-cyclic's --json, and cyclictest -h text in the 2.4 and the
 // 2.7+ layouts. The first byte picks the entry point (the whole-file loader with its detection, or
 // one parser, or the --max-over-time text plot reads), the rest is the file; then compare's work
-// runs on what was read: every metric of every thread and of all threads merged, and the percentile
-// sample-count rule. Any input must give data or a DataLoss naming what is wrong: never a crash, an
-// exception, undefined behaviour, a hang or an allocation the input size does not justify.
+// runs on what was read: every metric of every thread and of all threads merged (finite, the
+// merge's sums exact), the percentile sample-count rule and the verdict. Any input must give data
+// or a DataLoss naming what is wrong: never a crash, an exception, undefined behaviour, a hang or
+// an allocation the input size does not justify.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,13 +21,22 @@ void Compare(const rtloop::bench::LatencyData& d) {
   static const char* const kMetrics[] = {"min", "avg", "max", "p50", "p99", "p99.9", "p99.999"};
   std::vector<rtloop::bench::ThreadLatency> rows = d.threads;
   rows.push_back(rtloop::bench::MergeThreads(d.threads));
+  // The merge adds without wrapping: the parsers bound the samples of all threads together.
+  std::uint64_t cycles = 0;
+  for (const rtloop::bench::ThreadLatency& t : d.threads) cycles += t.cycles;
+  RTLOOP_FUZZ_CHECK(rows.back().cycles == cycles && cycles <= rtloop::bench::kMaxSamples);
   for (const rtloop::bench::ThreadLatency& t : rows) {
     for (const char* m : kMetrics) {
       (void)rtloop::bench::SupportsPercentile(m, t.cycles);
       const rtloop::Result<double> v = rtloop::bench::Metric(t, m);
       if (!v.ok()) {
         RTLOOP_FUZZ_CHECK(v.status().code() == rtloop::StatusCode::kFailedPrecondition);
+        continue;
       }
+      // compare's arithmetic never sees NaN or infinity, so its verdict is one of the two.
+      RTLOOP_FUZZ_CHECK(std::isfinite(*v));
+      const rtloop::bench::MetricChange c = rtloop::bench::CompareMetric(*v, *v * 1.5, 10, 1);
+      RTLOOP_FUZZ_CHECK(!c.percent || std::isfinite(*c.percent));
     }
   }
 }

@@ -462,6 +462,16 @@ TEST_F(BenchCompare, RefusesAPercentileTheSampleCountCannotSupport) {
   EXPECT_EQ(Compare({a, a, "--metrics=p99.9"}).status, 0);
 }
 
+// Issue 17: a negative baseline average printed "+inf%".
+TEST_F(BenchCompare, ABaselineNotAboveZeroShowsNoPercentage) {
+  const std::string base = Write("neg.json", R"({"thread": {"0": {"cycles": 9, "avg": -5}}})");
+  const std::string cand = Write("pos.json", R"({"thread": {"0": {"cycles": 9, "avg": 13.8}}})");
+  RunResult r = Compare({base, cand, "--metrics=avg"});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("n/a  REGRESSION"), std::string::npos) << r.out;
+}
+
 // --- plot ---
 
 TEST(BenchPlot, PlotsAHistogramTextAndASampleLog) {
