@@ -118,7 +118,7 @@ int DoctorCommand(int argc, const char* const* argv) {
   }
   if (!a.error().ok()) return UsageError("doctor", a.error().message());
   const ReadinessReport report = CheckReadiness(config);
-  const std::string out = as_json ? FindingsJson(report).dump(1) + "\n" : FormatFindings(report);
+  const std::string out = as_json ? JsonText(FindingsJson(report)) : FormatFindings(report);
   std::fputs(out.c_str(), stdout);
   return report.Count(ReadinessLevel::kFail) == 0 ? kExitOk : kExitFail;
 }

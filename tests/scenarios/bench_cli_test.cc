@@ -383,6 +383,20 @@ TEST(BenchDoctor, AFakeTreeWithAnRtGroupBudgetOfZeroFails) {
   EXPECT_TRUE(found);
 }
 
+// Issue 17 (the class of the live page's JSON): nlohmann's dump() threw on a /sys value that is not
+// UTF-8, and doctor --json died of the uncaught exception. Bad bytes become U+FFFD.
+TEST(BenchDoctor, JsonOfAFakeTreeWithBytesThatAreNotUtf8IsValidUtf8) {
+  TempDir dir("doctor");
+  ASSERT_EQ(system(("mkdir -p " + dir.path() + "/sys/kernel").c_str()), 0);
+  std::ofstream(dir.path() + "/sys/kernel/realtime") << "\xff\xfe\n";
+  RunResult r = testing::Run({kBench, "doctor", "--json", "--root=" + dir.path()}, seconds(10));
+  ASSERT_TRUE(r.status == 0 || r.status == 1) << r.status << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_NE(r.out.find("/sys/kernel/realtime is \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos)
+      << r.out;
+}
+
 // --- compare ---
 
 class BenchCompare : public ::testing::Test {
