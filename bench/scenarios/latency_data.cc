@@ -331,6 +331,49 @@ std::string NanToNull(const std::string& text) {
   return out;
 }
 
+// The threads of a histogram block: `rows` (bucket, one count per thread, maybe -H's sum) and
+// the footer lines, which hold at least `n` values each (# Min/Max Latencies checked before).
+Result<LatencyData> HistogramThreads(const std::vector<std::vector<std::uint64_t>>& rows,
+                                     std::map<std::string, std::vector<double>>& footer,
+                                     std::size_t n) {
+  // Max, Avg and the overflows have one value per thread (plus the sum column's under -H).
+  for (const char* name : {"# Avg Latencies", "# Max Latencies", "# Histogram Overflows"}) {
+    const auto it = footer.find(name);
+    if (it != footer.end() && it->second.size() < n) {
+      return DataLossError("'" + std::string(name) + "' lists " +
+                           std::to_string(it->second.size()) + " values for the " +
+                           std::to_string(n) + " threads of '# Min Latencies'");
+    }
+  }
+  LatencyData d;
+  d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
+  const std::vector<double>& avgs = footer["# Avg Latencies"];
+  const std::vector<double>& oflows = footer["# Histogram Overflows"];
+  for (std::size_t t = 0; t < n; ++t) {
+    ThreadLatency th;
+    th.index = static_cast<int>(t);
+    for (const auto& row : rows) {
+      if (row.size() < n + 1)
+        return DataLossError("a histogram row has fewer columns than threads");
+      AddToBucket(th.histogram, row[0], row[1 + t]);
+    }
+    const double oflow = t < oflows.size() ? oflows[t] : 0;
+    if (!(oflow >= 0 && oflow <= static_cast<double>(kMaxSamples)) || std::floor(oflow) != oflow) {
+      return DataLossError("'# Histogram Overflows' of thread " + std::to_string(t) +
+                           " is not a count of samples");
+    }
+    th.histogram_overflows = static_cast<std::uint64_t>(oflow);
+    th.cycles = th.histogram_overflows;
+    for (std::uint64_t c : th.histogram) th.cycles = SaturatingAdd(th.cycles, c);
+    th.min_us = footer["# Min Latencies"][t];
+    th.max_us = footer["# Max Latencies"][t];
+    if (t < avgs.size()) th.avg_us = avgs[t];
+    d.threads.push_back(std::move(th));
+  }
+  RTLOOP_RETURN_IF_ERROR(CheckLatencyData(d));
+  return d;
+}
+
 // Removes a UTF-8 byte-order mark (Windows editors write one); UTF-16 and UTF-32 text, which
 // would otherwise read as "no '# Histogram' line", is refused with the conversion to make.
 Status StripByteOrderMark(std::string& text) {
@@ -524,42 +567,7 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
                          " buckets: larger than the histograms rtloop-bench reads (" +
                          std::to_string(kMaxHistogramCells) + " buckets in all)");
   }
-  // Max, Avg and the overflows have one value per thread (plus the sum column's under -H).
-  for (const char* name : {"# Avg Latencies", "# Max Latencies", "# Histogram Overflows"}) {
-    const auto it = footer.find(name);
-    if (it != footer.end() && it->second.size() < n) {
-      return DataLossError("'" + std::string(name) + "' lists " +
-                           std::to_string(it->second.size()) + " values for the " +
-                           std::to_string(n) + " threads of '# Min Latencies'");
-    }
-  }
-  LatencyData d;
-  d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
-  const std::vector<double>& avgs = footer["# Avg Latencies"];
-  const std::vector<double>& oflows = footer["# Histogram Overflows"];
-  for (std::size_t t = 0; t < n; ++t) {
-    ThreadLatency th;
-    th.index = static_cast<int>(t);
-    for (const auto& row : rows) {
-      if (row.size() < n + 1)
-        return DataLossError("a histogram row has fewer columns than threads");
-      AddToBucket(th.histogram, row[0], row[1 + t]);
-    }
-    const double oflow = t < oflows.size() ? oflows[t] : 0;
-    if (!(oflow >= 0 && oflow <= static_cast<double>(kMaxSamples)) || std::floor(oflow) != oflow) {
-      return DataLossError("'# Histogram Overflows' of thread " + std::to_string(t) +
-                           " is not a count of samples");
-    }
-    th.histogram_overflows = static_cast<std::uint64_t>(oflow);
-    th.cycles = th.histogram_overflows;
-    for (std::uint64_t c : th.histogram) th.cycles = SaturatingAdd(th.cycles, c);
-    th.min_us = mins->second[t];
-    th.max_us = maxs->second[t];
-    if (t < avgs.size()) th.avg_us = avgs[t];
-    d.threads.push_back(std::move(th));
-  }
-  RTLOOP_RETURN_IF_ERROR(CheckLatencyData(d));
-  return d;
+  return HistogramThreads(rows, footer, n);
 }
 
 Result<LatencyData> ParseCyclictestJson(const std::string& text) {
