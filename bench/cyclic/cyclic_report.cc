@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "rtloop/telemetry/utf8.h"
+
 namespace rtloop::cyclic {
 namespace {
 
@@ -40,57 +42,10 @@ unsigned long long AsUnsigned(std::int64_t v) {
   return static_cast<unsigned long long>(static_cast<std::uint64_t>(v));
 }
 
-// Length of the well-formed UTF-8 sequence at s[i] (1..4), or 0 when it is not one (a stray
-// continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut short).
-std::size_t Utf8SequenceLength(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const auto cont = [&](std::size_t k) { return i + k < s.size() && (b(k) & 0xc0) == 0x80; };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xe0 && b(1) < 0xa0) return 0;   // overlong
-    if (c == 0xed && b(1) >= 0xa0) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xf0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xf4 && b(1) >= 0x90) return 0;  // beyond U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-// JSON string contents. cyclictest writes strings raw; escaping changes nothing for ordinary
-// command lines and keeps the document valid for odd ones (quotes, backslashes, control
-// characters, bytes that are not UTF-8, which become U+FFFD).
-void AppendJsonString(std::string& out, std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const char c = s[i];
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20 || u == 0x7f) {
-      Appendf(out, "\\u%04x", u);
-    } else if (u >= 0x80) {
-      const std::size_t n = Utf8SequenceLength(s, i);
-      if (n == 0) {
-        out += "\\ufffd";
-        ++i;
-      } else {
-        out.append(s.substr(i, n));
-        i += n;
-      }
-      continue;
-    } else {
-      out.push_back(c);
-    }
-    ++i;
-  }
-}
+// JSON strings. cyclictest writes them raw; escaping changes nothing for ordinary command lines
+// and keeps the document valid JSON and UTF-8 for odd ones (quotes, backslashes, control
+// characters, bytes that are not UTF-8: rtloop/telemetry/utf8.h).
+using telemetry::AppendJsonString;
 
 std::int64_t ToRunUnit(std::int64_t ns, bool nsecs) { return nsecs ? ns : ns / 1000; }
 
@@ -358,22 +313,22 @@ namespace {
 
 // rt_write_json()'s header, up to the "thread" object.
 void AppendJsonHeader(const JsonRunInfo& run, std::size_t threads, bool nsecs, std::string& out) {
-  out += "{\n  \"file_version\": 1,\n  \"cmdline:\": \"";
+  out += "{\n  \"file_version\": 1,\n  \"cmdline:\": ";
   AppendJsonString(out, run.cmdline);
-  out += "\",\n  \"rt_test_version:\": \"2.40\",\n  \"start_time\": \"";
+  out += ",\n  \"rt_test_version:\": \"2.40\",\n  \"start_time\": ";
   AppendJsonString(out, run.start_time);
-  out += "\",\n  \"end_time\": \"";
+  out += ",\n  \"end_time\": ";
   AppendJsonString(out, run.end_time);
-  Appendf(out, "\",\n  \"return_code\": %d,\n  \"sysinfo\": {\n", run.return_code);
+  Appendf(out, ",\n  \"return_code\": %d,\n  \"sysinfo\": {\n", run.return_code);
   const std::pair<const char*, const std::string*> sys[] = {{"sysname", &run.sysinfo.sysname},
                                                             {"nodename", &run.sysinfo.nodename},
                                                             {"release", &run.sysinfo.release},
                                                             {"version", &run.sysinfo.version},
                                                             {"machine", &run.sysinfo.machine}};
   for (const auto& [key, value] : sys) {
-    Appendf(out, "    \"%s\": \"", key);
+    Appendf(out, "    \"%s\": ", key);
     AppendJsonString(out, *value);
-    out += "\",\n";
+    out += ",\n";
   }
   Appendf(out, "    \"realtime\": %d\n  },\n", run.sysinfo.realtime ? 1 : 0);
   Appendf(out, "  \"num_threads\": %zu,\n  \"resolution_in_ns\": %u,\n  \"thread\": {\n", threads,
@@ -405,10 +360,10 @@ void AppendJsonThread(const ThreadReport& t, std::size_t i, bool last, std::stri
 
 // The "rtloop" object's entry of thread `i`.
 void AppendRtloopThread(const ThreadReport& t, std::size_t i, bool last, std::string& out) {
-  Appendf(out, "      \"%zu\": {\n        \"tid\": %d,\n        \"policy\": \"", i, t.tid);
+  Appendf(out, "      \"%zu\": {\n        \"tid\": %d,\n        \"policy\": ", i, t.tid);
   AppendJsonString(out, t.policy);
   Appendf(out,
-          "\",\n        \"priority\": %d,\n        \"interval_us\": %lld,\n"
+          ",\n        \"priority\": %d,\n        \"interval_us\": %lld,\n"
           "        \"cpu\": %d,\n        \"cycles\": %llu,\n        \"warmup_cycles\": %llu,\n"
           "        \"histogram_overflows\": %llu,\n        \"overruns\": %llu,\n"
           "        \"missed_releases\": %llu,\n        \"ring_drops\": %llu,\n"
@@ -451,9 +406,9 @@ std::string FormatJson(const JsonRunInfo& run, std::span<const ThreadReport> thr
   out += "  },\n  \"rtloop\": {\n";
   Appendf(out, "    \"schema_version\": %d,\n    \"tool\": \"rtloop-cyclic\",\n",
           kJsonSchemaVersion);
-  out += "    \"version\": \"";
+  out += "    \"version\": ";
   AppendJsonString(out, extras.tool_version);
-  Appendf(out, "\",\n    \"unit\": \"%s\",\n    \"thread\": {\n", format.nsecs ? "ns" : "us");
+  Appendf(out, ",\n    \"unit\": \"%s\",\n    \"thread\": {\n", format.nsecs ? "ns" : "us");
   for (std::size_t i = 0; i < threads.size(); ++i) {
     AppendRtloopThread(threads[i], i, i + 1 == threads.size(), out);
   }

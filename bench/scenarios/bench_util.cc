@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include "rtloop/telemetry/input_file.h"
+
 namespace rtloop::bench {
 
 Args::Args(int argc, const char* const* argv, int first, std::string subcommand)
@@ -112,27 +114,7 @@ std::string FormatHms(std::int64_t seconds) {
 }
 
 Result<std::string> ReadTextFile(const std::string& path, std::size_t limit) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return ErrnoError(errno, "cannot read " + path);
-  if (!S_ISREG(st.st_mode)) return InvalidArgumentError(path + " is not a regular file");
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return ErrnoError(errno, "cannot read " + path);
-  // Read to the end (files in /proc and /sys report a size of 0), at most limit + 1 bytes.
-  std::string out;
-  char buf[65536];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-    out.append(buf, n);
-    if (out.size() > limit) {
-      std::fclose(f);
-      return InvalidArgumentError(path + " is too large (more than " + std::to_string(limit) +
-                                  " bytes)");
-    }
-  }
-  const bool err = std::ferror(f) != 0;
-  std::fclose(f);
-  if (err) return ErrnoError(EIO, "cannot read " + path);
-  return out;
+  return telemetry::ReadInputFile(path, {.what = "file", .max_bytes = limit, .allow_empty = true});
 }
 
 Status WriteTextFile(const std::string& path, const std::string& content) {

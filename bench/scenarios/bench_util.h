@@ -61,7 +61,9 @@ Result<std::int64_t> ParseDuration(const std::string& text);
 // "01:02:03" for 3723 s.
 std::string FormatHms(std::int64_t seconds);
 
-// Whole file (at most `limit` bytes; larger is an error naming the file), or NotFound etc.
+// Whole file (at most `limit` bytes), read by telemetry::ReadInputFile's rules: a regular file
+// only (a FIFO or device is refused without waiting on it), a larger file refused from
+// its size before anything is read, errors naming the file (NotFound, ResourceExhausted, ...).
 Result<std::string> ReadTextFile(const std::string& path, std::size_t limit = 256u << 20);
 // Writes `path` atomically (temporary file in the same directory, fsync, rename). Errors name it.
 Status WriteTextFile(const std::string& path, const std::string& content);

@@ -152,7 +152,7 @@ int DoctorCommand(int argc, const char* const* argv) {
     }
   }
   const ReadinessReport report = CheckReadiness(config);
-  const std::string out = as_json ? FindingsJson(report).dump(1) + "\n" : FormatFindings(report);
+  const std::string out = as_json ? JsonText(FindingsJson(report)) : FormatFindings(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return report.Count(ReadinessLevel::kFail) == 0 ? kExitOk : kExitFail;
 }
@@ -203,14 +203,14 @@ int CompareCommand(int argc, const char* const* argv) {
       Result<double> cv = Metric(c, m);
       if (!bv.ok()) return UsageError("compare", o->baseline + ": " + bv.status().message());
       if (!cv.ok()) return UsageError("compare", o->candidate + ": " + cv.status().message());
-      const double change = *bv > 0 ? (*cv - *bv) / *bv * 100.0 : (*cv > *bv ? INFINITY : 0.0);
-      const bool worse =
-          *cv > *bv * (1.0 + o->max_regression_pct / 100.0) && *cv - *bv >= o->min_delta_us;
-      regression = regression || worse;
+      const MetricChange change = CompareMetric(*bv, *cv, o->max_regression_pct, o->min_delta_us);
+      regression = regression || change.regression;
+      char percent[32] = "     n/a";
+      if (change.percent) std::snprintf(percent, sizeof percent, "%+7.1f%%", *change.percent);
       char line[160];
-      std::snprintf(line, sizeof line, "%-8s %-7s %-9s %-10s %+7.1f%%  %s\n", m.c_str(),
-                    name.c_str(), Cell(*bv).c_str(), Cell(*cv).c_str(), change,
-                    worse ? "REGRESSION" : "ok");
+      std::snprintf(line, sizeof line, "%-8s %-7s %-9s %-10s %s  %s\n", m.c_str(), name.c_str(),
+                    Cell(*bv).c_str(), Cell(*cv).c_str(), percent,
+                    change.regression ? "REGRESSION" : "ok");
       table += line;
     }
   }

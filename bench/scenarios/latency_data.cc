@@ -5,9 +5,11 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "bench_util.h"
+#include "run_result.h"
 
 namespace rtloop::bench {
 namespace {
@@ -18,24 +20,54 @@ std::vector<std::string> SplitLines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends (Windows)
+    lines.push_back(line);
+  }
   return lines;
 }
 
-// The numbers after a "# Name:" prefix, up to a '#' (" # 00015 others").
-std::vector<double> FooterNumbers(const std::string& rest) {
+// A number as cyclictest prints them ("00042", "12.50", "-3"): sign, digits, an optional
+// fraction. Not what std::stod also takes (nan, inf, hex, exponents), which no cyclictest writes
+// and which would reach compare's arithmetic as NaN or infinity.
+std::optional<double> DecimalNumber(const std::string& word) {
+  std::size_t i = word.size() > 1 && (word[0] == '-' || word[0] == '+') ? 1 : 0;
+  const std::size_t digits = i;
+  while (i < word.size() && word[i] >= '0' && word[i] <= '9') ++i;
+  if (i == digits || word.size() > 40) return std::nullopt;
+  if (i < word.size() && word[i] == '.') {
+    const std::size_t fraction = ++i;
+    while (i < word.size() && word[i] >= '0' && word[i] <= '9') ++i;
+    if (i == fraction) return std::nullopt;
+  }
+  if (i != word.size()) return std::nullopt;
+  return std::strtod(word.c_str(), nullptr);
+}
+
+// The numbers of footer line `line_no` after its "# Name:" prefix, up to a '#' (" # 00015
+// others"); DataLoss naming the line and the word when one is not a number.
+Result<std::vector<double>> FooterNumbers(const std::string& name, const std::string& rest,
+                                          std::size_t line_no) {
   std::vector<double> out;
   std::istringstream in(rest);
   std::string word;
   while (in >> word) {
     if (word == "#") break;
-    try {
-      out.push_back(std::stod(word));
-    } catch (...) {
-      break;
+    const std::optional<double> v = DecimalNumber(word);
+    if (!v) {
+      return DataLossError("line " + std::to_string(line_no) + ": '" + name + "' holds '" +
+                           word.substr(0, 40) +
+                           "', which is not a number (cyclictest writes whole numbers such as "
+                           "00042 there)");
     }
+    out.push_back(*v);
   }
   return out;
+}
+
+std::uint64_t SaturatingAdd(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<std::uint64_t>::max() : sum;
 }
 
 // The most 1-us buckets a histogram may have: cyclictest's HIST_MAX (-h 1000000). A bucket beyond
@@ -112,7 +144,7 @@ Status BucketError(const std::string& what, const std::string& text) {
 
 void AddToBucket(std::vector<std::uint64_t>& h, std::size_t bucket, std::uint64_t count) {
   if (h.size() <= bucket) h.resize(bucket + 1, 0);
-  h[bucket] += count;
+  h[bucket] = SaturatingAdd(h[bucket], count);  // CheckLatencyData refuses what saturates
 }
 
 // The "rtloop" object of rtloop-cyclic's --json (cyclic_report.h, FormatJson).
@@ -141,7 +173,83 @@ void ReadRtloopExtras(const json& rtloop, std::vector<ThreadLatency>& threads) {
   }
 }
 
+// The invariants every parser's result keeps (latency_data.h): finite values within
+// kMaxLatencyUs, at most kMaxSamples samples in all threads together, so that compare's sums,
+// merges and ranks can neither wrap nor reach NaN or infinity.
+Status CheckLatencyData(const LatencyData& d) {
+  std::uint64_t cycles = 0;
+  std::uint64_t samples = 0;
+  for (const ThreadLatency& t : d.threads) {
+    const std::string thread = "thread " + std::to_string(t.index) + ": ";
+    std::vector<std::pair<std::string, double>> values;
+    for (const auto& [name, v] : {std::pair{"min", t.min_us}, {"avg", t.avg_us}, {"max", t.max_us}})
+      if (v) values.emplace_back(name, *v);
+    for (const auto& [name, v] : t.percentiles_us) values.emplace_back(name, v);
+    for (const auto& [name, v] : values) {
+      if (!(std::fabs(v) <= kMaxLatencyUs)) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%g", v);
+        return DataLossError(thread + name.substr(0, 40) + " " + buf +
+                             " us is not a latency (a finite number of at most 10^12 us)");
+      }
+    }
+    cycles = SaturatingAdd(cycles, t.cycles);
+    samples = SaturatingAdd(samples, t.histogram_overflows);
+    for (const std::uint64_t c : t.histogram) samples = SaturatingAdd(samples, c);
+  }
+  if (cycles > kMaxSamples || samples > kMaxSamples) {
+    return DataLossError(std::string(cycles > kMaxSamples ? "the cycles" : "the histogram counts") +
+                         " of all threads add up to more than 2^53 samples (over 285 years of "
+                         "one sample per us): not a measurement");
+  }
+  return Status::Ok();
+}
+
+// result.json's version and unit: a later version or another unit may mean other things under
+// the same keys, so it is refused rather than misread.
+Status CheckResultVersion(const json& j) {
+  const auto version = j.find("schema_version");
+  if (version == j.end() || !version->is_number_integer() ||
+      version->get<std::int64_t>() != kResultSchemaVersion) {
+    const std::string seen = version == j.end() ? "is missing" : "is " + version->dump();
+    return DataLossError("result.json's schema_version " + seen.substr(0, 60) +
+                         ": this rtloop-bench reads version " +
+                         std::to_string(kResultSchemaVersion) +
+                         " (compare with the rtloop-bench that wrote the file)");
+  }
+  const auto unit = j.find("unit");
+  if (unit == j.end() || !unit->is_string() || *unit != "us") {
+    const std::string seen = unit == j.end() ? "is missing" : "is " + unit->dump();
+    return DataLossError("result.json's unit " + seen.substr(0, 60) +
+                         ": schema_version 1 results are in \"us\"");
+  }
+  return Status::Ok();
+}
+
+// The "rtloop" object of rtloop-cyclic's --json: its schema_version (rtloop-cyclic's
+// kJsonSchemaVersion, bench/cyclic/cyclic_report.h) and its unit, which must agree with
+// cyclictest's resolution_in_ns flag.
+Status CheckRtloopObject(const json& rtloop, bool resolution_ns) {
+  constexpr std::int64_t kRtloopSchemaVersion = 1;
+  if (const auto v = rtloop.find("schema_version"); v != rtloop.end()) {
+    if (!v->is_number_integer() || v->get<std::int64_t>() != kRtloopSchemaVersion) {
+      return DataLossError("the \"rtloop\" object's schema_version is " + v->dump().substr(0, 40) +
+                           ": this rtloop-bench reads version 1 (rtloop-cyclic's --json)");
+    }
+  }
+  if (const auto u = rtloop.find("unit"); u != rtloop.end()) {
+    const char* want = resolution_ns ? "ns" : "us";
+    if (!u->is_string() || *u != want) {
+      return DataLossError("the \"rtloop\" object's unit is " + u->dump().substr(0, 40) +
+                           " but resolution_in_ns says \"" + want +
+                           "\": the file was edited or damaged");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<LatencyData> ParseResultJson(const json& j) {
+  RTLOOP_RETURN_IF_ERROR(CheckResultVersion(j));
   LatencyData d;
   d.kind = "result.json";
   const auto threads = j.find("threads");
@@ -223,6 +331,65 @@ std::string NanToNull(const std::string& text) {
   return out;
 }
 
+// The threads of a histogram block: `rows` (bucket, one count per thread, maybe -H's sum) and
+// the footer lines, which hold at least `n` values each (# Min/Max Latencies checked before).
+Result<LatencyData> HistogramThreads(const std::vector<std::vector<std::uint64_t>>& rows,
+                                     std::map<std::string, std::vector<double>>& footer,
+                                     std::size_t n) {
+  // Max, Avg and the overflows have one value per thread (plus the sum column's under -H).
+  for (const char* name : {"# Avg Latencies", "# Max Latencies", "# Histogram Overflows"}) {
+    const auto it = footer.find(name);
+    if (it != footer.end() && it->second.size() < n) {
+      return DataLossError("'" + std::string(name) + "' lists " +
+                           std::to_string(it->second.size()) + " values for the " +
+                           std::to_string(n) + " threads of '# Min Latencies'");
+    }
+  }
+  LatencyData d;
+  d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
+  const std::vector<double>& avgs = footer["# Avg Latencies"];
+  const std::vector<double>& oflows = footer["# Histogram Overflows"];
+  for (std::size_t t = 0; t < n; ++t) {
+    ThreadLatency th;
+    th.index = static_cast<int>(t);
+    for (const auto& row : rows) {
+      if (row.size() < n + 1)
+        return DataLossError("a histogram row has fewer columns than threads");
+      AddToBucket(th.histogram, row[0], row[1 + t]);
+    }
+    const double oflow = t < oflows.size() ? oflows[t] : 0;
+    if (!(oflow >= 0 && oflow <= static_cast<double>(kMaxSamples)) || std::floor(oflow) != oflow) {
+      return DataLossError("'# Histogram Overflows' of thread " + std::to_string(t) +
+                           " is not a count of samples");
+    }
+    th.histogram_overflows = static_cast<std::uint64_t>(oflow);
+    th.cycles = th.histogram_overflows;
+    for (std::uint64_t c : th.histogram) th.cycles = SaturatingAdd(th.cycles, c);
+    th.min_us = footer["# Min Latencies"][t];
+    th.max_us = footer["# Max Latencies"][t];
+    if (t < avgs.size()) th.avg_us = avgs[t];
+    d.threads.push_back(std::move(th));
+  }
+  RTLOOP_RETURN_IF_ERROR(CheckLatencyData(d));
+  return d;
+}
+
+// Removes a UTF-8 byte-order mark (Windows editors write one); UTF-16 and UTF-32 text, which
+// would otherwise read as "no '# Histogram' line", is refused with the conversion to make.
+Status StripByteOrderMark(std::string& text) {
+  if (text.rfind("\xef\xbb\xbf", 0) == 0) {
+    text.erase(0, 3);
+    return Status::Ok();
+  }
+  if (text.rfind("\xff\xfe", 0) == 0 || text.rfind("\xfe\xff", 0) == 0 ||
+      text.rfind(std::string("\0\0\xfe\xff", 4), 0) == 0) {
+    return DataLossError(
+        "the file is UTF-16 or UTF-32 text (it starts with a byte-order mark); convert it to "
+        "UTF-8, e.g. iconv -f UTF-16 -t UTF-8 FILE > FILE.txt");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 const std::vector<std::string>& StandardPercentiles() {
@@ -277,17 +444,31 @@ Result<double> Metric(const ThreadLatency& t, const std::string& metric) {
   }
   // The smallest bucket whose cumulative count reaches the rank ceil(p/100 * cycles).
   std::uint64_t total = t.histogram_overflows;
-  for (std::uint64_t c : t.histogram) total += c;
+  for (std::uint64_t c : t.histogram) total = SaturatingAdd(total, c);
   if (total == 0) return FailedPreconditionError(metric + ": no samples");
   const double rank = std::ceil(*p / 100.0 * static_cast<double>(total));
   std::uint64_t seen = 0;
   for (std::size_t b = 0; b < t.histogram.size(); ++b) {
-    seen += t.histogram[b];
+    seen = SaturatingAdd(seen, t.histogram[b]);
     if (static_cast<double>(seen) >= rank) return static_cast<double>(b);
   }
   return FailedPreconditionError(
       metric + " lies in the histogram's overflow (>= " + std::to_string(t.histogram.size()) +
       " us): use a larger -h to measure it");
+}
+
+MetricChange CompareMetric(double baseline, double candidate, double max_regression_pct,
+                           double min_delta_us) {
+  MetricChange c;
+  const double delta = candidate - baseline;
+  if (baseline > 0) {
+    c.percent = delta / baseline * 100.0;
+  } else if (delta == 0) {
+    c.percent = 0.0;
+  }
+  c.regression =
+      delta >= min_delta_us && delta > std::fabs(baseline) * (max_regression_pct / 100.0);
+  return c;
 }
 
 ThreadLatency MergeThreads(const std::vector<ThreadLatency>& threads) {
@@ -297,7 +478,7 @@ ThreadLatency MergeThreads(const std::vector<ThreadLatency>& threads) {
   bool avg_known = true;
   bool hist_all = !threads.empty();
   for (const ThreadLatency& t : threads) {
-    all.cycles += t.cycles;
+    all.cycles = SaturatingAdd(all.cycles, t.cycles);  // the parsers keep the sum in range
     if (t.min_us) all.min_us = all.min_us ? std::min(*all.min_us, *t.min_us) : *t.min_us;
     if (t.max_us) all.max_us = all.max_us ? std::max(*all.max_us, *t.max_us) : *t.max_us;
     if (t.avg_us) {
@@ -315,13 +496,15 @@ ThreadLatency MergeThreads(const std::vector<ThreadLatency>& threads) {
     for (const ThreadLatency& t : threads) {
       for (std::size_t b = 0; b < t.histogram.size(); ++b)
         AddToBucket(all.histogram, b, t.histogram[b]);
-      all.histogram_overflows += t.histogram_overflows;
+      all.histogram_overflows = SaturatingAdd(all.histogram_overflows, t.histogram_overflows);
     }
   }
   return all;
 }
 
 Result<LatencyData> ParseHistogramText(const std::string& text) {
+  static const std::set<std::string> kFooterLines = {
+      "# Total", "# Min Latencies", "# Avg Latencies", "# Max Latencies", "# Histogram Overflows"};
   const std::vector<std::string> lines = SplitLines(text);
   std::size_t first = lines.size();
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -337,9 +520,14 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
     const std::string& l = lines[i];
     if (l.empty()) continue;
     if (l[0] == '#') {
+      // The footer lines read below; others ("# Thread 0: ...", "# Break value: ...") are not.
       const std::size_t colon = l.find(':');
-      if (colon != std::string::npos)
-        footer[l.substr(0, colon)] = FooterNumbers(l.substr(colon + 1));
+      const std::string name = l.substr(0, colon);
+      if (colon != std::string::npos && kFooterLines.count(name) != 0) {
+        Result<std::vector<double>> numbers = FooterNumbers(name, l.substr(colon + 1), i + 1);
+        if (!numbers.ok()) return numbers.status();
+        footer[name] = std::move(*numbers);
+      }
       continue;
     }
     std::istringstream in(l);
@@ -379,28 +567,7 @@ Result<LatencyData> ParseHistogramText(const std::string& text) {
                          " buckets: larger than the histograms rtloop-bench reads (" +
                          std::to_string(kMaxHistogramCells) + " buckets in all)");
   }
-  LatencyData d;
-  d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
-  const std::vector<double>& avgs = footer["# Avg Latencies"];
-  const std::vector<double>& oflows = footer["# Histogram Overflows"];
-  for (std::size_t t = 0; t < n; ++t) {
-    ThreadLatency th;
-    th.index = static_cast<int>(t);
-    for (const auto& row : rows) {
-      if (row.size() < n + 1)
-        return DataLossError("a histogram row has fewer columns than threads");
-      AddToBucket(th.histogram, row[0], row[1 + t]);
-    }
-    const double oflow = t < oflows.size() ? oflows[t] : 0;
-    th.histogram_overflows = oflow >= 0 && oflow < 1.8e19 ? static_cast<std::uint64_t>(oflow) : 0;
-    th.cycles = th.histogram_overflows;
-    for (std::uint64_t c : th.histogram) th.cycles += c;
-    th.min_us = mins->second[t];
-    if (t < maxs->second.size()) th.max_us = maxs->second[t];
-    if (t < avgs.size()) th.avg_us = avgs[t];
-    d.threads.push_back(std::move(th));
-  }
-  return d;
+  return HistogramThreads(rows, footer, n);
 }
 
 Result<LatencyData> ParseCyclictestJson(const std::string& text) {
@@ -410,7 +577,9 @@ Result<LatencyData> ParseCyclictestJson(const std::string& text) {
   if (j.is_discarded() || !j.is_object()) return DataLossError("not valid JSON");
   if (const auto schema = j.find("schema");
       schema != j.end() && schema->is_string() && *schema == "rtloop-bench/result") {
-    return ParseResultJson(j);
+    Result<LatencyData> d = ParseResultJson(j);
+    if (d.ok()) RTLOOP_RETURN_IF_ERROR(CheckLatencyData(*d));
+    return d;
   }
   const auto threads = j.find("thread");
   if (threads == j.end() || !threads->is_object()) {
@@ -445,7 +614,7 @@ Result<LatencyData> ParseCyclictestJson(const std::string& text) {
         if (!bucket) return BucketError("thread " + key + ": histogram key", b);
         const std::uint64_t count = c.is_number_unsigned() ? c.get<std::uint64_t>() : 0;
         AddToBucket(t.histogram, ns ? *bucket / 1000 : *bucket, count);
-        in_range += count;
+        in_range = SaturatingAdd(in_range, count);
       }
       // cyclictest's JSON has no overflow count: what the buckets miss overflowed.
       t.histogram_overflows = t.cycles > in_range ? t.cycles - in_range : 0;
@@ -454,14 +623,19 @@ Result<LatencyData> ParseCyclictestJson(const std::string& text) {
   }
   std::sort(d.threads.begin(), d.threads.end(),
             [](const ThreadLatency& a, const ThreadLatency& b) { return a.index < b.index; });
-  if (const auto r = j.find("rtloop"); r != j.end() && r->is_object())
+  if (const auto r = j.find("rtloop"); r != j.end() && r->is_object()) {
+    RTLOOP_RETURN_IF_ERROR(CheckRtloopObject(*r, ns));
     ReadRtloopExtras(*r, d.threads);
+  }
+  RTLOOP_RETURN_IF_ERROR(CheckLatencyData(d));
   return d;
 }
 
 Result<LatencyData> LoadLatencyData(const std::string& path) {
   Result<std::string> text = ReadTextFile(path);
   if (!text.ok()) return text.status();
+  if (Status s = StripByteOrderMark(*text); !s.ok())
+    return DataLossError(path + ": " + s.message());
   const std::string kinds =
       " (understood: rtloop-bench result.json, cyclictest/rtloop-cyclic --json, cyclictest -h "
       "output in the 2.4 or 2.7+ layout)";

@@ -47,14 +47,27 @@ struct LatencyData {
   std::vector<ThreadLatency> threads;
 };
 
-// Reads and detects the input. Errors (exit 2 in compare/plot) name the file and say what is
-// wrong and which inputs are understood.
+// What the parsers accept, so that compare's arithmetic stays exact: every min/avg/max/percentile
+// is a finite number within +-kMaxLatencyUs (no NaN, no infinity), and the samples of all threads
+// together (histogram counts, overflows, cycles) are at most kMaxSamples, so merged sums never
+// wrap and convert to double exactly. Anything else is DataLoss naming the value.
+inline constexpr double kMaxLatencyUs = 1e12;  // 11.6 days
+inline constexpr std::uint64_t kMaxSamples = std::uint64_t{1} << 53;
+
+// Reads and detects the input through ReadTextFile (a regular file of at most 256 MiB, refused
+// from its size before anything is read). A UTF-8 byte-order mark and CRLF line ends are
+// accepted; UTF-16 text is refused with the conversion to make. Errors (exit 2 in compare/plot)
+// name the file and say what is wrong and which inputs are understood.
 Result<LatencyData> LoadLatencyData(const std::string& path);
 
-// cyclictest -h/-H/--histfile text, 2.4 or 2.7+ (the block may follow other stdout lines).
+// cyclictest -h/-H/--histfile text, 2.4 or 2.7+ (the block may follow other stdout lines). The
+// footer lines read (# Total, # Min/Avg/Max Latencies, # Histogram Overflows) must hold plain
+// numbers, one per thread at least.
 Result<LatencyData> ParseHistogramText(const std::string& text);
 // cyclictest / rtloop-cyclic --json text (a leading "# /dev/cpu_dma_latency" line and "nan" avg
-// values, both of which cyclictest can write, are accepted).
+// values, both of which cyclictest can write, are accepted), or result.json. A result.json's
+// schema_version must be kResultSchemaVersion and its unit "us"; rtloop-cyclic's "rtloop" object
+// must be schema_version 1 with the unit resolution_in_ns says.
 Result<LatencyData> ParseCyclictestJson(const std::string& text);
 
 // Samples beyond a percentile needed before it may be gated on (see SupportsPercentile).
@@ -72,6 +85,18 @@ Status SupportsPercentile(const std::string& metric, std::uint64_t cycles);
 // truncated values); FailedPrecondition when the data has neither, or the percentile falls into
 // the histogram's overflow. Does not apply SupportsPercentile.
 Result<double> Metric(const ThreadLatency& thread, const std::string& metric);
+
+// compare's verdict on one metric. A metric regresses when the candidate exceeds the baseline by
+// at least min_delta_us and by more than max_regression_pct of the baseline's magnitude (for a
+// baseline > 0: candidate > baseline * (1 + pct/100)). `percent` is the change relative to the
+// baseline, nullopt when the baseline is not > 0 (a percentage of 0 or of a negative value says
+// nothing) unless both are equal (0 %).
+struct MetricChange {
+  std::optional<double> percent;
+  bool regression = false;
+};
+MetricChange CompareMetric(double baseline, double candidate, double max_regression_pct,
+                           double min_delta_us);
 
 // All threads as one: cycles summed, min/max over threads, avg weighted by cycles, histograms
 // added (percentiles then come from the merged histogram), index -1.

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "rtloop/telemetry/output_file.h"
+#include "rtloop/telemetry/utf8.h"
 
 namespace rtloop::bench {
 namespace {
@@ -177,6 +178,30 @@ json FindingsJson(const ReadinessReport& report) {
           {"ok", report.Count(ReadinessLevel::kOk)},
           {"warn", report.Count(ReadinessLevel::kWarn)},
           {"fail", report.Count(ReadinessLevel::kFail)}};
+}
+
+namespace {
+
+nlohmann::json WithValidUtf8(const nlohmann::json& j) {
+  if (j.is_string()) return telemetry::ToValidUtf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const nlohmann::json& e : j) out.push_back(WithValidUtf8(e));
+    return out;
+  }
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, value] : j.items())
+      out[telemetry::ToValidUtf8(key)] = WithValidUtf8(value);
+    return out;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string JsonText(const nlohmann::json& document) {
+  return WithValidUtf8(document).dump(1) + "\n";
 }
 
 }  // namespace rtloop::bench

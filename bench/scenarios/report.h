@@ -23,4 +23,10 @@ std::string FormatFindings(const ReadinessReport& report);
 // {"schema_version":1,"findings":[{id,level,summary,fix}],"ok":n,"warn":n,"fail":n}
 nlohmann::json FindingsJson(const ReadinessReport& report);
 
+// The text of a JSON document rtloop-bench writes (result.json, doctor --json): indent 1, a final
+// newline, every string and key first made valid UTF-8 by telemetry::ToValidUtf8 (U+FFFD per
+// ill-formed part, as the live page and rtloop-cyclic write them). nlohmann's dump() throws on
+// invalid UTF-8, so a host name or a /sys file holding such bytes aborted rtloop-bench.
+std::string JsonText(const nlohmann::json& document);
+
 }  // namespace rtloop::bench

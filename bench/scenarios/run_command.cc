@@ -604,7 +604,7 @@ int BenchRun::Report(int status) {
   r["reference"] = reference_ ? ReferenceJson(*reference_) : json();
   const std::string md = FormatReportMarkdown(r);
   for (const auto& [name, text] :
-       {std::pair<std::string, std::string>{"result.json", r.dump(1) + "\n"}, {"report.md", md}}) {
+       {std::pair<std::string, std::string>{"result.json", JsonText(r)}, {"report.md", md}}) {
     if (Status s = WriteTextFile(OutPath(name), text); !s.ok()) return Error(s.message());
   }
   const std::string title = plan_.name + " on " + r["system"]["host"].get<std::string>() + ", " +

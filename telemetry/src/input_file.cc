@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -69,9 +70,14 @@ Result<std::string> ReadInputFile(std::string_view path_view, const InputFileOpt
     return too_big(std::to_string(st.st_size) + " bytes");
   }
   // Read at most max_bytes + 1: files whose size the kernel does not know (/proc) are bounded too.
-  std::string content(options.max_bytes + 1, '\0');
+  // The buffer starts at the size fstat gave (plus a page, to see a file that grew) and doubles,
+  // so a large bound costs memory only for a file that really holds that much.
+  const std::size_t limit = options.max_bytes + 1;
+  std::string content;
+  content.resize(std::min(limit, static_cast<std::size_t>(st.st_size) + std::size_t{4096}));
   std::size_t got = 0;
-  while (got < content.size()) {
+  while (got < limit) {
+    if (got == content.size()) content.resize(std::min(limit, content.size() * 2));
     const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;

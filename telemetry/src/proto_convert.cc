@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "rtloop/telemetry/utf8.h"
+
 namespace rtloop::telemetry {
 
 v1::SchedPolicy ToProto(SchedPolicy policy) noexcept {
@@ -63,10 +65,10 @@ v1::ClockId ToProto(Clock clock) noexcept {
 
 void ToProto(const SystemInfo& info, v1::SystemInfo* out) {
   out->Clear();
-  out->set_host_name(info.host_name);
-  out->set_kernel_release(info.kernel_release);
-  out->set_kernel_version(info.kernel_version);
-  out->set_machine(info.machine);
+  out->set_host_name(ToValidUtf8(info.host_name));
+  out->set_kernel_release(ToValidUtf8(info.kernel_release));
+  out->set_kernel_version(ToValidUtf8(info.kernel_version));
+  out->set_machine(ToValidUtf8(info.machine));
   out->set_preempt_model(PreemptModelName(info.preempt_model));
   out->set_realtime(info.realtime);
   for (int c : info.online_cpus) out->add_online_cpus(c);
@@ -77,7 +79,7 @@ void ToProto(const SystemInfo& info, v1::SystemInfo* out) {
 void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescriptor* out) {
   out->Clear();
   out->set_id(id);
-  out->set_name(config.name);
+  out->set_name(ToValidUtf8(config.name));  // proto3 strings are UTF-8
   out->set_period_ns(config.period.count());
   out->set_phase_ns(config.phase.count());
   for (int c : config.cpus) out->add_cpus(c);
@@ -137,7 +139,7 @@ void FillQuantity(const TaskStatsSnapshot& stats, std::int64_t min_ns, std::int6
 void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
   out->Clear();
   out->set_task_id(snapshot.id);
-  out->set_task_name(snapshot.name);
+  out->set_task_name(ToValidUtf8(snapshot.name));
   out->set_state(ToProto(snapshot.stats.state));
   out->set_tid(snapshot.stats.tid);
   out->set_cycles(snapshot.stats.cycles);

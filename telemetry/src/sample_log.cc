@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "rtloop/telemetry/proto_convert.h"
+#include "rtloop/telemetry/utf8.h"
 #include "rtloop/telemetry/v1/record.pb.h"
 
 namespace rtloop::telemetry {
@@ -100,7 +101,7 @@ Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogCo
   v1::RecordHeader* h = record.mutable_header();
   h->set_magic(kSampleLogMagic);
   h->set_format_version(kSampleLogFormatVersion);
-  h->set_tool_name(config.tool_name);
+  h->set_tool_name(ToValidUtf8(config.tool_name));
   h->set_tool_version(config.tool_version);
   h->set_command_line(config.command_line);
   h->set_start_realtime_ns(ClockNs(CLOCK_REALTIME));

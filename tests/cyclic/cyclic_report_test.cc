@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "rtloop/telemetry/utf8.h"
+
 namespace rtloop::cyclic {
 namespace {
 
@@ -706,6 +708,25 @@ TEST(CyclicReport, JsonEscapesQuotesInTheCommandLine) {
   EXPECT_NE(json.find("\"cmdline:\": \"rtloop-cyclic --json=\\\"a b\\\\c\\\"\",\n"),
             std::string::npos)
       << json;
+}
+
+// Issue 17: one JSON string escaper (rtloop/telemetry/utf8.h) for rtloop-cyclic and the live page;
+// bytes that are not UTF-8 become U+FFFD by the WHATWG rule: one per maximal ill-formed subpart,
+// so the cut-short sequence "\xe2\x82" is one U+FFFD (this file's own copy made it two).
+TEST(CyclicReport, JsonStringsAreValidUtf8WhateverBytesTheyHold) {
+  JsonRunInfo run;
+  run.cmdline = "rtloop-cyclic --json=r\xe2\x82x\xff.json \xc3\xa9";
+  run.sysinfo.nodename = "host\xc0\xaf";
+  ThreadReport t;
+  t.policy = "fifo\x1b";
+  const std::vector<ThreadReport> threads = {t};
+  const std::string json = FormatJson(run, threads, ReportFormat{}, JsonExtras{});
+  EXPECT_TRUE(telemetry::IsValidUtf8(json));
+  EXPECT_NE(json.find("\"cmdline:\": \"rtloop-cyclic --json=r\\ufffdx\\ufffd.json \xc3\xa9\",\n"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"nodename\": \"host\\ufffd\\ufffd\",\n"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"policy\": \"fifo\\u001b\",\n"), std::string::npos) << json;
 }
 
 TEST(CyclicReport, JoinCommandLineJoinsWithSingleSpaces) {

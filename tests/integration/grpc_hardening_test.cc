@@ -199,6 +199,25 @@ grpc::StatusCode ListTasksWith(const std::string& address,
   return stub->ListTasks(&context, v1::ListTasksRequest(), &response).error_code();
 }
 
+// Issue 17: proto3 string fields must be UTF-8, and a task name is bytes. The server serialized
+// "pos\xff" as it was (protobuf logs an error and sends it), and the client then failed to parse
+// the reply: ListTasks and GetStats of the whole process failed. Names are sent with U+FFFD for
+// each bad part, as the page shows them (rtloop/telemetry/utf8.h).
+TEST(GrpcHardening, ATaskNameThatIsNotUtf8IsSentAsValidUtf8) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(0, std::chrono::microseconds(100), 10)).ok());
+  ASSERT_TRUE(rig.AddTask("pos\xff\xe2\x82", std::chrono::microseconds(100), 10).ok());
+  std::unique_ptr<Client> client = Connect(rig.address());
+  Result<v1::ListTasksResponse> tasks = client->ListTasks();
+  ASSERT_TRUE(tasks.ok()) << tasks.status().ToString();
+  ASSERT_EQ(tasks->tasks_size(), 1);
+  EXPECT_EQ(tasks->tasks(0).task().name(), "pos\xef\xbf\xbd\xef\xbf\xbd");
+  Result<v1::GetStatsResponse> stats = client->GetStats({}, false);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_EQ(stats->tasks_size(), 1);
+  EXPECT_EQ(stats->tasks(0).task_name(), "pos\xef\xbf\xbd\xef\xbf\xbd");
+}
+
 TEST(GrpcHardening, TokenMustBeExactlyOneWellFormedBearerValue) {
   const ScratchDir dir("auth");
   Rig rig;

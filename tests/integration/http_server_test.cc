@@ -24,6 +24,7 @@
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/runtime.h"
+#include "rtloop/telemetry/utf8.h"
 #include "rtloop/telemetry/windowed_stats.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
@@ -238,6 +239,34 @@ TEST_F(HttpServerTest, TasksJsonHasEveryTaskWithItsHistoryAndHistogram) {
   EXPECT_NE(r.body.find("\"cycles\":300"), std::string::npos);
   EXPECT_NE(r.body.find("\"histogram\":[["), std::string::npos);
   EXPECT_NE(r.body.find("\"history\":[["), std::string::npos);
+}
+
+// Issue 17: a task name is bytes; the page's JSON passed them through, and /metrics too, so a name
+// that is not UTF-8 made the feed invalid (JSON.parse and Prometheus refuse it). Both now carry
+// U+FFFD for each bad part (rtloop/telemetry/utf8.h), and two names that differ only in bad bytes
+// still give two series.
+TEST_F(HttpServerTest, TaskNamesThatAreNotUtf8AreServedAsValidUtf8) {
+  RigConfig none;
+  none.tasks = 0;
+  ASSERT_TRUE(rig_.Build(none).ok());
+  ASSERT_TRUE(rig_.AddTask("pos\xff\x1b", std::chrono::microseconds(200), 5).ok());
+  ASSERT_TRUE(rig_.AddTask("pos\xfe\x1b", std::chrono::microseconds(200), 5).ok());
+  windows_ = std::make_unique<WindowedStats>(rig_.hub());
+  HttpConfig hc;
+  hc.address = "127.0.0.1:0";
+  hc.log_to_stderr = false;
+  Result<std::unique_ptr<HttpServer>> s =
+      HttpServer::Start(hc, rig_.hub(), {.executor = &rig_.executor(), .windows = windows_.get()});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  http_ = std::move(*s);
+  const HttpReply j = HttpGet(http_->port(), "/api/v1/tasks");
+  ASSERT_EQ(j.status, 200) << j.error;
+  EXPECT_TRUE(IsValidUtf8(j.body)) << j.body;
+  EXPECT_NE(j.body.find("\"name\":\"pos\xef\xbf\xbd\\u001b\""), std::string::npos) << j.body;
+  const std::string m = Metrics();
+  EXPECT_TRUE(IsValidUtf8(m));
+  EXPECT_GE(Sample(m, "rtloop_task_cycles_total{task=\"pos\xef\xbf\xbd\x1b#0\""), 0.0) << m;
+  EXPECT_GE(Sample(m, "rtloop_task_cycles_total{task=\"pos\xef\xbf\xbd\x1b#1\""), 0.0) << m;
 }
 
 // history=N gets at most what the server keeps (HttpConfig.history): a huge N, or one past the

@@ -81,12 +81,16 @@ class Rig {
   // Adds `n` SCHED_OTHER tasks of `period` and `cycles`, named task<id>, before StartTasks().
   Status AddTasks(int n, std::chrono::nanoseconds period, std::uint64_t cycles) {
     for (int i = 0; i < n; ++i) {
-      tasks_.emplace_back();  // a deque: the tasks added before keep their addresses
-      Result<TaskId> id = runtime_->AddTask(
-          tasks_.back(), OtherTask("task" + std::to_string(ids_.size()), period, cycles));
-      if (!id.ok()) return id.status();
-      ids_.push_back(*id);
+      RTLOOP_RETURN_IF_ERROR(AddTask("task" + std::to_string(ids_.size()), period, cycles));
     }
+    return Status::Ok();
+  }
+  // Adds one SCHED_OTHER task named `name` (any bytes), before StartTasks().
+  Status AddTask(const std::string& name, std::chrono::nanoseconds period, std::uint64_t cycles) {
+    tasks_.emplace_back();  // a deque: the tasks added before keep their addresses
+    Result<TaskId> id = runtime_->AddTask(tasks_.back(), OtherTask(name, period, cycles));
+    if (!id.ok()) return id.status();
+    ids_.push_back(*id);
     return Status::Ok();
   }
 

@@ -597,6 +597,20 @@ TEST(BenchDoctor, ARootThatIsNoTreeIsAUsageError) {
   }
 }
 
+// Issue 17 (the class of the live page's JSON): nlohmann's dump() threw on a /sys value that is not
+// UTF-8, and doctor --json died of the uncaught exception. Bad bytes become U+FFFD.
+TEST(BenchDoctor, JsonOfAFakeTreeWithBytesThatAreNotUtf8IsValidUtf8) {
+  TempDir dir("doctor");
+  ASSERT_EQ(system(("mkdir -p " + dir.path() + "/sys/kernel").c_str()), 0);
+  std::ofstream(dir.path() + "/sys/kernel/realtime") << "\xff\xfe\n";
+  RunResult r = testing::Run({kBench, "doctor", "--json", "--root=" + dir.path()}, seconds(10));
+  ASSERT_TRUE(r.status == 0 || r.status == 1) << r.status << r.err;
+  const json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_NE(r.out.find("/sys/kernel/realtime is \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos)
+      << r.out;
+}
+
 // --- compare ---
 
 class BenchCompare : public ::testing::Test {
@@ -674,6 +688,16 @@ TEST_F(BenchCompare, RefusesAPercentileTheSampleCountCannotSupport) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("p99.999 cannot be gated on 20000 cycles"), std::string::npos) << r.err;
   EXPECT_EQ(Compare({a, a, "--metrics=p99.9"}).status, 0);
+}
+
+// Issue 17: a negative baseline average printed "+inf%".
+TEST_F(BenchCompare, ABaselineNotAboveZeroShowsNoPercentage) {
+  const std::string base = Write("neg.json", R"({"thread": {"0": {"cycles": 9, "avg": -5}}})");
+  const std::string cand = Write("pos.json", R"({"thread": {"0": {"cycles": 9, "avg": 13.8}}})");
+  RunResult r = Compare({base, cand, "--metrics=avg"});
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("n/a  REGRESSION"), std::string::npos) << r.out;
 }
 
 // --- plot ---

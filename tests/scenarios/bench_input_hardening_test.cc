@@ -1,7 +1,9 @@
-// rtloop-bench's inputs that tests/fuzz found breaking it, one test per defect (the fuzzers'
-// inputs are in tests/fuzz/regressions/ too): each must now be DataLoss naming what is wrong,
-// never an uncaught exception (exit 134), undefined behaviour or a multi-gigabyte allocation.
+// rtloop-bench's inputs that tests/fuzz or a review (issue 17) found breaking it, one test per
+// defect (the fuzzers' inputs are in tests/fuzz/regressions/ too): each must now be read right or
+// be DataLoss naming what is wrong, never an uncaught exception (exit 134), undefined behaviour,
+// a multi-gigabyte allocation or read, or a verdict computed from NaN or a wrapped sum.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -20,7 +22,8 @@ namespace {
 // rtloop-bench resize the histogram to 10^11 buckets (std::length_error, abort).
 TEST(LatencyInputHardening, ABucketBeyondAnyHistogramIsDataLossNotAnAllocation) {
   const Result<LatencyData> json = ParseCyclictestJson(
-      R"({"schema": "rtloop-bench/result", "threads": [{"index": 0, "cycles": 1,
+      R"({"schema": "rtloop-bench/result", "schema_version": 1, "unit": "us",
+          "threads": [{"index": 0, "cycles": 1,
           "histogram": {"counts": {"99999999999": 1}}}]})");
   ASSERT_FALSE(json.ok());
   EXPECT_NE(json.status().message().find("not a histogram bucket"), std::string::npos)
@@ -49,21 +52,26 @@ TEST(LatencyInputHardening, ABucketBeyondAnyHistogramIsDataLossNotAnAllocation) 
 // with undefined behaviour; std::stoull throws on what is not a number.
 TEST(LatencyInputHardening, WrongTypesAndHugeNumbersAreDataLossOrIgnoredNeverAnException) {
   const Result<LatencyData> r = ParseCyclictestJson(
-      R"({"schema": "rtloop-bench/result", "threads": [{"index": "zero", "cpu": 1e300,
+      R"({"schema": "rtloop-bench/result", "schema_version": 1, "unit": "us",
+          "threads": [{"index": "zero", "cpu": 1e300,
           "priority": -1e300, "cycles": -5, "overruns": 2.5, "min": 1, "max": 9}]})");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->threads[0].index, 0);
   EXPECT_EQ(r->threads[0].cpu, -1);
   EXPECT_EQ(r->threads[0].cycles, 0u);
   EXPECT_FALSE(r->threads[0].overruns.has_value());
-  EXPECT_FALSE(ParseCyclictestJson(R"({"schema": "rtloop-bench/result", "threads": [5]})").ok());
+  EXPECT_FALSE(
+      ParseCyclictestJson(R"({"schema": "rtloop-bench/result", "schema_version": 1, "unit": "us",
+          "threads": [5]})")
+          .ok());
   EXPECT_FALSE(ParseCyclictestJson(R"({"thread": {"0": 5}})").ok());
   EXPECT_FALSE(ParseCyclictestJson(R"({"thread": {"x": {"cycles": 1}}})").ok());
   EXPECT_TRUE(ParseCyclictestJson(R"({"resolution_in_ns": "yes", "thread": {"0": {"cycles":
       "many", "cpu": "one", "histogram": {"3": "lots"}}}})")
                   .ok());
   EXPECT_FALSE(ParseCyclictestJson(
-                   R"({"schema": "rtloop-bench/result", "threads": [{"histogram": {"counts":
+                   R"({"schema": "rtloop-bench/result", "schema_version": 1, "unit": "us",
+          "threads": [{"histogram": {"counts":
                    {"1": "one"}}}]})")
                    .ok());
   // A count with more digits than 64 bits hold: not a row, not an exception.
@@ -96,6 +104,170 @@ TEST(LatencyInputHardening, MaxOverTimeHeadersThatAreNotNumbersAreDataLoss) {
   // A start time that cannot be sorted (std::sort with nan is undefined).
   EXPECT_FALSE(ParseMaxOverTime(head + "0 0 nan 5 1\n").ok());
   EXPECT_TRUE(ParseMaxOverTime(head + "# window_us: 1000 \n# lost_windows: 3\n0 0 0.0 5 1\n").ok());
+}
+
+// --- issue 17: what compare read wrong ---
+
+// std::stod took "nan" and "inf" in a footer: max compared as NaN (never a regression) or inf.
+TEST(LatencyInputHardening, FooterValuesThatAreNotPlainNumbersAreDataLoss) {
+  const std::string head = "# Histogram\n000001 000005 000005\n# Min Latencies: 00001 00001\n";
+  const Result<LatencyData> good = ParseHistogramText(head + "# Max Latencies: 00001 00002\n");
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  for (const char* bad : {"nan inf", "00001 inf", "00001 -nan", "0x10 00001", "1e3 00001",
+                          "00001 infinity", "00001 1."}) {
+    const Result<LatencyData> d = ParseHistogramText(head + "# Max Latencies: " + bad + "\n");
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_EQ(d.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(d.status().message().find("'# Max Latencies' holds"), std::string::npos)
+        << d.status().message();
+  }
+  EXPECT_FALSE(ParseHistogramText(head + "# Avg Latencies: nan 1\n# Max Latencies: 1 1\n").ok());
+  EXPECT_FALSE(
+      ParseHistogramText(head + "# Max Latencies: 1 1\n# Histogram Overflows: 1 -2\n").ok());
+  // One value for two threads: not silently a thread without a max.
+  EXPECT_FALSE(ParseHistogramText(head + "# Max Latencies: 00001\n").ok());
+  // JSON cannot spell nan or inf, but 1e999 reads as infinity.
+  EXPECT_FALSE(ParseCyclictestJson(R"({"thread": {"0": {"cycles": 1, "max": 1e999}}})").ok());
+}
+
+// Counts near 2^64 wrapped when threads were merged: 2^63 + 2^63 samples at 5 us became 0, so the
+// merged p50 was thread 1's 10 samples at 900 us: a false REGRESSION.
+TEST(LatencyInputHardening, CountsWhoseSumWouldWrapAreDataLoss) {
+  const Result<LatencyData> json = ParseCyclictestJson(
+      R"({"thread": {"0": {"cycles": 5, "histogram": {"5": 9223372036854775808}},
+                     "1": {"cycles": 5, "histogram": {"5": 9223372036854775808, "900": 10}}}})");
+  ASSERT_FALSE(json.ok());
+  EXPECT_NE(json.status().message().find("more than 2^53 samples"), std::string::npos)
+      << json.status().message();
+  EXPECT_FALSE(ParseCyclictestJson(R"({"thread": {"0": {"cycles": 9223372036854775807},
+                                                  "1": {"cycles": 9223372036854775807},
+                                                  "2": {"cycles": 9223372036854775807}}})")
+                   .ok());
+  // In text: one bucket listed twice, 18 digits each time, over 20 threads.
+  std::string text = "# Histogram\n";
+  for (int row = 0; row < 20; ++row) text += "000005 999999999999999999\n";
+  EXPECT_FALSE(ParseHistogramText(text + "# Min Latencies: 5\n# Max Latencies: 5\n").ok());
+  // What is left is summed exactly.
+  const Result<LatencyData> ok = ParseHistogramText(
+      "# Histogram\n000005 004503599627370496 004503599627370496\n"
+      "# Min Latencies: 5 5\n# Max Latencies: 5 5\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(MergeThreads(ok->threads).cycles, kMaxSamples);
+}
+
+// A negative baseline average printed "+inf%": the change is not a percentage of it.
+TEST(LatencyInputHardening, ABaselineNotAboveZeroHasNoPercentage) {
+  MetricChange c = CompareMetric(-5.0, 13.83, 10, 1);
+  EXPECT_FALSE(c.percent.has_value());
+  EXPECT_TRUE(c.regression);
+  c = CompareMetric(-5.0, -5.2, 10, 0);  // better
+  EXPECT_FALSE(c.percent.has_value());
+  EXPECT_FALSE(c.regression);
+  c = CompareMetric(-10.0, -8.5, 10, 1);  // worse by 1.5 us, 15 % of |baseline|
+  EXPECT_TRUE(c.regression);
+  c = CompareMetric(0.0, 0.0, 10, 1);
+  EXPECT_EQ(c.percent, 0.0);
+  EXPECT_FALSE(c.regression);
+  c = CompareMetric(0.0, 3.0, 10, 1);
+  EXPECT_FALSE(c.percent.has_value());
+  EXPECT_TRUE(c.regression);
+  // A positive baseline: the rule as before (10 -> 11 us is 10 %: not more than 10 %).
+  c = CompareMetric(10.0, 11.0, 10, 1);
+  EXPECT_DOUBLE_EQ(*c.percent, 10.0);
+  EXPECT_FALSE(c.regression);
+  EXPECT_TRUE(CompareMetric(10.0, 11.5, 10, 1).regression);
+  EXPECT_FALSE(CompareMetric(10.0, 11.5, 10, 2).regression);
+}
+
+// schema_version 2 and unit "ns" were read as version 1 in us.
+TEST(LatencyInputHardening, AnotherSchemaVersionOrUnitIsRefused) {
+  const std::string threads = R"("threads": [{"index": 0, "cycles": 1, "min": 1, "max": 2}]})";
+  const auto result = [&](const std::string& fields) {
+    return ParseCyclictestJson(R"({"schema": "rtloop-bench/result", )" + fields + threads);
+  };
+  ASSERT_TRUE(result(R"("schema_version": 1, "unit": "us", )").ok());
+  for (const char* bad : {R"("schema_version": 2, "unit": "us", )",
+                          R"("schema_version": "1", "unit": "us", )", R"("unit": "us", )",
+                          R"("schema_version": 1, "unit": "ns", )", R"("schema_version": 1, )"}) {
+    const Result<LatencyData> d = result(bad);
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_EQ(d.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(d.status().message().find("result.json's"), std::string::npos)
+        << d.status().message();
+  }
+  const std::string cyclic = R"({"resolution_in_ns": 0, "thread": {"0": {"cycles": 1}}, )";
+  EXPECT_TRUE(
+      ParseCyclictestJson(cyclic + R"("rtloop": {"schema_version": 1, "unit": "us"}})").ok());
+  EXPECT_FALSE(
+      ParseCyclictestJson(cyclic + R"("rtloop": {"schema_version": 2, "unit": "us"}})").ok());
+  const Result<LatencyData> unit =
+      ParseCyclictestJson(cyclic + R"("rtloop": {"schema_version": 1, "unit": "ns"}})");
+  ASSERT_FALSE(unit.ok());
+  EXPECT_NE(unit.status().message().find("resolution_in_ns"), std::string::npos);
+}
+
+// A file saved on Windows: "# Histogram\r" and a BOM before it read as "no '# Histogram' line".
+TEST(LatencyInputHardening, AByteOrderMarkAndCrlfLineEndsReadAsTheSameData) {
+  testing::TempDir dir("bench-input-hardening");
+  const std::string text =
+      "# Histogram\n000001 000010 000020\n000002 000005 000001\n"
+      "# Total: 000000015 000000021\n# Min Latencies: 00001 00001\n"
+      "# Avg Latencies: 00001 00001\n# Max Latencies: 00002 00002\n";
+  std::string crlf;
+  for (const char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  const std::string plain_path = dir.path() + "/plain.txt";
+  const std::string windows_path = dir.path() + "/windows.txt";
+  std::ofstream(plain_path, std::ios::binary) << text;
+  std::ofstream(windows_path, std::ios::binary) << "\xef\xbb\xbf" << crlf;
+  const Result<LatencyData> plain = LoadLatencyData(plain_path);
+  const Result<LatencyData> windows = LoadLatencyData(windows_path);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_TRUE(windows.ok()) << windows.status().ToString();
+  EXPECT_EQ(windows->kind, "histogram-2.4");
+  ASSERT_EQ(windows->threads.size(), 2u);
+  EXPECT_EQ(windows->threads[1].histogram, plain->threads[1].histogram);
+  EXPECT_EQ(*windows->threads[1].max_us, 2.0);
+  // A BOM before JSON.
+  const std::string json_path = dir.path() + "/bom.json";
+  std::ofstream(json_path, std::ios::binary) << "\xef\xbb\xbf"
+                                             << R"({"thread": {"0": {"cycles": 1, "max": 3}}})";
+  ASSERT_TRUE(LoadLatencyData(json_path).ok());
+  // UTF-16 is not guessed at: the message says how to convert it.
+  const std::string utf16_path = dir.path() + "/utf16.txt";
+  std::ofstream(utf16_path, std::ios::binary) << std::string("\xff\xfe#\0 \0H\0", 8);
+  const Result<LatencyData> utf16 = LoadLatencyData(utf16_path);
+  ASSERT_FALSE(utf16.ok());
+  EXPECT_NE(utf16.status().message().find("iconv"), std::string::npos) << utf16.status().message();
+}
+
+// Bytes this process has read so far (/proc/self/io rchar), or -1.
+long long BytesRead() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  long long value = -1;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return -1;
+}
+
+// A sparse 3 GiB file was read up to the 256 MiB bound (and held twice in memory) before the
+// refusal; its size alone says it is too big.
+TEST(LatencyInputHardening, AHugeSparseFileIsRefusedFromItsSizeBeforeAnyRead) {
+  testing::TempDir dir("bench-input-hardening");
+  const std::string path = dir.path() + "/sparse.txt";
+  { std::ofstream(path) << "# Histogram\n"; }
+  ASSERT_EQ(::truncate(path.c_str(), 3LL << 30), 0);
+  const long long before = BytesRead();
+  if (before < 0)
+    GTEST_SKIP() << "/proc/self/io is not readable (needs a kernel with task I/O accounting)";
+  const Result<LatencyData> d = LoadLatencyData(path);
+  const long long read = BytesRead() - before;
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(d.status().message().find("3221225472 bytes"), std::string::npos)
+      << d.status().message();
+  EXPECT_LT(read, 1 << 20) << "bytes read before the refusal";
 }
 
 // A sample log written record by record, framed as SampleLogWriter frames them.

@@ -12,6 +12,7 @@
 #include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/proto_convert.h"
+#include "rtloop/telemetry/utf8.h"
 
 #ifndef RTLOOP_VERSION_STRING
 #define RTLOOP_VERSION_STRING "unknown"
@@ -79,8 +80,8 @@ void FillSystemInfo(const std::string& server_address, v1::GetSystemInfoResponse
     r->set_level(f.level == ReadinessLevel::kOk     ? v1::READINESS_LEVEL_OK
                  : f.level == ReadinessLevel::kWarn ? v1::READINESS_LEVEL_WARN
                                                     : v1::READINESS_LEVEL_FAIL);
-    r->set_summary(f.summary);
-    r->set_fix(f.fix);
+    r->set_summary(ToValidUtf8(f.summary));  // may quote /proc or /sys contents
+    r->set_fix(ToValidUtf8(f.fix));
   }
 }
 

@@ -6,13 +6,15 @@
 #include <optional>
 #include <vector>
 
+#include "rtloop/telemetry/utf8.h"
 #include "rtloop/telemetry/windowed_stats.h"
 #include "task_view.h"
 
 namespace rtloop::telemetry::internal {
 namespace {
 
-// A minimal JSON writer: objects, arrays, numbers, escaped strings.
+// A minimal JSON writer: objects, arrays, numbers, strings (utf8.h: escaped, and valid UTF-8
+// whatever bytes a task name holds).
 class Json {
  public:
   Json& Key(const char* key) {
@@ -71,23 +73,7 @@ class Json {
     if (!fresh_) out_ += ',';
     fresh_ = false;
   }
-  void String(const std::string& s) {
-    out_ += '"';
-    for (const char c : s) {
-      const auto u = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (u < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", u);
-        out_ += buf;
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-  }
+  void String(const std::string& s) { AppendJsonString(out_, s); }  // valid UTF-8 always
   std::string out_;
   bool fresh_ = true;
 };

@@ -5,6 +5,7 @@
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/task_telemetry.h"
+#include "rtloop/telemetry/utf8.h"
 
 namespace rtloop::telemetry::internal {
 
@@ -17,7 +18,7 @@ std::vector<TaskView> ViewTasks(const TelemetryHub& hub, const Executor* executo
     TaskView v;
     v.id = id;
     const TaskConfig& config = t->config();
-    v.name = config.name;
+    v.name = ToValidUtf8(config.name);  // /metrics labels and the page are UTF-8 (utf8.h)
     for (const int cpu : config.cpus) {
       if (!v.cpus.empty()) v.cpus += ',';
       v.cpus += std::to_string(cpu);
