@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
 
   const bool tty = !o.json && isatty(STDOUT_FILENO) == 1;
   tt::top::Snapshot snap;
-  snap.address = o.address;
+  snap.address = (*client)->address();  // ":PORT" shown as 127.0.0.1:PORT
   bool need_system = true;
   double backoff_s = 0.5;
   while (!g_stop.load()) {

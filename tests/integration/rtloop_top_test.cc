@@ -59,6 +59,19 @@ TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   std::printf("%s", text.output.c_str());  // for the log: what the dashboard looks like
 }
 
+// ":PORT" is loopback, as for the servers; port 0 is no server's port.
+TEST(RtloopTop, PortOnlyAddressIsLoopback) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::milliseconds(1), 5)).ok());
+  const std::string port = rig.address().substr(rig.address().rfind(':'));
+  Command c = RunCommand("timeout 30 " + std::string(RTLOOP_TOP_PATH) + " " + port + " --once");
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("127.0.0.1" + port), std::string::npos) << c.output;
+  c = RunCommand("timeout 30 " + std::string(RTLOOP_TOP_PATH) + " :0 --once");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("the server's"), std::string::npos) << c.output;
+}
+
 TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   // Unreachable: a port that was free a moment ago.
   std::string free_address;

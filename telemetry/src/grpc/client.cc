@@ -205,13 +205,15 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
-  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
+  Result<internal::HostPort> hp =
+      internal::ParseAddress(config.address, internal::AddressRole::kConnect);
   if (!hp.ok()) return hp.status();
   if (config.call_timeout.count() <= 0) {
     return InvalidArgumentError("ClientConfig.call_timeout must be positive");
   }
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->config.address = internal::FormatAddress(hp->host, hp->port);  // ":PORT": loopback
   impl->token = config.token;
   if (!impl->token.empty()) {
     RTLOOP_RETURN_IF_ERROR(CheckBearerToken(impl->token, "ClientConfig.token"));
@@ -248,7 +250,7 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
-  impl->channel = grpc::CreateCustomChannel(config.address, credentials, args);
+  impl->channel = grpc::CreateCustomChannel(impl->config.address, credentials, args);
   impl->stub = v1::Telemetry::NewStub(impl->channel);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }

@@ -16,12 +16,14 @@
 
 namespace rtloop::telemetry::internal {
 
-Result<HostPort> ParseAddress(std::string_view address) {
+Result<HostPort> ParseAddress(std::string_view address, AddressRole role) {
+  const bool listen = role == AddressRole::kListen;
   const auto bad = [&](std::string_view why) {
-    return InvalidArgumentError("bad address \"" + std::string(address) +
-                                "\": " + std::string(why) +
-                                " — use HOST:PORT, e.g. 127.0.0.1:50051 or [::1]:50051 (a server "
-                                "also takes port 0: a free port)");
+    return InvalidArgumentError(
+        "bad address \"" + std::string(address) + "\": " + std::string(why) +
+        (listen ? " — use HOST:PORT or :PORT (loopback), e.g. 127.0.0.1:50051, [::1]:50051, "
+                  "0.0.0.0:50051 (every interface) or :0 (loopback, a free port)"
+                : " — use HOST:PORT or :PORT (loopback), e.g. 127.0.0.1:50051 or [::1]:50051"));
   };
   HostPort out;
   std::string_view port_text;
@@ -29,6 +31,7 @@ Result<HostPort> ParseAddress(std::string_view address) {
     const std::size_t close = address.find(']');
     if (close == std::string_view::npos) return bad("missing ']' after the IPv6 address");
     out.host = std::string(address.substr(1, close - 1));
+    if (out.host.empty()) return bad("empty host in brackets");
     if (close + 1 >= address.size() || address[close + 1] != ':') return bad("missing :PORT");
     port_text = address.substr(close + 2);
   } else {
@@ -36,15 +39,18 @@ Result<HostPort> ParseAddress(std::string_view address) {
     if (colon == std::string_view::npos) return bad("missing :PORT");
     out.host = std::string(address.substr(0, colon));
     if (out.host.find(':') != std::string::npos) return bad("put an IPv6 address in brackets");
+    if (out.host.empty()) out.host = "127.0.0.1";  // ":PORT": loopback, the safe default
     port_text = address.substr(colon + 1);
   }
-  if (out.host.empty()) return bad("empty host");
   if (port_text.empty()) return bad("empty port");
+  const int min_port = listen ? 0 : 1;
   int port = -1;
   const auto [end, ec] =
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
-    return bad("the port must be a number from 0 to 65535");
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < min_port ||
+      port > 65535) {
+    return bad(listen ? "the port must be a number from 0 (a free port) to 65535"
+                      : "the port must be the server's, a number from 1 to 65535");
   }
   out.port = port;
   return out;

@@ -20,9 +20,16 @@ struct HostPort {
   int port = 0;      // 0..65535; 0 asks the kernel for a free port
 };
 
-// "127.0.0.1:50051", "localhost:0", "[::1]:50051", "0.0.0.0:7000". A missing port or a port
-// outside 0..65535 is InvalidArgument with the expected form in the message.
-Result<HostPort> ParseAddress(std::string_view address);
+// Who uses an address: a server listens on it (port 0 asks the kernel for a free port), a client
+// connects to it (port 1..65535: the server's).
+enum class AddressRole { kListen, kConnect };
+
+// "127.0.0.1:50051", "localhost:0", "[::1]:50051", "0.0.0.0:7000", and ":PORT", which is loopback
+// (127.0.0.1:PORT) for servers and clients alike: the safe default, never every interface. A
+// missing port, a port out of range for `role` or an empty host in brackets ("[]:80") is
+// InvalidArgument with the expected form in the message. Every tool that takes an address
+// (rtloop-cyclic --telemetry/--metrics, the Runtime's servers, rtloop-top) goes through this.
+Result<HostPort> ParseAddress(std::string_view address, AddressRole role);
 
 // "host:port", bracketing IPv6 literals.
 std::string FormatAddress(const std::string& host, int port);

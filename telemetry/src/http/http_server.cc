@@ -98,7 +98,20 @@ int Send(mg_connection* conn, int code, std::string_view type, std::string_view 
   return code;
 }
 
+// An IPv4 listening address (see CheckHttpAddress()).
+Result<internal::HostPort> ParseHttpAddress(std::string_view address) {
+  Result<internal::HostPort> hp = internal::ParseAddress(address, internal::AddressRole::kListen);
+  if (hp.ok() && hp->host.find(':') != std::string::npos) {
+    return InvalidArgumentError("bad address \"" + std::string(address) +
+                                "\": Debian's civetweb is built without IPv6; use an IPv4 "
+                                "address (127.0.0.1, 0.0.0.0 or the board's LAN address)");
+  }
+  return hp;
+}
+
 }  // namespace
+
+Status CheckHttpAddress(std::string_view address) { return ParseHttpAddress(address).status(); }
 
 class HttpServer::Impl {
  public:
@@ -338,15 +351,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
                                                       const TelemetryHub& hub,
                                                       const HttpSources& sources) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
-  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
-  if (!hp.ok()) {
-    return InvalidArgumentError("HttpConfig.address: " + hp.status().message());
-  }
-  if (hp->host.find(':') != std::string::npos) {
-    return InvalidArgumentError("HttpConfig.address \"" + config.address +
-                                "\": Debian's civetweb is built without IPv6; use an IPv4 "
-                                "address (127.0.0.1, 0.0.0.0 or the board's LAN address)");
-  }
+  Result<internal::HostPort> hp = ParseHttpAddress(config.address);
+  if (!hp.ok()) return InvalidArgumentError("HttpConfig.address: " + hp.status().message());
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->rate_limiter = std::make_unique<internal::RateLimiter>(internal::RateLimit{

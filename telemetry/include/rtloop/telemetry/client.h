@@ -36,7 +36,7 @@
 namespace rtloop::telemetry {
 
 struct ClientConfig {
-  // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051").
+  // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051"); ":PORT" is 127.0.0.1:PORT.
   std::string address = "127.0.0.1:50051";
   // Bearer token sent with every call (1..4096 printable ASCII characters, no spaces); empty:
   // none (see also token_file).
