@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -140,6 +141,52 @@ Status ProbeBind(const HostPort& address) {
   }
   freeaddrinfo(list);
   return status;
+}
+
+namespace {
+
+// One non-blocking connect to `ai`, bounded by `timeout`: 0 or the errno.
+int ConnectOnce(const addrinfo& ai, std::chrono::milliseconds timeout) {
+  const int fd =
+      socket(ai.ai_family, ai.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai.ai_protocol);
+  if (fd < 0) return errno;
+  int err = 0;
+  if (connect(fd, ai.ai_addr, ai.ai_addrlen) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int ready = 0;
+      do {
+        ready = poll(&p, 1, static_cast<int>(timeout.count()));
+      } while (ready < 0 && errno == EINTR);
+      socklen_t len = sizeof err;
+      if (ready <= 0) {
+        err = ETIMEDOUT;
+      } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        err = errno;
+      }
+    }
+  }
+  close(fd);
+  return err;
+}
+
+}  // namespace
+
+int ProbeConnect(const HostPort& address, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  const std::string port = std::to_string(address.port);
+  if (getaddrinfo(address.host.c_str(), port.c_str(), &hints, &list) != 0) return EADDRNOTAVAIL;
+  int err = EADDRNOTAVAIL;
+  for (const addrinfo* ai = list; ai != nullptr && err != 0; ai = ai->ai_next) {
+    err = ConnectOnce(*ai, timeout);
+  }
+  freeaddrinfo(list);
+  return err;
 }
 
 Status MakeHousekeepingThread(const std::vector<int>& cpus, std::string_view field) {

@@ -5,6 +5,7 @@
 // Not RT-safe: every function here allocates or makes system calls. Thread-safe (no shared state).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,12 @@ bool ConstantTimeEquals(std::string_view given, std::string_view expected) noexc
 // EADDRINUSE -> AlreadyExists "port in use", EADDRNOTAVAIL -> "no such local address", unknown
 // host -> InvalidArgument. OK when the bind works (the socket is closed again).
 Status ProbeBind(const HostPort& address);
+
+// Opens a TCP connection to host:port (every address the host resolves to, each bounded by
+// `timeout`) and closes it again: what a client can say when a call failed. 0 when something
+// accepted; else the errno of the last attempt (ECONNREFUSED: nothing listens there, ETIMEDOUT: no
+// answer within `timeout`, EHOSTUNREACH, ...; EADDRNOTAVAIL when the host does not resolve).
+int ProbeConnect(const HostPort& address, std::chrono::milliseconds timeout);
 
 // Moves the calling thread to SCHED_OTHER (nice unchanged) and, when `cpus` is not empty, onto
 // those CPUs: the thread a server creates its threads from (they inherit both). `field` names the
