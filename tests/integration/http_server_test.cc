@@ -339,6 +339,7 @@ TEST_F(HttpServerTest, EveryRequestGetsAStatusLineAndIsCounted) {
   for (const auto& [request, code] : cases) {
     const HttpReply r = testing::HttpRaw(port, request);
     EXPECT_EQ(r.status, code) << request.substr(0, 80) << "\n" << r.error << "\n" << r.raw;
+    EXPECT_EQ(r.raw.rfind("HTTP/1.1 ", 0), 0u) << request.substr(0, 80) << "\n" << r.raw;
     ++sent[code];
   }
   EXPECT_EQ(http_->requests(), std::size(cases));

@@ -49,7 +49,7 @@ inline int ConnectLoopback(int port) {
 
 // Sends `request` byte for byte and reads the reply until the server closes: what a client of
 // any kind (a browser's WebSocket, a proxy, a scanner) gets back. status 0 when the reply does
-// not start with an HTTP status line; `raw` holds whatever came.
+// not start with an HTTP/1.x status line; `raw` holds whatever came.
 inline HttpReply HttpRaw(int port, const std::string& request,
                          std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000)) {
   HttpReply r;
@@ -81,7 +81,10 @@ inline HttpReply HttpRaw(int port, const std::string& request,
   }
   close(fd);
   const std::size_t end = r.raw.find("\r\n\r\n");
-  if (end == std::string::npos || r.raw.compare(0, 9, "HTTP/1.1 ") != 0) {
+  // "HTTP/1.x NNN ": rtloop's endpoint always says 1.1; other servers (Prometheus) answer an
+  // HTTP/1.0 request with 1.0.
+  if (end == std::string::npos || r.raw.compare(0, 7, "HTTP/1.") != 0 || r.raw.size() < 13 ||
+      r.raw[8] != ' ') {
     if (r.error.empty()) r.error = "no HTTP reply (" + std::to_string(r.raw.size()) + " bytes)";
     return r;
   }
