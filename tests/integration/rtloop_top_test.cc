@@ -1,6 +1,7 @@
 // rtloop-top end to end: the binary in a child process against a server in this process (a Rig)
-// or in rtloop-cyclic: --once snapshots (JSON and text), one-line errors with exit 2, the live
-// mode reconnecting after the server restarts.
+// or in rtloop-cyclic: --once and --json snapshots, --json --watch ending with the run, one-line
+// errors with exit 2 (a vacant port said as such), the live mode reconnecting after the server
+// restarts.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
