@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/server.h"
@@ -47,6 +48,13 @@ Status CheckTelemetry(const CyclicOptions& o) {
   if (!o.token_file.empty()) {
     Result<std::string> token = telemetry::ReadTokenFile(o.token_file);
     if (!token.ok()) return Invalid("--token-file: " + token.status().message());
+  }
+  // Both addresses by the servers' own checks (":PORT" is loopback), so a bad one is a usage
+  // error (exit 2) before anything starts, whichever server it is for.
+  if (o.metrics && !o.metrics_address.empty()) {
+    if (Status s = telemetry::CheckHttpAddress(o.metrics_address); !s.ok()) {
+      return Invalid("invalid value '" + o.metrics_address + "' for --metrics: " + s.message());
+    }
   }
   if (!o.telemetry) return Status::Ok();
   if (!o.telemetry_address.empty()) {

@@ -1,19 +1,24 @@
 // rtloop-top: a live terminal dashboard of a running rtloop process over gRPC.
 //
-//   rtloop-top [ADDR] [--interval SECONDS] [--once] [--json] [--token-file FILE] [--tls-ca FILE]
+//   rtloop-top [ADDR] [--interval SECONDS] [--once] [--json [--watch]] [--token-file FILE]
+//              [--tls-ca FILE]
 //
-// Exit codes: 0 done (--once printed, or interrupted), 2 bad usage, or with --once: server
-// unreachable, bad token, TLS mismatch (one line on stderr says which). Without --once an
-// unreachable server is retried with backoff (0.5 s doubling to 8 s); a rejected token or request
-// exits 2 at once. Without a TTY (or with --json) frames are printed one after another, without
-// screen control codes. On a TTY each frame fits the terminal (RenderOptions: columns dropped by
-// importance, tasks cut to the rows there are), redrawn at once when the terminal is resized.
+// Exit codes: 0 done (a snapshot printed, interrupted, or a --json --watch run ended), 2 bad
+// usage, or in one-snapshot mode (--once, --json): server unreachable, bad token, TLS mismatch
+// (one line on stderr says which). --json prints one snapshot unless --watch asks for one per
+// interval; --json --watch ends when nothing listens at ADDR any more (the run ended: exit 0, or
+// 2 before the first snapshot). The live screen retries an unreachable server with backoff (0.5 s
+// doubling to 8 s); a rejected token or request exits 2 at once. Without a TTY (or with --json)
+// frames are printed one after another, without screen control codes. On a TTY each frame fits
+// the terminal (RenderOptions: columns dropped by importance, tasks cut to the rows there are),
+// redrawn at once when the terminal is resized.
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,8 +56,10 @@ constexpr char kUsage[] =
     "Live dashboard of an rtloop process' telemetry server (default ADDR 127.0.0.1:50051).\n"
     "  --interval SECONDS   refresh period (default 1; 0.01 .. 3600)\n"
     "  --once               print one snapshot and exit (exit 2 when the server cannot be read)\n"
-    "  --json               print snapshots as JSON objects, one per line (implies no screen\n"
-    "                       control codes)\n"
+    "  --json               print one snapshot as a JSON object on one line and exit (as\n"
+    "                       --once; exit 2 when the server cannot be read)\n"
+    "  --watch              with --json: a snapshot every interval, until interrupted or until\n"
+    "                       nothing listens at ADDR any more (the run ended: exit 0)\n"
     "  --no-histogram       leave out the per-task latency histograms\n"
     "  --token-file FILE    bearer token for a server that requires one\n"
     "  --tls-ca FILE        use TLS; FILE holds the PEM root certificate of the server\n"
@@ -65,6 +72,7 @@ struct Options {
   double interval_s = 1.0;
   bool once = false;
   bool json = false;
+  bool watch = false;  // --json: keep printing
   bool histogram = true;
   double timeout_s = 3.0;
   std::string token_file;
@@ -113,6 +121,8 @@ Options ParseArgs(int argc, char** argv) {
       o.once = true;
     } else if (arg == "--json") {
       o.json = true;
+    } else if (arg == "--watch") {
+      o.watch = true;
     } else if (arg == "--no-histogram") {
       o.histogram = false;
     } else if (arg == "--interval") {
@@ -135,6 +145,8 @@ Options ParseArgs(int argc, char** argv) {
                  "\")");
     }
   }
+  if (o.watch && o.once) UsageError("--watch and --once contradict each other: give one");
+  if (o.watch && !o.json) UsageError("--watch is for --json (the screen is live anyway)");
   return o;
 }
 
@@ -190,17 +202,24 @@ int main(int argc, char** argv) {
 
   const bool tty = !o.json && isatty(STDOUT_FILENO) == 1;
   tt::top::Snapshot snap;
-  snap.address = o.address;
+  snap.address = (*client)->address();  // ":PORT" shown as 127.0.0.1:PORT
+  // One snapshot (--once, --json without --watch) or a series that ends when the server does.
+  const bool one = o.once || (o.json && !o.watch);
   bool need_system = true;
+  bool printed = false;
   double backoff_s = 0.5;
   while (!g_stop.load()) {
     Status s = ReadSnapshot(**client, need_system, o.histogram || o.json, &snap);
     if (!s.ok()) {
       need_system = true;
-      if (o.once || s.code() == StatusCode::kUnauthenticated ||
+      if (one || s.code() == StatusCode::kUnauthenticated ||
           s.code() == StatusCode::kInvalidArgument) {
         std::fprintf(stderr, "rtloop-top: %s\n", s.message().c_str());
         return 2;
+      }
+      if (o.json && s.sys_errno() == ECONNREFUSED) {  // --watch: the run ended, scripts go on
+        std::fprintf(stderr, "rtloop-top: %s\n", s.message().c_str());
+        return printed ? 0 : 2;
       }
       std::fprintf(stderr, "rtloop-top: %s; retrying in %.1f s\n", s.message().c_str(), backoff_s);
       SleepInterruptible(backoff_s);
@@ -219,7 +238,8 @@ int main(int argc, char** argv) {
       frame += "\n";
     std::fwrite(frame.data(), 1, frame.size(), stdout);
     std::fflush(stdout);
-    if (o.once) return 0;
+    printed = true;
+    if (one) return 0;
     SleepInterruptible(o.interval_s);
   }
   return 0;

@@ -95,11 +95,14 @@ TEST_F(CyclicOutputsTest, SetUpErrorTearsDownInOrderAndLeavesNoOutputFile) {
 
 // Item 12: a telemetry address that cannot be valid is a usage error found with the options
 // (exit 2, nothing printed on stdout, not even the cpu_dma_latency line).
+// Both servers' addresses (":PORT" is a valid one: loopback).
 TEST_F(CyclicOutputsTest, BadTelemetryAddressIsAUsageErrorBeforeAnything) {
-  for (const std::string address : {"bogus:addr", "127.0.0.1:99999", "127.0.0.1", ":50051"}) {
-    const Outcome r = Run({"-q", "-D1", "--telemetry=" + address, "--record=" + Path("r.bin")});
-    ExpectUsageError(r, "for --telemetry", address);
-    ExpectNoOtherFile(address);
+  for (const std::string option : {"--telemetry", "--metrics"}) {
+    for (const std::string address : {"bogus:addr", "127.0.0.1:99999", "127.0.0.1", "[]:50051"}) {
+      const Outcome r = Run({"-q", "-D1", option + "=" + address, "--record=" + Path("r.bin")});
+      ExpectUsageError(r, "for " + option, address);
+      ExpectNoOtherFile(address);
+    }
   }
 }
 

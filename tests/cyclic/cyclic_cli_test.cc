@@ -329,6 +329,18 @@ TEST_F(CyclicCliTest, MetricsServesTheEndpointWhileMeasuring) {
       << r.err;
 }
 
+// ":PORT" is loopback for both servers (a bad address of either is a usage error:
+// CyclicOutputsTest.BadTelemetryAddressIsAUsageErrorBeforeAnything).
+TEST_F(CyclicCliTest, PortOnlyAddressesServeOnLoopback) {
+  const Outcome r =
+      Run({"-q", "-i1000", "-l50", "--default-system", "--telemetry=:0", "--metrics=:0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rtloop telemetry: serving on 127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("serving /metrics and the live page on http://127.0.0.1:"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CyclicCliTest, RefreshOnMaxEndsWithTheCursorDownEscape) {
   const Outcome r = Run({"-M", "-i1000", "-l60", "--default-system"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -598,7 +598,7 @@ TEST(GrpcEndToEnd, PortInUseAndBadAddressAreClearStartErrors) {
   EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists) << second.status().ToString();
   EXPECT_NE(second.status().message().find("in use"), std::string::npos)
       << second.status().message();
-  for (const char* address : {"127.0.0.1", "127.0.0.1:99999", ":50051", "[::1:5"}) {
+  for (const char* address : {"127.0.0.1", "127.0.0.1:99999", "[]:50051", "[::1:5"}) {
     sc.address = address;
     Result<std::unique_ptr<Server>> bad = Server::Start(sc, rig.hub(), rig.collector());
     ASSERT_FALSE(bad.ok()) << address;

@@ -220,11 +220,13 @@ inline std::vector<char*> EnvironmentWith(const std::string& extra) {
   return envp;
 }
 
-// Starts args[0] with `args` (stdout to /dev/null, stderr to the file `err`); 0 on failure.
-inline pid_t SpawnWithStderr(std::vector<std::string> args, const std::string& err) {
+// Starts args[0] with `args` (stdout to the file `out`, /dev/null unless given; stderr to the
+// file `err`); 0 on failure.
+inline pid_t SpawnWithStderr(std::vector<std::string> args, const std::string& err,
+                             const std::string& out = "/dev/null") {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

@@ -82,6 +82,13 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     http_ = std::move(*s);
   }
+  // One task of `cycles`, the server's token in dir/token.
+  void BuildWithToken(const ScratchDir& dir, const std::string& token, std::uint64_t cycles) {
+    WriteFile(dir / "token", token + "\n");
+    HttpConfig hc;
+    hc.token_file = (dir / "token").string();
+    Build(1, cycles, hc);
+  }
   void RunToEnd() {
     ASSERT_TRUE(rig_.StartTasks().ok());
     rig_.WaitTasks();
@@ -293,10 +300,7 @@ TEST_F(HttpServerTest, UnknownPathsAndMethodsAreRefused) {
 
 TEST_F(HttpServerTest, DataNeedsTheTokenThePageDoesNot) {
   const ScratchDir dir("http_token");
-  WriteFile(dir / "token", "s3cret-token\n");
-  HttpConfig hc;
-  hc.token_file = (dir / "token").string();
-  Build(1, 50, hc);
+  BuildWithToken(dir, "s3cret-token", 50);
   RunToEnd();
   const HttpReply none = HttpGet(http_->port(), "/metrics");
   EXPECT_EQ(none.status, 401);
@@ -313,6 +317,67 @@ TEST_F(HttpServerTest, DataNeedsTheTokenThePageDoesNot) {
   EXPECT_EQ(HttpGet(http_->port(), "/").status, 200);
   const std::string m = Metrics("Authorization: Bearer s3cret-token\r\n");
   EXPECT_GE(Sample(m, "rtloop_http_requests_total{code=\"401\"}"), 3.0);
+}
+
+// Exactly one Authorization header with the token, as the gRPC server wants one value: a second
+// header, right, wrong or empty, in either order, is refused.
+TEST_F(HttpServerTest, TwoAuthorizationHeadersAreRefused) {
+  const ScratchDir dir("http_two_tokens");
+  BuildWithToken(dir, "RIGHT", 10);
+  const std::string right = "Authorization: Bearer RIGHT\r\n";
+  EXPECT_EQ(HttpGet(http_->port(), "/metrics", right).status, 200);
+  for (const std::string& second :
+       std::vector<std::string>{"Authorization: Bearer WRONG\r\n", "Authorization:\r\n",
+                                "authorization: x\r\n", right}) {
+    for (const std::string& headers : {right + second, second + right}) {
+      for (const char* path : {"/metrics", "/api/v1/tasks"}) {
+        const HttpReply r = HttpGet(http_->port(), path, headers);
+        EXPECT_EQ(r.status, 401) << path << "\n" << headers << r.raw;
+        EXPECT_EQ(r.body.find("rtloop_task"), std::string::npos);
+      }
+    }
+  }
+}
+
+// Whatever a client sends, it gets an HTTP/1.1 status line (HttpRaw checks it) and the request
+// is counted under that code: WebSocket upgrades (served as the plain request), absolute URIs
+// (for this server: served; for another: 404), "*" targets, and what civetweb refuses itself.
+TEST_F(HttpServerTest, EveryRequestGetsAStatusLineAndIsCounted) {
+  Build(1, 10);
+  const int port = http_->port();
+  const std::string ws =
+      " HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  const std::string host = " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::pair<std::string, int> cases[] = {
+      {"GET /" + ws, 200},
+      {"GET /metrics" + ws, 200},
+      {"GET /nothing" + ws, 404},
+      {"GET /metrics HTTP/1.1\r\nConnection: Upgrade\r\n\r\n", 200},  // no Upgrade header
+      {"GET http://127.0.0.1:" + std::to_string(port) + "/metrics" + host, 200},
+      {"GET http://example.org:" + std::to_string(port) + "/" + host, 200},
+      {"GET http://127.0.0.1:1/metrics" + host, 404},  // another server: not a proxy
+      {"OPTIONS *" + host, 405},
+      {"GET *" + host, 404},
+      {"CONNECT 127.0.0.1:80" + host, 400},
+      {"HELLO\r\n\r\n", 400},
+      {"GET / HTTP/2.0\r\n\r\n", 505},
+      {"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 411},
+  };
+  std::map<int, int> sent;
+  for (const auto& [request, code] : cases) {
+    const HttpReply r = testing::HttpRaw(port, request);
+    EXPECT_EQ(r.status, code) << request.substr(0, 80) << "\n" << r.error << "\n" << r.raw;
+    EXPECT_EQ(r.raw.rfind("HTTP/1.1 ", 0), 0u) << request.substr(0, 80) << "\n" << r.raw;
+    ++sent[code];
+  }
+  EXPECT_EQ(http_->requests(), std::size(cases));
+  const std::string m = Metrics();  // counted after it is rendered
+  for (const int code : internal::kHttpStatusCodes) {
+    EXPECT_EQ(Sample(m, "rtloop_http_requests_total{code=\"" + std::to_string(code) + "\"}"),
+              static_cast<double>(sent[code]))
+        << code;
+  }
 }
 
 // Reads its own thread's allocation count at cycle kFrom and at its last cycle.

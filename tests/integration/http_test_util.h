@@ -1,6 +1,6 @@
 // Test helpers for the HTTP endpoint: a blocking HTTP/1.0 GET over a loopback socket (the test's
-// own minimal client: status code, headers and body), and counts of the process's open file
-// descriptors and threads for leak checks.
+// own minimal client: status code, headers and body), any bytes sent as they are (HttpRaw), and
+// counts of the process's open file descriptors and threads for leak checks.
 //
 //   HttpReply r = HttpGet(server.port(), "/metrics", "Authorization: Bearer secret\r\n");
 //   EXPECT_EQ(r.status, 200) << r.error;
@@ -29,6 +29,7 @@ struct HttpReply {
   std::string headers;  // the header block, lines separated by \r\n
   std::string body;
   std::string error;
+  std::string raw;  // every byte received
 };
 
 // A TCP socket connected to 127.0.0.1:port, or -1.
@@ -46,24 +47,23 @@ inline int ConnectLoopback(int port) {
   return fd;
 }
 
-inline HttpReply HttpGet(int port, const std::string& path, const std::string& extra_headers = {},
-                         std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000),
-                         const char* method = "GET") {
+// Sends `request` byte for byte and reads the reply until the server closes: what a client of
+// any kind (a browser's WebSocket, a proxy, a scanner) gets back. status 0 when the reply does
+// not start with an HTTP/1.x status line; `raw` holds whatever came.
+inline HttpReply HttpRaw(int port, const std::string& request,
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000)) {
   HttpReply r;
   const int fd = ConnectLoopback(port);
   if (fd < 0) {
     r.error = "connect failed";
     return r;
   }
-  const std::string request = std::string(method) + " " + path +
-                              " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n";
   if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
       static_cast<ssize_t>(request.size())) {
     close(fd);
     r.error = "send failed";
     return r;
   }
-  std::string raw;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   char buf[65536];
   for (;;) {
@@ -77,18 +77,30 @@ inline HttpReply HttpGet(int port, const std::string& path, const std::string& e
     if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
     const ssize_t n = recv(fd, buf, sizeof buf, 0);
     if (n <= 0) break;
-    raw.append(buf, static_cast<std::size_t>(n));
+    r.raw.append(buf, static_cast<std::size_t>(n));
   }
   close(fd);
-  const std::size_t end = raw.find("\r\n\r\n");
-  if (end == std::string::npos || raw.compare(0, 5, "HTTP/") != 0) {
-    if (r.error.empty()) r.error = "no HTTP reply (" + std::to_string(raw.size()) + " bytes)";
+  const std::size_t end = r.raw.find("\r\n\r\n");
+  // "HTTP/1.x NNN ": rtloop's endpoint always says 1.1; other servers (Prometheus) answer an
+  // HTTP/1.0 request with 1.0.
+  if (end == std::string::npos || r.raw.compare(0, 7, "HTTP/1.") != 0 || r.raw.size() < 13 ||
+      r.raw[8] != ' ') {
+    if (r.error.empty()) r.error = "no HTTP reply (" + std::to_string(r.raw.size()) + " bytes)";
     return r;
   }
-  r.status = std::atoi(raw.c_str() + raw.find(' ') + 1);
-  r.headers = raw.substr(0, end);
-  r.body = raw.substr(end + 4);
+  r.status = std::atoi(r.raw.c_str() + 9);
+  r.headers = r.raw.substr(0, end);
+  r.body = r.raw.substr(end + 4);
   return r;
+}
+
+inline HttpReply HttpGet(int port, const std::string& path, const std::string& extra_headers = {},
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds(10'000),
+                         const char* method = "GET") {
+  return HttpRaw(port,
+                 std::string(method) + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
+                     extra_headers + "\r\n",
+                 timeout);
 }
 
 // Entries in /proc/self/<dir> ("fd" or "task").

@@ -13,11 +13,11 @@ namespace rtloop::telemetry::internal {
 namespace {
 
 TEST(NetUtil, ParseAddressAcceptsHostPortForms) {
-  Result<HostPort> a = ParseAddress("127.0.0.1:50051");
+  Result<HostPort> a = ParseAddress("127.0.0.1:50051", AddressRole::kListen);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->host, "127.0.0.1");
   EXPECT_EQ(a->port, 50051);
-  Result<HostPort> b = ParseAddress("[::1]:0");
+  Result<HostPort> b = ParseAddress("[::1]:0", AddressRole::kListen);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->host, "::1");
   EXPECT_EQ(b->port, 0);
@@ -26,12 +26,33 @@ TEST(NetUtil, ParseAddressAcceptsHostPortForms) {
 }
 
 TEST(NetUtil, ParseAddressRejectsBadFormsWithAMessage) {
-  for (const char* bad : {"", "127.0.0.1", "127.0.0.1:", ":80", "host:-1", "host:65536",
-                          "host:12ab", "::1:80", "[::1]80", "[::1"}) {
-    Result<HostPort> r = ParseAddress(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("HOST:PORT"), std::string::npos);
+  for (const AddressRole role : {AddressRole::kListen, AddressRole::kConnect}) {
+    for (const char* bad : {"", "127.0.0.1", "127.0.0.1:", ":", "host:-1", "host:65536",
+                            "host:12ab", "::1:80", "[::1]80", "[::1", "[]:80", ":99999"}) {
+      Result<HostPort> r = ParseAddress(bad, role);
+      ASSERT_FALSE(r.ok()) << bad;
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(r.status().message().find("HOST:PORT"), std::string::npos);
+    }
+  }
+}
+
+// ":PORT" means loopback, for servers and clients alike (the safe default, never every
+// interface); port 0 is a server's "any free port" and no port a client can connect to.
+TEST(NetUtil, PortOnlyIsLoopbackAndPortZeroIsForServers) {
+  for (const AddressRole role : {AddressRole::kListen, AddressRole::kConnect}) {
+    Result<HostPort> r = ParseAddress(":9101", role);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->host, "127.0.0.1");
+    EXPECT_EQ(r->port, 9101);
+  }
+  Result<HostPort> any = ParseAddress(":0", AddressRole::kListen);
+  ASSERT_TRUE(any.ok()) << any.status().message();
+  EXPECT_EQ(FormatAddress(any->host, any->port), "127.0.0.1:0");
+  for (const char* zero : {":0", "127.0.0.1:0"}) {
+    Result<HostPort> r = ParseAddress(zero, AddressRole::kConnect);
+    ASSERT_FALSE(r.ok()) << zero;
+    EXPECT_NE(r.status().message().find("the server's"), std::string::npos) << r.status().message();
   }
 }
 
@@ -69,7 +90,7 @@ TEST(NetUtil, BearerTokenAcceptsExactlyOneWellFormedValue) {
 
 TEST(NetUtil, ProbeBindReportsAPortInUse) {
   // Hold a port with a plain listening socket, then probe it.
-  Result<HostPort> hp = ParseAddress("127.0.0.1:0");
+  Result<HostPort> hp = ParseAddress("127.0.0.1:0", AddressRole::kListen);
   ASSERT_TRUE(hp.ok());
   EXPECT_TRUE(ProbeBind(*hp).ok());
   HostPort foreign{"192.0.2.1", 0};

@@ -1,6 +1,7 @@
 // rtloop-top end to end: the binary in a child process against a server in this process (a Rig)
-// or in rtloop-cyclic: --once snapshots (JSON and text), one-line errors with exit 2, the live
-// mode reconnecting after the server restarts.
+// or in rtloop-cyclic: --once and --json snapshots, --json --watch ending with the run, one-line
+// errors with exit 2 (a vacant port said as such), the live mode reconnecting after the server
+// restarts.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -39,6 +41,13 @@ using testing::ScratchDir;
 using testing::StreamCheck;
 using testing::WaitFor;
 
+// A port nothing listens on (one that was free a moment ago), as "127.0.0.1:PORT".
+std::string VacantAddress() {
+  Rig rig;
+  RTLOOP_CHECK(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok(), "rig");
+  return rig.address();
+}
+
 TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   Rig rig;
   ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::milliseconds(1), 50)).ok());
@@ -59,14 +68,22 @@ TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   std::printf("%s", text.output.c_str());  // for the log: what the dashboard looks like
 }
 
+// ":PORT" is loopback, as for the servers; port 0 is no server's port.
+TEST(RtloopTop, PortOnlyAddressIsLoopback) {
+  Rig rig;
+  ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::milliseconds(1), 5)).ok());
+  const std::string port = rig.address().substr(rig.address().rfind(':'));
+  Command c = RunCommand("timeout 30 " + std::string(RTLOOP_TOP_PATH) + " " + port + " --once");
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("127.0.0.1" + port), std::string::npos) << c.output;
+  c = RunCommand("timeout 30 " + std::string(RTLOOP_TOP_PATH) + " :0 --once");
+  EXPECT_EQ(c.exit_code, 2) << c.output;
+  EXPECT_NE(c.output.find("the server's"), std::string::npos) << c.output;
+}
+
 TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   // Unreachable: a port that was free a moment ago.
-  std::string free_address;
-  {
-    Rig rig;
-    ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 10)).ok());
-    free_address = rig.address();
-  }
+  const std::string free_address = VacantAddress();
   Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + free_address + " --once --timeout 1");
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 1) << c.output;
@@ -89,6 +106,65 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   EXPECT_EQ(c.exit_code, 2) << c.output;
   c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --bogus");
   EXPECT_EQ(c.exit_code, 2) << c.output;
+}
+
+// Connection refused is said as what it is, by every client (rtloop-top included), not as a
+// TLS question; --json without --watch ends after one try, whatever happened.
+TEST(RtloopTop, NothingListeningIsSaidAsSuch) {
+  const std::string vacant = VacantAddress();
+  ClientConfig cc;
+  cc.address = vacant;
+  std::unique_ptr<Client> client = std::move(*Client::Create(cc));
+  const Status wait = client->WaitForConnected(milliseconds(200));
+  EXPECT_EQ(wait.sys_errno(), ECONNREFUSED) << wait.ToString();
+  EXPECT_NE(wait.message().find("nothing listens on " + vacant + ": has the run ended?"),
+            std::string::npos)
+      << wait.message();
+  const Result<v1::ListTasksResponse> call = client->ListTasks();
+  ASSERT_FALSE(call.ok());
+  EXPECT_EQ(call.status().sys_errno(), ECONNREFUSED) << call.status().ToString();
+  EXPECT_EQ(call.status().message().find("TLS"), std::string::npos) << call.status().message();
+  for (const char* mode : {" --once", " --json"}) {
+    const Command c =
+        RunCommand("timeout 20 " + std::string(RTLOOP_TOP_PATH) + " " + vacant + mode);
+    EXPECT_EQ(c.exit_code, 2) << mode << ": " << c.output;
+    EXPECT_EQ(c.output, "rtloop-top: GetSystemInfo on " + vacant + ": nothing listens on " +
+                            vacant + ": has the run ended?\n");
+  }
+}
+
+// --json prints one snapshot and exits; --watch keeps printing until the run ends, then exits 0.
+TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
+  auto rig = std::make_unique<Rig>();
+  ASSERT_TRUE(rig->Build(Cfg(1, std::chrono::milliseconds(1), 0)).ok());
+  ASSERT_TRUE(rig->StartTasks().ok());
+  const std::string top = "timeout 20 " + std::string(RTLOOP_TOP_PATH) + " " + rig->address();
+  const Command one = RunCommand(top + " --json --interval 0.05");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(CountOf(one.output, "{\"schema_version\":1,"), 1u) << one.output;
+  EXPECT_EQ(RunCommand(top + " --json --watch --once").exit_code, 2);
+  EXPECT_EQ(RunCommand(top + " --watch").exit_code, 2);
+
+  const ScratchDir dir("top_watch");
+  const std::string out = (dir / "out").string();
+  const std::string err = (dir / "err").string();
+  const std::string address = rig->address();
+  const pid_t pid = testing::SpawnWithStderr(
+      {RTLOOP_TOP_PATH, address, "--json", "--watch", "--interval=0.05"}, err, out);
+  ASSERT_NE(pid, 0);
+  EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "{\"schema_version\"") >= 2; },
+                      milliseconds(10'000)));
+  rig.reset();  // the run ends
+  int wstatus = 0;
+  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &wstatus, 0);
+    ADD_FAILURE() << "--json --watch still running after the server went away: " << ReadAll(err);
+  }
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+  EXPECT_NE(ReadAll(err).find("nothing listens on " + address + ": has the run ended?"),
+            std::string::npos)
+      << ReadAll(err);
 }
 
 TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {

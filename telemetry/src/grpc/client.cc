@@ -5,6 +5,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -19,6 +21,30 @@ namespace {
 
 std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds timeout) {
   return std::chrono::system_clock::now() + timeout;
+}
+
+// A failed call or connection to `address`, said by what a TCP connection to it does now:
+// nothing listens (ECONNREFUSED in sys_errno: the server is gone), no answer, or something that
+// accepts but did not take the call (no rtloop server there, or TLS on one side only).
+Status Unreachable(const std::string& what, const std::string& address,
+                   const std::string& grpc_message) {
+  Result<internal::HostPort> hp = internal::ParseAddress(address, internal::AddressRole::kConnect);
+  const int err = hp.ok() ? internal::ProbeConnect(*hp, std::chrono::milliseconds(1000)) : EINVAL;
+  if (err == ECONNREFUSED) {
+    return Status(StatusCode::kUnavailable,
+                  what + ": nothing listens on " + address + ": has the run ended?", err);
+  }
+  std::string hint;
+  if (err == 0) {
+    hint = " — something listens on " + address +
+           " but did not take the call: is it an rtloop telemetry server, and do both sides agree "
+           "on TLS (--tls-ca)?";
+  } else {
+    hint = " — cannot reach " + address + ": " + std::strerror(err) +
+           (err == ETIMEDOUT ? " (no answer within 1 s)" : "");
+  }
+  return Status(StatusCode::kUnavailable,
+                what + (grpc_message.empty() ? "" : ": " + grpc_message) + hint, err);
 }
 
 }  // namespace
@@ -51,9 +77,7 @@ Status FromGrpcStatus(const grpc::Status& status, std::string_view what,
       break;
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      code = StatusCode::kUnavailable;
-      hint = " — is the server running there, and do both sides agree on TLS (--tls-ca)?";
-      break;
+      return Unreachable(std::string(what) + " on " + address, address, status.error_message());
     case grpc::StatusCode::CANCELLED:
       code = StatusCode::kUnavailable;
       break;
@@ -205,13 +229,15 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
-  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
+  Result<internal::HostPort> hp =
+      internal::ParseAddress(config.address, internal::AddressRole::kConnect);
   if (!hp.ok()) return hp.status();
   if (config.call_timeout.count() <= 0) {
     return InvalidArgumentError("ClientConfig.call_timeout must be positive");
   }
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  impl->config.address = internal::FormatAddress(hp->host, hp->port);  // ":PORT": loopback
   impl->token = config.token;
   if (!impl->token.empty()) {
     RTLOOP_RETURN_IF_ERROR(CheckBearerToken(impl->token, "ClientConfig.token"));
@@ -248,7 +274,7 @@ Result<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
-  impl->channel = grpc::CreateCustomChannel(config.address, credentials, args);
+  impl->channel = grpc::CreateCustomChannel(impl->config.address, credentials, args);
   impl->stub = v1::Telemetry::NewStub(impl->channel);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
@@ -257,11 +283,9 @@ const std::string& Client::address() const noexcept { return impl_->config.addre
 
 Status Client::WaitForConnected(std::chrono::milliseconds timeout) {
   if (impl_->channel->WaitForConnected(DeadlineAfter(timeout))) return Status::Ok();
-  return Status(StatusCode::kUnavailable,
-                "cannot connect to " + impl_->config.address + " within " +
-                    std::to_string(timeout.count()) +
-                    " ms — is the server running there, and do both sides agree on TLS "
-                    "(--tls-ca)?");
+  return Unreachable("cannot connect to " + impl_->config.address + " within " +
+                         std::to_string(timeout.count()) + " ms",
+                     impl_->config.address, "");
 }
 
 Result<v1::GetSystemInfoResponse> Client::GetSystemInfo() {

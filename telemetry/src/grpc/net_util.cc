@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -16,12 +17,14 @@
 
 namespace rtloop::telemetry::internal {
 
-Result<HostPort> ParseAddress(std::string_view address) {
+Result<HostPort> ParseAddress(std::string_view address, AddressRole role) {
+  const bool listen = role == AddressRole::kListen;
   const auto bad = [&](std::string_view why) {
-    return InvalidArgumentError("bad address \"" + std::string(address) +
-                                "\": " + std::string(why) +
-                                " — use HOST:PORT, e.g. 127.0.0.1:50051 or [::1]:50051 (a server "
-                                "also takes port 0: a free port)");
+    return InvalidArgumentError(
+        "bad address \"" + std::string(address) + "\": " + std::string(why) +
+        (listen ? " — use HOST:PORT or :PORT (loopback), e.g. 127.0.0.1:50051, [::1]:50051, "
+                  "0.0.0.0:50051 (every interface) or :0 (loopback, a free port)"
+                : " — use HOST:PORT or :PORT (loopback), e.g. 127.0.0.1:50051 or [::1]:50051"));
   };
   HostPort out;
   std::string_view port_text;
@@ -29,6 +32,7 @@ Result<HostPort> ParseAddress(std::string_view address) {
     const std::size_t close = address.find(']');
     if (close == std::string_view::npos) return bad("missing ']' after the IPv6 address");
     out.host = std::string(address.substr(1, close - 1));
+    if (out.host.empty()) return bad("empty host in brackets");
     if (close + 1 >= address.size() || address[close + 1] != ':') return bad("missing :PORT");
     port_text = address.substr(close + 2);
   } else {
@@ -36,15 +40,18 @@ Result<HostPort> ParseAddress(std::string_view address) {
     if (colon == std::string_view::npos) return bad("missing :PORT");
     out.host = std::string(address.substr(0, colon));
     if (out.host.find(':') != std::string::npos) return bad("put an IPv6 address in brackets");
+    if (out.host.empty()) out.host = "127.0.0.1";  // ":PORT": loopback, the safe default
     port_text = address.substr(colon + 1);
   }
-  if (out.host.empty()) return bad("empty host");
   if (port_text.empty()) return bad("empty port");
+  const int min_port = listen ? 0 : 1;
   int port = -1;
   const auto [end, ec] =
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
-    return bad("the port must be a number from 0 to 65535");
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < min_port ||
+      port > 65535) {
+    return bad(listen ? "the port must be a number from 0 (a free port) to 65535"
+                      : "the port must be the server's, a number from 1 to 65535");
   }
   out.port = port;
   return out;
@@ -134,6 +141,52 @@ Status ProbeBind(const HostPort& address) {
   }
   freeaddrinfo(list);
   return status;
+}
+
+namespace {
+
+// One non-blocking connect to `ai`, bounded by `timeout`: 0 or the errno.
+int ConnectOnce(const addrinfo& ai, std::chrono::milliseconds timeout) {
+  const int fd =
+      socket(ai.ai_family, ai.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai.ai_protocol);
+  if (fd < 0) return errno;
+  int err = 0;
+  if (connect(fd, ai.ai_addr, ai.ai_addrlen) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int ready = 0;
+      do {
+        ready = poll(&p, 1, static_cast<int>(timeout.count()));
+      } while (ready < 0 && errno == EINTR);
+      socklen_t len = sizeof err;
+      if (ready <= 0) {
+        err = ETIMEDOUT;
+      } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+        err = errno;
+      }
+    }
+  }
+  close(fd);
+  return err;
+}
+
+}  // namespace
+
+int ProbeConnect(const HostPort& address, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  const std::string port = std::to_string(address.port);
+  if (getaddrinfo(address.host.c_str(), port.c_str(), &hints, &list) != 0) return EADDRNOTAVAIL;
+  int err = EADDRNOTAVAIL;
+  for (const addrinfo* ai = list; ai != nullptr && err != 0; ai = ai->ai_next) {
+    err = ConnectOnce(*ai, timeout);
+  }
+  freeaddrinfo(list);
+  return err;
 }
 
 Status MakeHousekeepingThread(const std::vector<int>& cpus, std::string_view field) {

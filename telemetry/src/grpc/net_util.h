@@ -5,6 +5,7 @@
 // Not RT-safe: every function here allocates or makes system calls. Thread-safe (no shared state).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,9 +21,16 @@ struct HostPort {
   int port = 0;      // 0..65535; 0 asks the kernel for a free port
 };
 
-// "127.0.0.1:50051", "localhost:0", "[::1]:50051", "0.0.0.0:7000". A missing port or a port
-// outside 0..65535 is InvalidArgument with the expected form in the message.
-Result<HostPort> ParseAddress(std::string_view address);
+// Who uses an address: a server listens on it (port 0 asks the kernel for a free port), a client
+// connects to it (port 1..65535: the server's).
+enum class AddressRole { kListen, kConnect };
+
+// "127.0.0.1:50051", "localhost:0", "[::1]:50051", "0.0.0.0:7000", and ":PORT", which is loopback
+// (127.0.0.1:PORT) for servers and clients alike: the safe default, never every interface. A
+// missing port, a port out of range for `role` or an empty host in brackets ("[]:80") is
+// InvalidArgument with the expected form in the message. Every tool that takes an address
+// (rtloop-cyclic --telemetry/--metrics, the Runtime's servers, rtloop-top) goes through this.
+Result<HostPort> ParseAddress(std::string_view address, AddressRole role);
 
 // "host:port", bracketing IPv6 literals.
 std::string FormatAddress(const std::string& host, int port);
@@ -43,6 +51,12 @@ bool ConstantTimeEquals(std::string_view given, std::string_view expected) noexc
 // EADDRINUSE -> AlreadyExists "port in use", EADDRNOTAVAIL -> "no such local address", unknown
 // host -> InvalidArgument. OK when the bind works (the socket is closed again).
 Status ProbeBind(const HostPort& address);
+
+// Opens a TCP connection to host:port (every address the host resolves to, each bounded by
+// `timeout`) and closes it again: what a client can say when a call failed. 0 when something
+// accepted; else the errno of the last attempt (ECONNREFUSED: nothing listens there, ETIMEDOUT: no
+// answer within `timeout`, EHOSTUNREACH, ...; EADDRNOTAVAIL when the host does not resolve).
+int ProbeConnect(const HostPort& address, std::chrono::milliseconds timeout);
 
 // Moves the calling thread to SCHED_OTHER (nice unchanged) and, when `cpus` is not empty, onto
 // those CPUs: the thread a server creates its threads from (they inherit both). `field` names the

@@ -150,7 +150,7 @@ int Millis(std::chrono::milliseconds ms) {
 }  // namespace
 
 Status CheckServerAddress(std::string_view address) {
-  return internal::ParseAddress(address).status();
+  return internal::ParseAddress(address, internal::AddressRole::kListen).status();
 }
 
 class Server::Impl {
@@ -402,8 +402,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
     }
     hub.AttachExecutor(*executor);
   }
-  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
+  Result<internal::HostPort> hp =
+      internal::ParseAddress(config.address, internal::AddressRole::kListen);
   if (!hp.ok()) return hp.status();
+  // gRPC gets the parsed address: ":PORT" is loopback here, where gRPC would take every interface.
+  const std::string listen = internal::FormatAddress(hp->host, hp->port);
   std::string token;
   if (!config.token_file.empty()) {
     Result<std::string> t = ReadTokenFile(config.token_file);
@@ -446,7 +449,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
     status = internal::MakeHousekeepingThread(config.cpus, "ServerConfig.cpus");
     if (!status.ok()) return;
     impl->credentials = tls ? grpc::SslServerCredentials(ssl) : grpc::InsecureServerCredentials();
-    selected_port = impl->Build(config.address);
+    selected_port = impl->Build(listen);
     if (selected_port != 0) {
       impl->port = selected_port;
       impl->address = internal::FormatAddress(hp->host, selected_port);
@@ -461,13 +464,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
     Status probe = internal::ProbeBind(*hp);
     if (!probe.ok()) return probe;
     if (tls) {
-      return InvalidArgumentError("cannot serve TLS on " + config.address +
-                                  ": gRPC rejected the certificate or key (are \"" +
-                                  config.tls_cert_file + "\" and \"" + config.tls_key_file +
-                                  "\" a matching PEM pair?)");
+      return InvalidArgumentError(
+          "cannot serve TLS on " + listen + ": gRPC rejected the certificate or key (are \"" +
+          config.tls_cert_file + "\" and \"" + config.tls_key_file + "\" a matching PEM pair?)");
     }
     const std::string why = internal::LastGrpcError();
-    return Status(StatusCode::kUnavailable, "cannot listen on " + config.address +
+    return Status(StatusCode::kUnavailable, "cannot listen on " + listen +
                                                 (why.empty() ? std::string(" (gRPC gave no reason)")
                                                              : " (gRPC: " + why + ")"));
   }

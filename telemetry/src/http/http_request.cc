@@ -32,7 +32,8 @@ HttpDecision RouteRequest(const HttpRequestView& request, std::string_view token
   if (request.path == "/metrics") data = HttpRoute::kMetrics;
   if (request.path == "/api/v1/tasks") data = HttpRoute::kTasks;
   if (data == HttpRoute::kNotFound) return {.route = HttpRoute::kNotFound};
-  if (!token.empty() && !BearerMatches(request.authorization, token)) {
+  if (!token.empty() &&
+      (request.repeated_authorization || !BearerMatches(request.authorization, token))) {
     return {.route = HttpRoute::kUnauthorized};
   }
   return {.route = data};

@@ -34,7 +34,10 @@ enum class HttpRoute {
 struct HttpRequestView {
   std::string_view method;              // "GET", "HEAD", ...
   std::string_view path;                // decoded, without the query ("/metrics")
-  const char* authorization = nullptr;  // the Authorization header's value; nullptr: absent
+  const char* authorization = nullptr;  // the (first) Authorization header's value; nullptr: absent
+  // More than one Authorization header: with a token the request is refused whatever the values
+  // (exactly one "Bearer <token>", as the gRPC server wants one authorization value).
+  bool repeated_authorization = false;
 };
 
 struct HttpDecision {
@@ -42,7 +45,8 @@ struct HttpDecision {
   const WebAsset* asset = nullptr;  // kAsset: which file
 };
 
-// `token`: the server's bearer token; empty: no authentication. RT-safe (no allocation).
+// `token`: the server's bearer token; empty: no authentication. With a token, /metrics and
+// /api/v1/tasks need exactly one Authorization header holding it. RT-safe (no allocation).
 HttpDecision RouteRequest(const HttpRequestView& request, std::string_view token) noexcept;
 
 // True when `header` is "Bearer <token>" (the scheme in any case, spaces after it skipped) with

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <civetweb.h>
 #include <netinet/in.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,18 +72,43 @@ Status ValidateConfig(const HttpConfig& c) {
   return WindowedStats::Validate({.window = c.window, .history = c.history});
 }
 
-// Answers with `code`, `type` and `body` (HEAD: headers only), in one write: civetweb stops
-// writing once mg_stop() set its flag, and a reply written in two parts could then lose its body
-// after its headers. Returns the code for civetweb.
+const char* ReasonPhrase(int code) {
+  switch (code) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Internal Server Error";
+  }
+}
+
+// Marks a connection whose request was answered (civetweb resets it for each connection).
+char g_answered_mark;
+
+// Answers with `code`, `type` and `body` (HEAD: headers only), in one write, with our own status
+// line whatever civetweb thinks the connection is (it writes no status line on a connection it
+// took for a WebSocket upgrade). One write: civetweb stops writing once mg_stop() set its flag,
+// and a reply written in two parts could then lose its body after its headers. Returns the code.
 int Send(mg_connection* conn, int code, std::string_view type, std::string_view body,
          const char* extra_headers = "") {
-  const char* reason = code == 200   ? "OK"
-                       : code == 401 ? "Unauthorized"
-                       : code == 404 ? "Not Found"
-                       : code == 405 ? "Method Not Allowed"
-                       : code == 429 ? "Too Many Requests"
-                                     : "Service Unavailable";
-  std::string reply = "HTTP/1.1 " + std::to_string(code) + " " + reason +
+  std::string reply = "HTTP/1.1 " + std::to_string(code) + " " + ReasonPhrase(code) +
                       "\r\nContent-Type: " + std::string(type) +
                       "\r\nContent-Length: " + std::to_string(body.size()) +
                       "\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n" +
@@ -92,13 +118,43 @@ int Send(mg_connection* conn, int code, std::string_view type, std::string_view 
       std::string_view(ri->request_method) != "HEAD") {
     reply += body;
   }
+  mg_set_user_connection_data(conn, &g_answered_mark);
   // A client that does not read makes this wait up to request_timeout, then fail: fine, the
   // worker is released either way.
   mg_write(conn, reply.data(), reply.size());
   return code;
 }
 
+// What the router sees of a request. `path`: the decoded local path, or, for a request civetweb
+// did not map to one ("OPTIONS *", an absolute URI for another server), the target as sent.
+internal::HttpRequestView ViewOf(const mg_request_info* ri) {
+  internal::HttpRequestView view{.method = ri->request_method != nullptr ? ri->request_method : "",
+                                 .path = ri->local_uri != nullptr     ? ri->local_uri
+                                         : ri->request_uri != nullptr ? ri->request_uri
+                                                                      : ""};
+  for (int i = 0; i < ri->num_headers; ++i) {
+    const mg_header& h = ri->http_headers[i];
+    if (h.name == nullptr || strcasecmp(h.name, "Authorization") != 0) continue;
+    if (view.authorization != nullptr) view.repeated_authorization = true;
+    if (view.authorization == nullptr) view.authorization = h.value != nullptr ? h.value : "";
+  }
+  return view;
+}
+
+// An IPv4 listening address (see CheckHttpAddress()).
+Result<internal::HostPort> ParseHttpAddress(std::string_view address) {
+  Result<internal::HostPort> hp = internal::ParseAddress(address, internal::AddressRole::kListen);
+  if (hp.ok() && hp->host.find(':') != std::string::npos) {
+    return InvalidArgumentError("bad address \"" + std::string(address) +
+                                "\": Debian's civetweb is built without IPv6; use an IPv4 "
+                                "address (127.0.0.1, 0.0.0.0 or the board's LAN address)");
+  }
+  return hp;
+}
+
 }  // namespace
+
+Status CheckHttpAddress(std::string_view address) { return ParseHttpAddress(address).status(); }
 
 class HttpServer::Impl {
  public:
@@ -129,54 +185,54 @@ class HttpServer::Impl {
             .http = &counters};
   }
 
-  int Handle(mg_connection* conn) {
+  // Sends a reply and counts it (rtloop_http_requests_total, requests()): every reply goes
+  // through here, so what clients get and what is counted cannot differ.
+  int Reply(mg_connection* conn, int code, std::string_view type, std::string_view body,
+            const char* extra_headers = "") {
+    code = internal::KnownHttpStatus(code);
     requests.fetch_add(1, std::memory_order_relaxed);
+    counters.Count(code);
+    return Send(conn, code, type, body, extra_headers);
+  }
+  int ReplyText(mg_connection* conn, int code, std::string_view text,
+                const char* extra_headers = "") {
+    return Reply(conn, code, "text/plain; charset=utf-8", text, extra_headers);
+  }
+
+  int Handle(mg_connection* conn) {
     active.fetch_add(1);  // seq_cst with `stopping`: Stop() either waits for this or it sees 503
     struct Done {
       std::atomic<std::size_t>& active;
       ~Done() { active.fetch_sub(1); }
     } done{active};
-    if (stopping.load()) {
-      counters.busy.fetch_add(1, std::memory_order_relaxed);
-      return Send(conn, 503, "text/plain; charset=utf-8", "the server is stopping\n");
-    }
+    if (stopping.load()) return ReplyText(conn, 503, "the server is stopping\n");
     const mg_request_info* ri = mg_get_request_info(conn);
-    const internal::HttpDecision d =
-        internal::RouteRequest({.method = ri->request_method != nullptr ? ri->request_method : "",
-                                .path = ri->local_uri != nullptr ? ri->local_uri : "",
-                                .authorization = mg_get_header(conn, "Authorization")},
-                               token);
+    const internal::HttpDecision d = internal::RouteRequest(ViewOf(ri), token);
     const bool data = d.route == internal::HttpRoute::kMetrics ||
                       d.route == internal::HttpRoute::kTasks ||
                       d.route == internal::HttpRoute::kUnauthorized;
     if (data && !rate_limiter->Allow(ri->remote_addr)) {  // before the token: no fast guessing
-      counters.rate_limited.fetch_add(1, std::memory_order_relaxed);
-      return Send(conn, 429, "text/plain; charset=utf-8",
-                  "more than " + internal::FormatRate(config.max_requests_per_second) +
-                      " requests per second from " + ri->remote_addr +
-                      " (HttpConfig.max_requests_per_second); retry in a second\n",
-                  "Retry-After: 1\r\n");
+      return ReplyText(conn, 429,
+                       "more than " + internal::FormatRate(config.max_requests_per_second) +
+                           " requests per second from " + ri->remote_addr +
+                           " (HttpConfig.max_requests_per_second); retry in a second\n",
+                       "Retry-After: 1\r\n");
     }
     switch (d.route) {
       case internal::HttpRoute::kBadMethod:
-        counters.bad_method.fetch_add(1, std::memory_order_relaxed);
-        return Send(conn, 405, "text/plain; charset=utf-8", "only GET and HEAD\n",
-                    "Allow: GET, HEAD\r\n");
+        return ReplyText(conn, 405, "only GET and HEAD\n", "Allow: GET, HEAD\r\n");
       case internal::HttpRoute::kAsset:
         // The page's files carry no data: served without the token, and without counting
         // against max_in_flight (they are constant and cheap).
-        counters.ok.fetch_add(1, std::memory_order_relaxed);
-        return Send(conn, 200, d.asset->content_type, d.asset->body);
+        return Reply(conn, 200, d.asset->content_type, d.asset->body);
       case internal::HttpRoute::kNotFound:
-        counters.not_found.fetch_add(1, std::memory_order_relaxed);
-        return Send(conn, 404, "text/plain; charset=utf-8",
-                    "not found: rtloop serves /metrics, /api/v1/tasks and the page at /\n");
+        return ReplyText(conn, 404,
+                         "not found: rtloop serves /metrics, /api/v1/tasks and the page at /\n");
       case internal::HttpRoute::kUnauthorized:
-        counters.unauthorized.fetch_add(1, std::memory_order_relaxed);
-        return Send(conn, 401, "text/plain; charset=utf-8",
-                    "this endpoint needs \"Authorization: Bearer <token>\" (the server's token "
-                    "file)\n",
-                    "WWW-Authenticate: Bearer realm=\"rtloop\"\r\n");
+        return ReplyText(conn, 401,
+                         "this endpoint needs one \"Authorization: Bearer <token>\" header (the "
+                         "server's token file)\n",
+                         "WWW-Authenticate: Bearer realm=\"rtloop\"\r\n");
       case internal::HttpRoute::kMetrics:
       case internal::HttpRoute::kTasks:
         break;
@@ -184,30 +240,54 @@ class HttpServer::Impl {
     // Bounded work at once: beyond max_in_flight a request is refused at once, never queued.
     if (in_flight.fetch_add(1, std::memory_order_acq_rel) >= config.max_in_flight) {
       in_flight.fetch_sub(1, std::memory_order_acq_rel);
-      counters.busy.fetch_add(1, std::memory_order_relaxed);
-      return Send(conn, 503, "text/plain; charset=utf-8",
-                  "too many requests at once (HttpConfig.max_in_flight); retry\n",
-                  "Retry-After: 1\r\n");
+      return ReplyText(conn, 503, "too many requests at once (HttpConfig.max_in_flight); retry\n",
+                       "Retry-After: 1\r\n");
     }
     int code = 0;
     if (d.route == internal::HttpRoute::kMetrics) {
       const std::int64_t cpu0 = ThreadCpuNs();
       const std::string body = internal::RenderMetrics(Input());
       counters.last_scrape_cpu_ns.store(ThreadCpuNs() - cpu0, std::memory_order_relaxed);
-      counters.ok.fetch_add(1, std::memory_order_relaxed);
-      code = Send(conn, 200, "text/plain; version=0.0.4; charset=utf-8", body);
+      code = Reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8", body);
     } else {
       const std::string body =
           internal::RenderTasksJson(Input(), internal::HistorySeconds(ri->query_string));
-      counters.ok.fetch_add(1, std::memory_order_relaxed);
-      code = Send(conn, 200, "application/json", body);
+      code = Reply(conn, 200, "application/json", body);
     }
     in_flight.fetch_sub(1, std::memory_order_acq_rel);
     return code;
   }
 
-  static int OnRequest(mg_connection* conn, void* self) {
-    return static_cast<Impl*>(self)->Handle(conn);
+  // civetweb's callbacks. Every request civetweb parses reaches exactly one of them:
+  //  - begin_request: every request civetweb maps to a local path, before its own handling (a
+  //    WebSocket upgrade included: served as the plain request, RFC 7230 §6.7 lets a server
+  //    ignore Upgrade). The return value (the code) tells civetweb the request is answered.
+  //  - http_error: a request civetweb refuses itself (malformed, headers too large, bad
+  //    Content-Length, HTTP version, a target that is no URI): answered with its code and reason.
+  //  - connection_close: a request civetweb parsed and then dropped without a word ("OPTIONS *",
+  //    an absolute URI for another server: civetweb 1.15 leaves those to a proxy); routed as
+  //    any other request, with the target as sent.
+  // A connection that sent nothing gets nothing. (civetweb 1.15, src/civetweb.c:
+  // process_new_connection, handle_request.)
+  static Impl* Of(const mg_connection* conn) {
+    return static_cast<Impl*>(mg_get_user_data(mg_get_context(conn)));
+  }
+  static int OnBeginRequest(mg_connection* conn) { return Of(conn)->Handle(conn); }
+  static int OnHttpError(mg_connection* conn, int status, const char* message) {
+    Of(conn)->ReplyText(
+        conn, status,
+        std::string(message != nullptr && *message != '\0' ? message : ReasonPhrase(status)) +
+            "\n");
+    return 0;  // answered: civetweb sends nothing more
+  }
+  static void OnConnectionClose(const mg_connection* conn) {
+    const mg_request_info* ri = mg_get_request_info(conn);
+    if (mg_get_user_connection_data(conn) != nullptr || ri == nullptr ||
+        ri->request_method == nullptr) {
+      return;  // answered, or no request
+    }
+    // civetweb passes its own (non-const) connection; answering it is what mg_write is for.
+    Of(conn)->Handle(const_cast<mg_connection*>(conn));
   }
   // civetweb's own messages (a client that sent garbage, a timeout): not ours to print.
   static int OnLog(const mg_connection* /*conn*/, const char* /*message*/) { return 1; }
@@ -218,21 +298,17 @@ class HttpServer::Impl {
     const std::string threads = std::to_string(config.threads);
     const std::string queue = std::to_string(config.queue);
     const std::string timeout = std::to_string(config.request_timeout.count());
-    const char* options[] = {"listening_ports",
-                             ports.c_str(),
-                             "num_threads",
-                             threads.c_str(),
-                             "connection_queue",
-                             queue.c_str(),
-                             "request_timeout_ms",
-                             timeout.c_str(),
-                             "enable_keep_alive",
-                             "no",
-                             "decode_url",
-                             "yes",
-                             nullptr};
+    const char* options[] = {"listening_ports", ports.c_str(), "num_threads", threads.c_str(),
+                             "connection_queue", queue.c_str(), "request_timeout_ms",
+                             timeout.c_str(), "enable_keep_alive", "no", "decode_url", "yes",
+                             // An absolute URI for this port is this server's (RFC 7230 §5.3.2),
+                             // whatever host it names: no "authentication domain" to match.
+                             "enable_auth_domain_check", "no", nullptr};
     mg_callbacks callbacks{};
     callbacks.log_message = &Impl::OnLog;
+    callbacks.begin_request = &Impl::OnBeginRequest;
+    callbacks.http_error = &Impl::OnHttpError;
+    callbacks.connection_close = &Impl::OnConnectionClose;
     mg_init_data init{};
     init.callbacks = &callbacks;
     init.user_data = this;
@@ -246,7 +322,6 @@ class HttpServer::Impl {
       *error = error_text[0] != '\0' ? error_text : "no reason given";
       return nullptr;
     }
-    mg_set_request_handler(started, "/", &Impl::OnRequest, this);
     return started;
   }
 
@@ -338,15 +413,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
                                                       const TelemetryHub& hub,
                                                       const HttpSources& sources) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
-  Result<internal::HostPort> hp = internal::ParseAddress(config.address);
-  if (!hp.ok()) {
-    return InvalidArgumentError("HttpConfig.address: " + hp.status().message());
-  }
-  if (hp->host.find(':') != std::string::npos) {
-    return InvalidArgumentError("HttpConfig.address \"" + config.address +
-                                "\": Debian's civetweb is built without IPv6; use an IPv4 "
-                                "address (127.0.0.1, 0.0.0.0 or the board's LAN address)");
-  }
+  Result<internal::HostPort> hp = ParseHttpAddress(config.address);
+  if (!hp.ok()) return InvalidArgumentError("HttpConfig.address: " + hp.status().message());
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->rate_limiter = std::make_unique<internal::RateLimiter>(internal::RateLimit{
@@ -378,8 +446,6 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
       impl->sources.windows = impl->own_windows.get();
     }
     impl->ctx = impl->StartCivetweb(*hp, &start_error);
-    if (impl->ctx == nullptr) return;
-    mg_set_request_handler(impl->ctx, "/", &Impl::OnRequest, impl.get());
   });
   builder.join();
   if (!status.ok()) return status;

@@ -203,13 +203,9 @@ void AddProcessFamilies(const MetricsInput& in, std::size_t task_count,
     MetricFamily requests =
         Family("rtloop_http_requests_total", "Requests the HTTP endpoint answered, by status code",
                MetricType::Counter);
-    const std::pair<const char*, const std::atomic<std::uint64_t>*> codes[] = {
-        {"200", &in.http->ok},           {"401", &in.http->unauthorized},
-        {"404", &in.http->not_found},    {"405", &in.http->bad_method},
-        {"429", &in.http->rate_limited}, {"503", &in.http->busy}};
-    for (const auto& [code, value] : codes) {
-      AddCounter(&requests, {{"code", code}},
-                 static_cast<double>(value->load(std::memory_order_relaxed)));
+    for (const int code : kHttpStatusCodes) {
+      AddCounter(&requests, {{"code", std::to_string(code)}},
+                 static_cast<double>(in.http->Answered(code)));
     }
     out.push_back(std::move(requests));
     const std::int64_t scrape_ns = in.http->last_scrape_cpu_ns.load(std::memory_order_relaxed);
@@ -223,7 +219,28 @@ void AddProcessFamilies(const MetricsInput& in, std::size_t task_count,
   }
 }
 
+// The index of `code` in kHttpStatusCodes; the table's size when it is not there.
+std::size_t StatusIndex(int code) noexcept {
+  std::size_t i = 0;
+  while (i < kHttpStatusCodes.size() && kHttpStatusCodes[i] != code) ++i;
+  return i;
+}
+
 }  // namespace
+
+int KnownHttpStatus(int code) noexcept {
+  if (StatusIndex(code) < kHttpStatusCodes.size()) return code;
+  return code >= 400 && code < 500 ? 400 : 500;
+}
+
+void HttpCounters::Count(int code) noexcept {
+  answered[StatusIndex(KnownHttpStatus(code))].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t HttpCounters::Answered(int code) const noexcept {
+  const std::size_t i = StatusIndex(code);
+  return i < answered.size() ? answered[i].load(std::memory_order_relaxed) : 0;
+}
 
 std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
   const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);

@@ -48,15 +48,26 @@ inline constexpr std::array<double, 22> kHistogramBoundsSeconds = {
     1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3,
     5e-3, 1e-2, 2e-2, 5e-2, 1e-1, 2e-1, 5e-1, 1.0,  2.0,  5.0,  10.0};
 
+// The status codes the HTTP endpoint answers with: its own (200, 401, 404, 405, 429, 503) and
+// those of requests civetweb refuses before they are routed (400 malformed, 411 bad
+// Content-Length, 413 headers too large, 500, 505 HTTP version). Each is one
+// rtloop_http_requests_total series.
+inline constexpr std::array<int, 11> kHttpStatusCodes = {200, 400, 401, 404, 405, 411,
+                                                         413, 429, 500, 503, 505};
+
+// The code a reply goes out with: `code` when kHttpStatusCodes has it, else 400 for a 4xx and
+// 500 for anything else, so what a client gets and what is counted never differ. RT-safe.
+int KnownHttpStatus(int code) noexcept;
+
 // The HTTP endpoint's own counters, shown as rtloop_http_* series.
 struct HttpCounters {
-  std::atomic<std::uint64_t> ok{0};                  // 200
-  std::atomic<std::uint64_t> unauthorized{0};        // 401
-  std::atomic<std::uint64_t> not_found{0};           // 404
-  std::atomic<std::uint64_t> bad_method{0};          // 405
-  std::atomic<std::uint64_t> rate_limited{0};        // 429 (max_requests_per_second)
-  std::atomic<std::uint64_t> busy{0};                // 503 (max_in_flight)
+  // Requests answered, one entry per kHttpStatusCodes code.
+  std::array<std::atomic<std::uint64_t>, kHttpStatusCodes.size()> answered{};
   std::atomic<std::int64_t> last_scrape_cpu_ns{-1};  // -1: no scrape yet
+
+  // Counts one reply with KnownHttpStatus(code). RT-safe (relaxed atomic).
+  void Count(int code) noexcept;
+  std::uint64_t Answered(int code) const noexcept;
 };
 
 struct MetricsInput {

@@ -16,7 +16,10 @@
 //   if (end.ok() && stream->end() != nullptr) ...      // the run ended: last seq per task
 //
 // Errors are rtloop Statuses whose message names the address and the RPC; a missing or wrong
-// token is kUnauthenticated, an unreachable server or a TLS mismatch kUnavailable.
+// token is kUnauthenticated, an unreachable server or a TLS mismatch kUnavailable, whose message
+// says which by looking (a TCP connection to the address, up to 1 s): refused is "nothing listens
+// on ADDR: has the run ended?" with sys_errno() ECONNREFUSED; accepted is "something listens ...
+// do both sides agree on TLS"; else "cannot reach ADDR" with the reason.
 //
 // Threading: a Client may be used from several threads at once. A stream object belongs to one
 // reading thread, except Cancel(), which any thread may call. Not RT-safe: everything here
@@ -36,7 +39,7 @@
 namespace rtloop::telemetry {
 
 struct ClientConfig {
-  // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051").
+  // Server address, HOST:PORT (e.g. "127.0.0.1:50051", "[::1]:50051"); ":PORT" is 127.0.0.1:PORT.
   std::string address = "127.0.0.1:50051";
   // Bearer token sent with every call (1..4096 printable ASCII characters, no spaces); empty:
   // none (see also token_file).
@@ -110,7 +113,8 @@ class Client {
 
   const std::string& address() const noexcept;
 
-  // Waits up to `timeout` for the connection (TCP, TLS) to be ready. kUnavailable otherwise.
+  // Waits up to `timeout` for the connection (TCP, TLS) to be ready. kUnavailable otherwise (the
+  // reason as for calls, above).
   Status WaitForConnected(std::chrono::milliseconds timeout);
 
   Result<v1::GetSystemInfoResponse> GetSystemInfo();

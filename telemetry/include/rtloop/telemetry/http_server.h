@@ -52,6 +52,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtloop/framework/status.h"
@@ -67,8 +68,8 @@ class TelemetryHub;
 class WindowedStats;
 
 struct HttpConfig {
-  // HOST:PORT to listen on; port 0 picks a free port (see HttpServer::address()). A non-loopback
-  // host exposes telemetry to the network: set a token then.
+  // IPv4 HOST:PORT to listen on; ":PORT" is 127.0.0.1:PORT. Port 0 picks a free port (see
+  // HttpServer::address()). A non-loopback host exposes telemetry to the network: set a token.
   std::string address = "127.0.0.1:9101";
   // File holding the bearer token that /metrics and /api/* need; empty: no authentication.
   std::string token_file = {};
@@ -112,6 +113,11 @@ struct HttpSources {
   // (window and history from HttpConfig).
   const WindowedStats* windows = nullptr;
 };
+
+// Checks an HTTP address (IPv4 HOST:PORT or :PORT, port 0..65535) without binding it: the same
+// check Start() makes first, for validating a command line. InvalidArgument with the expected
+// form (IPv6 is refused: Debian's civetweb is built without it).
+Status CheckHttpAddress(std::string_view address);
 
 class HttpServer {
  public:

@@ -73,8 +73,9 @@ class TelemetryHub;
 class Collector;
 
 struct ServerConfig {
-  // HOST:PORT to listen on. Port 0 picks a free port (see Server::address()). A non-loopback host
-  // (0.0.0.0, a LAN address) exposes telemetry to the network: set a token (and TLS) then.
+  // HOST:PORT to listen on; ":PORT" is 127.0.0.1:PORT. Port 0 picks a free port (see
+  // Server::address()). A non-loopback host (0.0.0.0, a LAN address) exposes telemetry to the
+  // network: set a token (and TLS) then.
   std::string address = "127.0.0.1:50051";
   // File holding the bearer token clients must send; empty: no authentication.
   std::string token_file;
@@ -142,8 +143,8 @@ struct ServerConfig {
   bool log_to_stderr = true;
 };
 
-// Checks a server address (HOST:PORT, port 0..65535) without binding it: the same check Start()
-// makes first, for validating a command line. InvalidArgument with the expected form.
+// Checks a server address (HOST:PORT or :PORT, port 0..65535) without binding it: the same check
+// Start() makes first, for validating a command line. InvalidArgument with the expected form.
 Status CheckServerAddress(std::string_view address);
 
 class Server {
