@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/server.h"
 
@@ -178,7 +179,7 @@ std::optional<int> Done(Args& args, const RunOptions& options,
     }
   }
   if (options.metrics && !options.metrics->empty()) {
-    if (rtloop::Status s = rtloop::telemetry::CheckServerAddress(*options.metrics); !s.ok()) {
+    if (rtloop::Status s = rtloop::telemetry::CheckHttpAddress(*options.metrics); !s.ok()) {
       return args.Fail("--metrics: " + s.message());
     }
   }

@@ -20,14 +20,18 @@
 #include <string_view>
 
 #include "axis.h"
+#include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/server.h"
 
 namespace {
 
-// An address as the servers read it (HOST:PORT), checked before anything starts: exit 2 if not.
+// An address as its server reads it (HOST:PORT; --metrics: the HTTP server's IPv4 rule), checked
+// before anything starts: exit 2 if not.
 std::string CheckedAddress(std::string_view what, std::string_view address) {
-  if (const rtloop::Status s = rtloop::telemetry::CheckServerAddress(address); !s.ok()) {
+  const rtloop::Status s = what == "--metrics" ? rtloop::telemetry::CheckHttpAddress(address)
+                                               : rtloop::telemetry::CheckServerAddress(address);
+  if (!s.ok()) {
     std::fprintf(stderr, "rtloop-quickstart: %.*s: %s\n", static_cast<int>(what.size()),
                  what.data(), s.message().c_str());
     std::exit(2);

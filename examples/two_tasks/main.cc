@@ -15,8 +15,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rtloop/framework/system_info.h"
+#include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/server.h"
 
@@ -96,10 +98,12 @@ void PrintUsage(std::FILE* out) {
       "                      HTTP (default 127.0.0.1:9101; port 0: any free port)\n");
 }
 
-// Checks a server address as the server will (HOST:PORT) before anything starts; false after
-// printing the problem.
+// Checks a server address as its server will (HOST:PORT; --metrics: the HTTP server's IPv4 rule)
+// before anything starts; false after printing the problem.
 bool CheckAddress(const char* option, const std::string& address) {
-  const rtloop::Status s = rtloop::telemetry::CheckServerAddress(address);
+  const rtloop::Status s = std::string_view(option) == "--metrics"
+                               ? rtloop::telemetry::CheckHttpAddress(address)
+                               : rtloop::telemetry::CheckServerAddress(address);
   if (!s.ok()) std::fprintf(stderr, "rtloop-two-tasks: %s: %s\n", option, s.message().c_str());
   return s.ok();
 }

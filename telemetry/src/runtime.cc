@@ -151,7 +151,7 @@ Status CheckUserInputs(const TelemetryConfig& t) {
   if (t.http.has_value()) {
     // The HTTP endpoint reads its address as the gRPC server does (HOST:PORT, port 0: any).
     RTLOOP_RETURN_IF_ERROR(
-        About("telemetry.http->address", telemetry::CheckServerAddress(t.http->address)));
+        About("telemetry.http->address", telemetry::CheckHttpAddress(t.http->address)));
     if (!t.http->token_file.empty()) {
       RTLOOP_RETURN_IF_ERROR(About("telemetry.http->token_file",
                                    telemetry::ReadTokenFile(t.http->token_file).status()));

@@ -135,8 +135,8 @@ class Runtime {
  public:
   // Checks `config` without creating, starting or binding anything: its values, and what a
   // program's user names in it, each as its consumer checks it: the gRPC and HTTP addresses
-  // (CheckServerAddress), their token files (ReadTokenFile) and the sample log's path
-  // (ResolveOutputPath; not "-": the sample log is binary and the report is text on stdout).
+  // (CheckServerAddress, CheckHttpAddress), their token files (ReadTokenFile) and the sample log's
+  // path (ResolveOutputPath; not "-": the sample log is binary and the report is text on stdout).
   // InvalidArgument (or the reader's NotFound/PermissionDenied/ResourceExhausted) naming the
   // RuntimeConfig field. A program may call it to tell a bad setting (its exit status 2) from a
   // runtime that could not start; Create() calls it first.
