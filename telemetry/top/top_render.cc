@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/task_report.h"
 
 namespace rtloop::telemetry::top {
@@ -129,6 +130,18 @@ std::string PolicyOf(const Row& r) {
   return p;
 }
 
+// A string from the server as the terminal may show it: control characters escaped (a task named
+// "\x1b[2J" must not clear the screen), then cut to at most `max_bytes` without splitting a UTF-8
+// character (the server sends valid UTF-8).
+std::string Shown(const std::string& text, std::size_t max_bytes = std::string::npos) {
+  std::string out = EscapeControlCharacters(text);
+  if (out.size() <= max_bytes) return out;
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  out.resize(cut);
+  return out;
+}
+
 // The task table's columns, in display order. `priority` 0 is always shown; when the terminal is
 // too narrow the column with the highest priority (the rightmost among equals) goes first.
 struct Column {
@@ -141,7 +154,7 @@ struct Column {
 
 constexpr Column kColumns[] = {
     {"ID", 3, 4, false, [](const Row& r) { return Cell{std::to_string(r.stats.task_id())}; }},
-    {"NAME", 14, 0, true, [](const Row& r) { return Cell{r.stats.task_name().substr(0, 14)}; }},
+    {"NAME", 14, 0, true, [](const Row& r) { return Cell{Shown(r.stats.task_name(), 14)}; }},
     {"POLICY", 10, 5, true, [](const Row& r) { return Cell{PolicyOf(r)}; }},
     {"PERIOD", 7, 5, false,
      [](const Row& r) {
@@ -230,24 +243,24 @@ std::vector<std::string> HeaderLines(const Snapshot& snap, std::int64_t now_ns) 
   char when[32];
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
   const std::int64_t dma = snap.system.cpu_dma_latency_us();
-  return {
-      StrFormat("rtloop-top  %s  %s  rtloop %s  up %s  streams %u", snap.address.c_str(), when,
-                snap.system.rtloop_version().c_str(),
-                snap.system.process_start_unix_ns() > 0
-                    ? Duration(now_ns - snap.system.process_start_unix_ns()).c_str()
-                    : "?",
-                snap.stats.open_streams()),
-      StrFormat("host %s  kernel %s %s  %s", sys.host_name().c_str(), sys.kernel_release().c_str(),
-                sys.kernel_version().c_str(), sys.machine().c_str()),
-      StrFormat("preempt %s  PREEMPT_RT %s  CPUs online %s  isolated %s  affinity %s  "
-                "cpu_dma_latency %s",
-                sys.preempt_model().c_str(), sys.realtime() ? "yes" : "no",
-                CpuList(sys.online_cpus()).c_str(), CpuList(sys.isolated_cpus()).c_str(),
-                CpuList(sys.affinity_cpus()).c_str(),
-                dma < 0             ? "unknown"
-                : dma >= 2000000000 ? "none"
-                                    : (std::to_string(dma) + "us").c_str()),
-      ""};
+  return {StrFormat("rtloop-top  %s  %s  rtloop %s  up %s  streams %u", snap.address.c_str(), when,
+                    snap.system.rtloop_version().c_str(),
+                    snap.system.process_start_unix_ns() > 0
+                        ? Duration(now_ns - snap.system.process_start_unix_ns()).c_str()
+                        : "?",
+                    snap.stats.open_streams()),
+          StrFormat("host %s  kernel %s %s  %s", Shown(sys.host_name()).c_str(),
+                    Shown(sys.kernel_release()).c_str(), Shown(sys.kernel_version()).c_str(),
+                    Shown(sys.machine()).c_str()),
+          StrFormat("preempt %s  PREEMPT_RT %s  CPUs online %s  isolated %s  affinity %s  "
+                    "cpu_dma_latency %s",
+                    Shown(sys.preempt_model()).c_str(), sys.realtime() ? "yes" : "no",
+                    CpuList(sys.online_cpus()).c_str(), CpuList(sys.isolated_cpus()).c_str(),
+                    CpuList(sys.affinity_cpus()).c_str(),
+                    dma < 0             ? "unknown"
+                    : dma >= 2000000000 ? "none"
+                                        : (std::to_string(dma) + "us").c_str()),
+          ""};
 }
 
 std::vector<std::string> HistogramLines(const v1::TaskStats& t, const v1::Histogram& h) {
@@ -256,7 +269,7 @@ std::vector<std::string> HistogramLines(const v1::TaskStats& t, const v1::Histog
   for (const LatencyBin& b : bins) total += b.count;
   std::vector<std::string> out = {
       "", StrFormat("wake-up latency, task %u \"%s\" (bar: log10 of the count)", t.task_id(),
-                    t.task_name().c_str())};
+                    Shown(t.task_name()).c_str())};
   for (std::size_t i = 0; i < bins.size(); ++i) {
     const std::uint64_t c = bins[i].count;
     const int bar = c == 0 ? 0 : 1 + static_cast<int>(std::log10(static_cast<double>(c)) * 4);

@@ -179,6 +179,26 @@ TEST(TopRender, EveryLineFitsAndTheHeaderStaysAtAnySize) {
   }
 }
 
+// A name or system string is the server's bytes (valid UTF-8, but any characters): escape
+// sequences and line breaks in it must not reach the terminal, and the name column cuts it on a
+// character boundary.
+TEST(TopRender, ControlCharactersFromTheServerNeverReachTheTerminal) {
+  Snapshot s = FixedSnapshot();
+  s.stats.mutable_tasks(0)->set_task_name("\x1b[2J\r\nmotor \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+  s.system.mutable_system()->set_host_name("evil\x1b]0;title\x07");
+  s.system.mutable_system()->set_preempt_model("rt\n");
+  const std::string text = RenderText(s, {.show_histograms = true, .now_unix_ns = kNow});
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find("\\x1b[2J"), std::string::npos) << text;  // shown, escaped
+  // "motors " is 7 bytes and each "é" 2: the 14-byte column ends inside the fourth é, which goes.
+  s.stats.mutable_tasks(0)->set_task_name("motors \xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+  const std::string cut = RenderText(s, {.show_histograms = false, .now_unix_ns = kNow});
+  EXPECT_NE(cut.find("motors \xc3\xa9\xc3\xa9\xc3\xa9 "), std::string::npos) << cut;
+  EXPECT_EQ(cut.find("\xc3\xa9\xc3 "), std::string::npos) << "a character was cut: " << cut;
+}
+
 TEST(TopRender, JsonSnapshotMatchesGolden) {
   ExpectGolden(RenderJson(FixedSnapshot()), "top_json.golden");
 }
