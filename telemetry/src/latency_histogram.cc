@@ -8,6 +8,10 @@
 namespace rtloop::telemetry {
 namespace {
 
+// Recorded by the RT thread: no libatomic lock on any target (cmake/RtloopTargetChecks.cmake).
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 constexpr std::size_t kSubBuckets = std::size_t{1} << LatencyHistogram::kSubBucketBits;

@@ -3,7 +3,7 @@
 // library, so those tools are linked without them; Start() says so and names what to use instead.
 // Everything else of rtloop (gRPC telemetry, recordings, reports) is unchanged.
 //
-// Example: `rtloop-cyclic --http=127.0.0.1:9101` from the static tarball exits 2 with the
+// Example: `rtloop-cyclic --metrics` from the static tarball stops with the
 // message below. Thread contract: as http_server.h (no HttpServer is ever created).
 #include <memory>
 #include <string>
