@@ -44,6 +44,10 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
   "Real-time control loops with latency telemetry: libraries and tools\n rtloop-cyclic (a drop-in cyclictest with percentiles and gRPC telemetry), rtloop-top (live\n dashboard over gRPC), rtloop-bench (board readiness doctor, documented load scenarios,\n reports, baseline compare) and the shared libraries behind them.")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
+# The tools link rtloop's own libraries, which are in this package: dpkg-shlibdeps (run in the
+# package's staging root) finds them there.
+string(REGEX REPLACE "^/+" "" _rtloop_libdir "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_rtloop_libdir})
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")  # 0.x: no ABI promise between versions
 # rtloop-bench's loads (stress-ng, hackbench from rt-tests, iperf3) and plots (gnuplot): used
