@@ -12,6 +12,9 @@ set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_C_COMPILER ${RTLOOP_CROSS_TRIPLET}-gcc)
 set(CMAKE_CXX_COMPILER ${RTLOOP_CROSS_TRIPLET}-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE ${RTLOOP_CROSS_TRIPLET})
+# GNUInstallDirs picks Debian's multiarch lib/<triplet> for native builds only; the packages of a
+# cross build need it too (Multi-Arch: same libraries, /usr/lib/<triplet>/cmake/rtloop).
+set(CMAKE_INSTALL_LIBDIR lib/${RTLOOP_CROSS_TRIPLET} CACHE STRING "Object code libraries (multiarch)")
 # pkg-config (libgpiod): the target's .pc files only.
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/${RTLOOP_CROSS_TRIPLET}/pkgconfig:/usr/share/pkgconfig)
 # Without -L, qemu-user loads the target's dynamic loader and libraries from the multiarch
