@@ -1,4 +1,5 @@
-# cmake --install gives a relocatable `rtloop` package and the tools (rtloop-top, rtloop-cyclic).
+# cmake --install gives a relocatable `rtloop` package and the tools (rtloop-cyclic, rtloop-top,
+# rtloop-bench).
 # find_package(rtloop) then link:
 #   rtloop::framework        the executor alone
 #   rtloop::telemetry_core   + hub, rings, histograms, collector, sample log, task reports (no
@@ -15,14 +16,24 @@ foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_telemetry)
   endif()
 endforeach()
 
+# Shared libraries (-DBUILD_SHARED_LIBS=ON, as the Debian packages build them) carry an soname
+# that changes with every minor version while rtloop is 0.x (librtloop_framework.so.0.1).
+set_target_properties(${_rtloop_installed_targets} PROPERTIES
+  VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+
+# Install components (the Debian packages, cmake/RtloopPackaging.cmake): "runtime" holds the
+# shared libraries and the tools, "dev" everything an application builds against.
 install(TARGETS ${_rtloop_installed_targets} EXPORT rtloopTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT rtloopTargets NAMESPACE rtloop:: DESTINATION ${RTLOOP_INSTALL_CMAKEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(EXPORT rtloopTargets NAMESPACE rtloop:: DESTINATION ${RTLOOP_INSTALL_CMAKEDIR}
+        COMPONENT dev)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rtloopConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rtloopConfig.cmake INSTALL_DESTINATION ${RTLOOP_INSTALL_CMAKEDIR})
@@ -30,4 +41,4 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/rtloopConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/rtloopConfig.cmake ${PROJECT_BINARY_DIR}/rtloopConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/FindConcurrentQueue.cmake
-        DESTINATION ${RTLOOP_INSTALL_CMAKEDIR})
+        DESTINATION ${RTLOOP_INSTALL_CMAKEDIR} COMPONENT dev)

@@ -5,12 +5,20 @@
 #   cmake/dev.sh run [ARGS...]   install, build, run the main job (the README's Quick start)
 #   cmake/dev.sh test            install, build, run every test (ctest)
 #   cmake/dev.sh deps | build    just that step
+#   cmake/dev.sh package [--arch=amd64|arm64|armhf]
+#                                the Debian packages for that architecture (default: this
+#                                machine's), cross-compiled from Debian 12's multiarch packages
+#                                into build-ARCH/, written to build-ARCH/packages/ (cmake/README.md)
+#   cmake/dev.sh test --arch=arm64|armhf
+#                                the test suite built for ARCH in build-ARCH/, run under
+#                                qemu-user (cmake/README.md: what skips there and why)
 #
-# Environment: BUILD_DIR (default build), RTLOOP_CMAKE_ARGS (extra -D options), JOBS.
+# Environment: BUILD_DIR (default build; build-ARCH with --arch), RTLOOP_CMAKE_ARGS (extra -D
+# options), JOBS; with test --arch, TEST_TARGETS (only these test executables, e.g.
+# "rtloop_framework_tests rtloop_cyclic_tests").
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 PACKAGES=(
@@ -35,29 +43,178 @@ PACKAGES=(
   fonts-dejavu-core   # tests: text in Chromium's screenshot of the page
 )
 
+# A cross build (package/test --arch=ARCH) needs on the build machine: the cross compiler, the
+# code generators and header-only libraries (they run or are read here), qemu-user for the
+# target's programs; and for ARCH, as ARCH:foreign multiarch packages, every library the build
+# links (all Multi-Arch: same in Debian 12).
+CROSS_HOST_PACKAGES=(
+  cmake ninja-build pkg-config dpkg-dev file
+  protobuf-compiler protobuf-compiler-grpc  # protoc and grpc_cpp_plugin run on the build machine
+  libeigen3-dev libconcurrentqueue-dev nlohmann-json3-dev libjs-dygraphs  # arch: all
+  prometheus-cpp-dev  # its headers (prometheus-cpp-dev:ARCH would replace this machine's: it
+                      # depends on the civetweb program, not Multi-Arch); the library is ARCH's
+  qemu-user-static    # runs ARCH's programs: gtest's test listing, the tests, the checks
+)
+CROSS_TARGET_PACKAGES=(
+  libprotobuf-dev libgrpc++-dev libcivetweb-dev libprometheus-cpp-core1.0
+  libtomlplusplus-dev libgpiod-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
 die() { echo "cmake/dev.sh: $*" >&2; exit 2; }
 
-install_deps() {
+as_root() {
+  if ((EUID == 0)); then "$@"; return; fi
+  command -v sudo >/dev/null || die "not root: run as root or install sudo to run: $*"
+  sudo "$@"
+}
+
+# install_packages PKG...: apt-get install of those not installed yet (PKG may be name:arch).
+install_packages() {
   local missing=() p
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   ((${#missing[@]} == 0)) && return 0
-  local sudo=()
-  if ((EUID != 0)); then
-    command -v sudo >/dev/null || die "missing packages (${missing[*]}) and not root: run as root or install sudo"
-    sudo=(sudo)
-  fi
   command -v apt-get >/dev/null || die "apt-get not found: rtloop's build expects Debian 12 packages (${missing[*]})"
   echo "cmake/dev.sh: installing ${missing[*]}" >&2
-  "${sudo[@]}" apt-get update -q
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  as_root apt-get update -q
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+install_deps() { install_packages "${PACKAGES[@]}"; }
+
+HOST_ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+
+# install_cross_deps ARCH: the multiarch architecture, the cross compiler, ARCH's libraries.
+install_cross_deps() {
+  local arch=$1 p target=()
+  if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+    echo "cmake/dev.sh: adding the $arch architecture to dpkg (dpkg --add-architecture $arch)" >&2
+    as_root dpkg --add-architecture "$arch"
+    as_root apt-get update -q
+  fi
+  for p in "${CROSS_TARGET_PACKAGES[@]}"; do target+=("$p:$arch"); done
+  install_packages "${CROSS_HOST_PACKAGES[@]}" "crossbuild-essential-$arch" "${target[@]}"
+}
+
+# cmake_arch_args ARCH: the toolchain file of a cross build (nothing for this machine's).
+cmake_arch_args() {
+  local arch=$1
+  [[ $arch == "$HOST_ARCH" ]] && return 0
+  [[ -f cmake/toolchain-$arch.cmake ]] ||
+    die "--arch=$arch: no cmake/toolchain-$arch.cmake (supported: amd64 arm64 armhf)"
+  echo "-DCMAKE_TOOLCHAIN_FILE=$PWD/cmake/toolchain-$arch.cmake"
 }
 
 build() {
   # shellcheck disable=SC2086  # RTLOOP_CMAKE_ARGS is a list of -D options
   cmake -S . -B "$BUILD_DIR" -G Ninja ${RTLOOP_CMAKE_ARGS:-}
   cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# The tools both kinds of package hold (the Debian package with the shared libraries, the tarball
+# as single static files).
+STATIC_TOOLS=(rtloop-cyclic rtloop-top rtloop-bench)
+
+# package ARCH: shared libraries and tools built for ARCH, then CPack's Debian packages.
+package() {
+  local arch=$1 toolchain
+  toolchain=$(cmake_arch_args "$arch")
+  if [[ $arch == "$HOST_ARCH" ]]; then install_deps; else install_cross_deps "$arch"; fi
+  BUILD_DIR=${BUILD_DIR:-build-$arch}
+  # Only what the packages hold is built (CMAKE_SKIP_INSTALL_ALL_DEPENDENCY: cpack does not build
+  # `all`); the tree is the one `test --arch` builds the tests in.
+  # shellcheck disable=SC2086  # $toolchain is one option or none
+  cmake -S . -B "$BUILD_DIR" -G Ninja $toolchain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_SHARED_LIBS=ON -DRTLOOP_BUILD_EXAMPLES=OFF \
+    -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON -DRTLOOP_DEB_ARCH="$arch" ${RTLOOP_CMAKE_ARGS:-}
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${STATIC_TOOLS[@]}"
+  rm -f "$BUILD_DIR"/packages/*.deb "$BUILD_DIR"/packages/*.tar.gz
+  (cd "$BUILD_DIR" && cpack -G DEB)
+  static_tools "$arch" "$toolchain"
+  check_static_tools "$arch"
+  ls -l "$BUILD_DIR"/packages/
+}
+
+# static_tools ARCH TOOLCHAIN_OPTION: the single-file tools (cmake/README.md, "Static tools") in
+# BUILD_DIR/static, stripped, into BUILD_DIR/packages/rtloop-tools-VERSION-ARCH.tar.gz.
+static_tools() {
+  local arch=$1 toolchain=$2 dir=$BUILD_DIR/static version name strip=strip t
+  # shellcheck disable=SC2086  # $toolchain is one option or none
+  cmake -S . -B "$dir" -G Ninja $toolchain -DCMAKE_BUILD_TYPE=Release -DRTLOOP_STATIC_TOOLS=ON \
+    -DRTLOOP_BUILD_TESTS=OFF -DRTLOOP_BUILD_EXAMPLES=OFF ${RTLOOP_CMAKE_ARGS:-}
+  cmake --build "$dir" -j "$JOBS" --target "${STATIC_TOOLS[@]}"
+  version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$dir/CMakeCache.txt")
+  name=rtloop-tools-$version-$arch
+  [[ $arch == "$HOST_ARCH" ]] || strip=$(sed -n 's/^CMAKE_STRIP:FILEPATH=//p' "$dir/CMakeCache.txt")
+  rm -rf "${dir:?}/$name" && mkdir -p "$dir/$name" "$BUILD_DIR/packages"
+  for t in "${STATIC_TOOLS[@]}"; do
+    "$strip" -o "$dir/$name/$t" "$dir/bin/$t"
+  done
+  tar -C "$dir" -czf "$BUILD_DIR/packages/$name.tar.gz" "$name"
+  echo "cmake/dev.sh: $BUILD_DIR/packages/$name.tar.gz (sizes in bytes):" >&2
+  (cd "$dir/$name" && stat -c '  %n %s' "${STATIC_TOOLS[@]}" >&2)
+}
+
+# qemu_for ARCH: the qemu-user binary that runs ARCH's programs (empty for this machine's).
+qemu_for() {
+  case $1 in
+    "$HOST_ARCH") ;;
+    arm64) echo qemu-aarch64-static ;;
+    armhf) echo qemu-arm-static ;;
+  esac
+}
+
+# ensure_binfmt ARCH: the kernel runs ARCH's programs through qemu-user-static (binfmt_misc, as
+# /usr/lib/binfmt.d/qemu-*.conf from qemu-user-static describes, with its F flag: also inside a
+# chroot), so tests that start other rtloop programs can. Returns 1 when it cannot (not root, no
+# binfmt_misc in this kernel or container).
+ensure_binfmt() {
+  local name conf
+  case $1 in
+    arm64) name="qemu-aarch64" ;;
+    armhf) name="qemu-arm" ;;
+    *) return 0 ;;
+  esac
+  [[ -e /proc/sys/fs/binfmt_misc/$name ]] && return 0
+  conf=/usr/lib/binfmt.d/$name.conf
+  ((EUID == 0)) && [[ -f $conf ]] || return 1
+  mountpoint -q /proc/sys/fs/binfmt_misc ||
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null || return 1
+  cat "$conf" >/proc/sys/fs/binfmt_misc/register 2>/dev/null || return 1
+  echo "cmake/dev.sh: registered $name with binfmt_misc ($conf)" >&2
+}
+
+# check_static_tools ARCH: each static tool runs in an empty root (a directory holding only the
+# binary, and for another architecture the static qemu-user that runs it when binfmt_misc does
+# not), as on a board with nothing installed: rtloop-cyclic prints its summary, rtloop-bench
+# doctor runs and judges (its exit status is the judgement of this machine, not checked here).
+check_static_tools() {
+  local arch=$1 dir=$BUILD_DIR/static root qemu out
+  qemu=$(qemu_for "$arch")
+  root=$(mktemp -d "${TMPDIR:-/tmp}/rtloop-empty-root.XXXXXX")
+  # shellcheck disable=SC2064  # expand now: the directory of this call
+  trap "rm -rf '$root'" RETURN
+  cp "$dir/bin/rtloop-cyclic" "$dir/bin/rtloop-bench" "$root/"
+  local run=()
+  if [[ -n $qemu ]] && ! ensure_binfmt "$arch"; then
+    cp "$(command -v "$qemu")" "$root/" || die "$qemu not found: apt-get install qemu-user-static"
+    run=("/$qemu")
+  fi
+  if ((EUID != 0)); then
+    echo "cmake/dev.sh: not root: the empty-root (chroot) check of the static tools is skipped" >&2
+    return 0
+  fi
+  echo "cmake/dev.sh: static rtloop-cyclic in an empty root:" >&2
+  out=$(chroot "$root" "${run[@]}" /rtloop-cyclic -t1 -i1000 -l200 -q 2>&1) ||
+    die "static rtloop-cyclic failed in an empty root: $out"
+  printf '%s\n' "$out" >&2
+  grep -q 'Max:' <<<"$out" || die "static rtloop-cyclic printed no summary in an empty root"
+  echo "cmake/dev.sh: static rtloop-bench doctor in an empty root:" >&2
+  local rc=0
+  chroot "$root" "${run[@]}" /rtloop-bench doctor >&2 || rc=$?
+  ((rc <= 1)) || die "static rtloop-bench doctor failed in an empty root (exit $rc)"
 }
 
 # The main job's embedded defaults (README "Quick start"): one measuring thread per CPU (-S) at
@@ -71,13 +228,87 @@ run_main() {
 }
 
 run_tests() {
-  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@"
 }
 
+# cross_tests ARCH: the suite built for ARCH in build-ARCH (the packages' tree: shared libraries,
+# so the objects are shared with `package`) and run under qemu-user: CMake's
+# CMAKE_CROSSCOMPILING_EMULATOR (cmake/toolchain-ARCH.cmake) runs every test binary through it.
+# RTLOOP_TEST_EMULATED tells the tests that need what qemu-user does not emulate to skip, with
+# the reason; the closing note lists the skipped tests and their reasons. The examples' tests
+# (Python, Chromium, Prometheus) are native-only: built with RTLOOP_BUILD_EXAMPLES=OFF.
+cross_tests() {
+  local arch=$1 toolchain log
+  toolchain=$(cmake_arch_args "$arch")
+  install_cross_deps "$arch"
+  ensure_binfmt "$arch" || echo "cmake/dev.sh: no binfmt_misc for $arch: tests that start" \
+    "another rtloop program fail (run as root, or where binfmt_misc can be mounted)" >&2
+  BUILD_DIR=${BUILD_DIR:-build-$arch}
+  # shellcheck disable=SC2086  # $toolchain is one option
+  cmake -S . -B "$BUILD_DIR" -G Ninja $toolchain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_SHARED_LIBS=ON -DRTLOOP_BUILD_TESTS=ON \
+    -DRTLOOP_BUILD_EXAMPLES=OFF ${RTLOOP_CMAKE_ARGS:-}
+  local ctest_args=()
+  if [[ -n ${TEST_TARGETS:-} ]]; then
+    # Only these test executables (e.g. CI's subset): tests whose program was not built (the
+    # other executables' placeholders, their fuzz replays) are left out.
+    # shellcheck disable=SC2086  # a list of targets
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target ${TEST_TARGETS}
+    local unbuilt
+    unbuilt=$(ctest --test-dir "$BUILD_DIR" --show-only=json-v1 | BIN="$(cd "$BUILD_DIR" && pwd)/bin/" python3 -c '
+import json, os, re, sys
+bin_dir = os.environ["BIN"]
+def built(cmd):
+    return cmd and all(os.path.exists(a) for a in cmd if a.startswith(bin_dir))
+print("|".join("^" + re.escape(t["name"]) + "$"
+               for t in json.load(sys.stdin)["tests"] if not built(t.get("command"))))')
+    [[ -z $unbuilt ]] || ctest_args=(-E "$unbuilt")
+  else
+    cmake --build "$BUILD_DIR" -j "$JOBS"
+  fi
+  local rc=0
+  RTLOOP_TEST_EMULATED="qemu-user ($arch)" run_tests "${ctest_args[@]}" || rc=$?
+  log=$BUILD_DIR/Testing/Temporary/LastTest.log
+  if [[ -f $log ]]; then
+    echo "cmake/dev.sh: tests skipped under qemu-user ($arch), with their reasons:"
+    # gtest prints "FILE:LINE: Skipped" and the reason on the next line, inside ctest's
+    # "N/M Testing: NAME" block.
+    awk '/^[0-9]+\/[0-9]+ Testing: / { test = $3 }
+         skip { print "  " test ": " $0; skip = 0; n++ }
+         /: Skipped$/ { skip = 1 }
+         END { if (!n) print "  none" }' "$log"
+  fi
+  return "$rc"
+}
+
+# --arch=ARCH after package/test: the target architecture (default: this machine's).
+arch_option() {
+  local arch=$HOST_ARCH a
+  for a in "$@"; do
+    case $a in
+      --arch=*) arch=${a#--arch=} ;;
+      *) die "unknown option '$a' (expected --arch=amd64|arm64|armhf)" ;;
+    esac
+  done
+  case $arch in
+    amd64 | arm64 | armhf) echo "$arch" ;;
+    *) die "--arch=$arch: supported are amd64, arm64 and armhf" ;;
+  esac
+}
+
+usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH]"
 case "${1:-}" in
   deps) install_deps ;;
-  build) install_deps; build ;;
-  run) shift; install_deps; build; run_main "$@" ;;
-  test) install_deps; build; run_tests ;;
-  *) die "usage: cmake/dev.sh run [ARGS...] | test | deps | build" ;;
+  build) install_deps; BUILD_DIR=${BUILD_DIR:-build}; build ;;
+  run) shift; install_deps; BUILD_DIR=${BUILD_DIR:-build}; build; run_main "$@" ;;
+  test)
+    shift
+    arch=$(arch_option "$@") || exit 2
+    if [[ $arch == "$HOST_ARCH" ]]; then
+      install_deps; BUILD_DIR=${BUILD_DIR:-build}; build; run_tests
+    else
+      cross_tests "$arch"
+    fi ;;
+  package) shift; arch=$(arch_option "$@") || exit 2; package "$arch" ;;
+  *) die "$usage" ;;
 esac

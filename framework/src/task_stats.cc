@@ -4,6 +4,13 @@ namespace rtloop {
 
 namespace {
 
+// The RT thread writes every field: on each target these must not fall back to libatomic's
+// locks (cmake/RtloopTargetChecks.cmake stops the build earlier, naming what to use instead).
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<TaskState>::is_always_lock_free);
+static_assert(std::atomic<int>::is_always_lock_free);
+
 // Single-writer updates: a relaxed load of our own last store plus a relaxed store. No atomic
 // read-modify-write (no lock prefix), so the RT thread never contends with readers.
 template <typename T>

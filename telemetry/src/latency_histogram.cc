@@ -8,6 +8,10 @@
 namespace rtloop::telemetry {
 namespace {
 
+// Recorded by the RT thread: no libatomic lock on any target (cmake/RtloopTargetChecks.cmake).
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 constexpr std::size_t kSubBuckets = std::size_t{1} << LatencyHistogram::kSubBucketBits;
@@ -33,18 +37,45 @@ std::int64_t ClampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) noexcept 
   return lo > hi ? v : std::clamp(v, lo, hi);
 }
 
+// ceil(a * b / d), exact, for d < 2^47 and a result below 2^64, without a 128-bit integer type
+// (32-bit targets such as armhf have none): the product as eight 16-bit limbs, then long
+// division by d one limb at a time (the remainder stays below 2^47, so remainder << 16 fits).
+std::uint64_t MulDivCeil(std::uint64_t a, std::uint64_t b, std::uint64_t d) noexcept {
+  constexpr int kLimbs = 4;
+  std::array<std::uint64_t, 2 * kLimbs> prod{};
+  for (int i = 0; i < kLimbs; ++i) {
+    std::uint64_t carry = 0;
+    const std::uint64_t ai = (a >> (16 * i)) & 0xFFFF;
+    for (int j = 0; j < kLimbs; ++j) {
+      const std::uint64_t bj = (b >> (16 * j)) & 0xFFFF;
+      const std::uint64_t t = prod[static_cast<std::size_t>(i + j)] + ai * bj + carry;
+      prod[static_cast<std::size_t>(i + j)] = t & 0xFFFF;
+      carry = t >> 16;
+    }
+    prod[static_cast<std::size_t>(i + kLimbs)] += carry;
+  }
+  std::uint64_t quotient = 0;
+  std::uint64_t rem = 0;
+  for (int k = 2 * kLimbs - 1; k >= 0; --k) {
+    rem = (rem << 16) | prod[static_cast<std::size_t>(k)];
+    quotient = (quotient << 16) | (rem / d);  // the high limbs' quotient is 0 when it fits
+    rem %= d;
+  }
+  return quotient + (rem != 0 ? 1 : 0);
+}
+
 }  // namespace
 
 std::uint64_t NearestRank(double percentile, std::uint64_t total) noexcept {
   if (total == 0) return 0;
   const double p = percentile > 0.0 ? std::min(percentile, 100.0) : 0.0;
-  __extension__ using U128 = unsigned __int128;
   constexpr std::uint64_t kHundredPercent = 100'000'000'000;  // units of 1e-9 percent
   const auto units = static_cast<std::uint64_t>(std::llround(p * 1e9));
-  const U128 rank = (U128{units} * total + (kHundredPercent - 1)) / kHundredPercent;
+  // units <= kHundredPercent, so the rank is at most total: it fits in 64 bits.
+  const std::uint64_t rank = MulDivCeil(units, total, kHundredPercent);
   if (rank < 1) return 1;
   if (rank >= total) return total;
-  return static_cast<std::uint64_t>(rank);
+  return rank;
 }
 
 std::size_t LatencyHistogram::BucketIndex(std::int64_t value_ns) noexcept {

@@ -333,9 +333,11 @@ Result<bool> SampleLogReader::ReadNext(std::string* payload) {
                          std::to_string(kCrcTrailerBytes) + " .. " +
                          std::to_string(kMaxRecordBytes) + ")");
   }
-  payload->resize(length);
-  const std::size_t got = std::fread(payload->data(), 1, length, file_);
-  if (got != length) {
+  // Bounded above, so it fits a 32-bit size_t too (armhf).
+  const auto bytes = static_cast<std::size_t>(length);
+  payload->resize(bytes);
+  const std::size_t got = std::fread(payload->data(), 1, bytes, file_);
+  if (got != bytes) {
     if (std::ferror(file_)) {
       return ErrnoError(errno, "cannot read sample log \"" + path_ + "\" at " + Offset(pos));
     }
@@ -344,7 +346,7 @@ Result<bool> SampleLogReader::ReadNext(std::string* payload) {
                          " bytes but the file ends after " + std::to_string(got) +
                          " (at byte offset " + std::to_string(pos + got) + ")");
   }
-  const std::size_t body = length - kCrcTrailerBytes;
+  const std::size_t body = bytes - kCrcTrailerBytes;
   std::uint32_t stored = 0;
   for (std::size_t i = 0; i < 4; ++i) {
     stored |= static_cast<std::uint32_t>(static_cast<unsigned char>((*payload)[body + 1 + i]))

@@ -177,6 +177,29 @@ TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
   EXPECT_EQ(b.ValueAtPercentile(50), 0);
 }
 
+TEST(LatencyHistogramTest, NearestRankIsExactForCountsPastTwoToThe32) {
+  // ceil(p / 100 * total) in integers, also where p * total needs more than 64 bits and on
+  // 32-bit targets (armhf), which have no 128-bit integer type.
+  constexpr std::uint64_t k2To32 = std::uint64_t{1} << 32;
+  EXPECT_EQ(NearestRank(50.0, 2 * k2To32), k2To32);
+  EXPECT_EQ(NearestRank(50.0, 2 * k2To32 + 1), k2To32 + 1);
+  EXPECT_EQ(NearestRank(99.999, 10'000'000'000'000'000'000u), 9'999'900'000'000'000'000u);
+  EXPECT_EQ(NearestRank(99.999, 10'000'000'000'000'000'001u), 9'999'900'000'000'000'001u);
+  EXPECT_EQ(NearestRank(100.0, UINT64_MAX), UINT64_MAX);
+  EXPECT_EQ(NearestRank(0.0, UINT64_MAX), 1u);
+  EXPECT_EQ(NearestRank(99.9, 1000), 999u);
+#ifdef __SIZEOF_INT128__  // a reference where the compiler has one (x86_64, arm64)
+  __extension__ using U128 = unsigned __int128;
+  for (const double p : {50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 0.001}) {
+    for (const std::uint64_t total : {k2To32 - 1, k2To32, k2To32 + 3, UINT64_MAX / 3, UINT64_MAX}) {
+      const auto units = static_cast<std::uint64_t>(std::llround(p * 1e9));
+      const U128 want = (U128{units} * total + 99'999'999'999u) / 100'000'000'000u;
+      EXPECT_EQ(NearestRank(p, total), static_cast<std::uint64_t>(want)) << p << " " << total;
+    }
+  }
+#endif
+}
+
 TEST(LatencyHistogramTest, PercentileRanksFollowTheNearestRankDefinitionExactly) {
   // 1..n are all exact values, so every percentile must be exactly ceil(p / 100 * n). Computed in
   // doubles, 99.9 / 100 * 1000 is 999.0000000000001: a rank one too high (the max).

@@ -2,6 +2,12 @@
 # live page and its JSON feed, served by civetweb. The page's files and Debian's dygraphs are
 # embedded into the library at build time (embed_assets.cmake): nothing is read at run time.
 # civetweb and prometheus-cpp are found in cmake/RtloopDependencies.cmake.
+# RTLOOP_HTTP=OFF (the single-file static tools, cmake/README.md) builds http_server_absent.cc
+# instead: HttpServer::Start() then says the endpoint is not in this build.
+if(NOT RTLOOP_HTTP)
+  target_sources(rtloop_telemetry PRIVATE ${CMAKE_CURRENT_LIST_DIR}/http_server_absent.cc)
+  return()
+endif()
 find_file(RTLOOP_DYGRAPHS_JS dygraph.min.js PATHS /usr/share/javascript/dygraphs NO_DEFAULT_PATH
           REQUIRED DOC "Debian's libjs-dygraphs (the live page's charts)")
 find_file(RTLOOP_DYGRAPHS_CSS dygraph.min.css PATHS /usr/share/javascript/dygraphs
