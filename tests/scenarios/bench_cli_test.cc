@@ -239,6 +239,26 @@ TEST(BenchRun, SigintStopsTheRunKeepsTheReportsAndRestoresTune) {
   EXPECT_GT(result["threads"][0]["cycles"].get<int>(), 0);
 }
 
+// The processes whose command line holds each of `texts` (e.g. a run's --out directory), self
+// excluded.
+std::vector<pid_t> ProcessesNaming(const std::vector<std::string>& texts) {
+  std::vector<pid_t> found;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::atoi(name.c_str());
+    if (pid == getpid()) continue;
+    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (std::all_of(texts.begin(), texts.end(), [&](const std::string& text) {
+          return cmdline.find(text) != std::string::npos;
+        })) {
+      found.push_back(pid);
+    }
+  }
+  return found;
+}
+
 TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
   RTLOOP_REQUIRE_ROOT();
   SysctlGuard guard;
@@ -256,6 +276,14 @@ TEST(BenchRun, SigkillOfTheBenchLeavesNoLoadAndRestoresTune) {
   }
   EXPECT_EQ(ReadFile(SysctlGuard::kPrintk), guard.printk());
   EXPECT_EQ(ReadFile(SysctlGuard::kOvercommit), guard.overcommit());
+  // The measurement (rtloop-cyclic, writing into --out) ends too: it is told when its bench dies
+  // and keeps what it measured as FILE.partial. A bound for its final writes (seconds under ASan).
+  std::vector<pid_t> left = ProcessesNaming({dir.path()});
+  for (int i = 0; i < 600 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    left = ProcessesNaming({dir.path()});
+  }
+  EXPECT_TRUE(left.empty()) << left.size() << " processes still name " << dir.path();
 }
 
 // The pid after `key` in the bench's stderr ("guardian pid 123"), or -1.
@@ -266,17 +294,8 @@ pid_t PidAfter(const std::string& text, const std::string& key) {
 
 // The run's keeper (`rtloop-bench __keeper ... /run/rtloop-bench/<tag>.json ...`), or -1.
 pid_t KeeperOf(const std::string& tag) {
-  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = ReadFile("/proc/" + name + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(" __keeper ") != std::string::npos &&
-        cmdline.find(tag + ".json") != std::string::npos) {
-      return std::atoi(name.c_str());
-    }
-  }
-  return -1;
+  const std::vector<pid_t> keepers = ProcessesNaming({" __keeper ", tag + ".json"});
+  return keepers.empty() ? -1 : keepers.front();
 }
 
 // Issue 17 item 2: kill -9 of the guardian, then of the bench, left 750 hackbench processes

@@ -237,6 +237,14 @@ TempDir::TempDir(const std::string& name) {
   std::filesystem::create_directories(path_);
 }
 
-TempDir::~TempDir() { std::filesystem::remove_all(path_); }
+TempDir::~TempDir() {
+  // Never throws: a file that disappears meanwhile (a process finishing its output) is retried,
+  // and whatever cannot be removed stays rather than aborting the test binary.
+  std::error_code ec;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::filesystem::remove_all(path_, ec);
+    if (!ec) return;
+  }
+}
 
 }  // namespace rtloop::bench::testing
