@@ -227,13 +227,18 @@ TEST(WatchdogExecutorTest, ExecutionWatchdogFaultsTheTaskAndCallsOnWatchdog) {
   EXPECT_EQ(s.state, TaskState::kFault);
   EXPECT_EQ(s.faults, 1u);
   EXPECT_EQ(s.watchdog_trips, 1u);
-  // 3 ms > 1 ms x 2: the first busy cycle trips it by the single-cycle rule.
-  EXPECT_EQ(s.last_fault.reason, FaultReason::kWatchdogSingle);
-  EXPECT_EQ(s.last_fault.cycle, 2u);
+  // 3 ms > 1 ms x 2: the first busy cycle (2) trips it by the single-cycle rule. SCHED_OTHER on
+  // a loaded machine can stretch an earlier cycle past the limits: then that one is the fault,
+  // and everything below must name it.
+  const std::uint64_t at = s.last_fault.cycle;
+  EXPECT_LE(at, 2u);
+  if (at == 2) EXPECT_EQ(s.last_fault.reason, FaultReason::kWatchdogSingle);
+  EXPECT_TRUE(s.last_fault.reason == FaultReason::kWatchdogSingle ||
+              s.last_fault.reason == FaultReason::kWatchdog);
   EXPECT_EQ(t.hooks.load(), 1);
-  EXPECT_EQ(t.hook_cycle.load(), 2u);
-  EXPECT_EQ(t.hook_reason.load(), FaultReason::kWatchdogSingle);
-  EXPECT_EQ(t.steps.load(), 3) << "no cycle after the trip";
+  EXPECT_EQ(t.hook_cycle.load(), at);
+  EXPECT_EQ(t.hook_reason.load(), s.last_fault.reason);
+  EXPECT_EQ(static_cast<std::uint64_t>(t.steps.load()), at + 1) << "no cycle after the trip";
   EXPECT_TRUE(t.stopped.load());
   EXPECT_TRUE(ex->Stop().ok());
 }
@@ -271,8 +276,9 @@ TEST(WatchdogExecutorTest, ContinueActionKeepsTheTaskRunning) {
   const TaskStatsSnapshot s = ex->Stats(*id);
   EXPECT_EQ(s.state, TaskState::kStopped) << "it ran to max_cycles";
   EXPECT_EQ(s.cycles, 5u);
-  EXPECT_EQ(s.faults, 4u);
-  EXPECT_EQ(t.hooks.load(), 4);
+  // Cycles 1..4 trip it (sensitivity 1); a loaded machine may stretch cycle 0 past 1 ms too.
+  EXPECT_GE(s.faults, 4u);
+  EXPECT_EQ(static_cast<std::uint64_t>(t.hooks.load()), s.faults);
 }
 
 TEST(WatchdogExecutorTest, BadWatchdogConfigsNameTheField) {
