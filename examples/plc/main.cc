@@ -9,8 +9,9 @@
 //   kill -USR1 $(pidof rtloop-plc)                    # the task monitor, while it runs
 //   build/bin/rtloop-plc --duration=3 --inject-overrun=logic    # a watchdog trip at t = 1 s
 //
-// Exit status: 0 after a run without a fault, 3 when the PLC faulted, 1 when the runtime could not
-// start (the message says why), 2 for a bad argument or configuration.
+// Exit status: 0 after a run without a fault, 3 when the PLC faulted (a task's watchdog tripped:
+// rtloop::Runtime's kExitTaskFault), 1 when the runtime could not start (the message says why),
+// 2 for a bad argument or configuration.
 #include <unistd.h>
 
 #include <chrono>
@@ -40,8 +41,6 @@ constexpr char kUsage[] =
     "  kill -USR1 PID prints the task monitor while it runs; Ctrl-C or SIGTERM stops it, and\n"
     "  it is printed again.\n"
     "run options:\n";
-
-constexpr int kExitFault = 3;
 
 struct Options {
   std::string config_path = "examples/plc/conveyor.toml";
@@ -158,6 +157,7 @@ int main(int argc, char** argv) {
                  plc::FormatFaultReport(plc.fault(), plc.config()).c_str());
   }
   std::fputs(("\n" + plc::FormatPlcMonitor(plc, (*rt)->Reports())).c_str(), stdout);
-  if (!status.ok()) return rtloop::ExitCode(status);
-  return plc.faulted() ? kExitFault : 0;
+  std::fflush(stdout);
+  // A task fault makes RunUntilSignal() return kAborted: exit status 3 (rtloop::kExitTaskFault).
+  return rtloop::ExitCode(status);
 }

@@ -55,7 +55,6 @@ std::string FormatFaultReport(const FaultReport& f, const PlcConfig& config) {
 // --- io_scan ------------------------------------------------------------------------------------
 
 rtloop::StepResult IoScanTask::Step(const rtloop::CycleContext& ctx) noexcept {
-  if (halted_) return rtloop::StepResult::kFault;
   if (ctx.cycle == 0) first_release_ = ctx.release;
   plc_.MaybeInject(Program::kIoScan, ctx.cycle);
   // Inputs: read the device into the writer's slot, whole, and publish it for the logic task.
@@ -95,7 +94,6 @@ void IoScanTask::Publish() noexcept {
 // --- logic --------------------------------------------------------------------------------------
 
 rtloop::StepResult LogicTask::Step(const rtloop::CycleContext& ctx) noexcept {
-  if (halted_) return rtloop::StepResult::kFault;
   // One consistent input scan for the whole cycle, as a PLC task's input image.
   plc_.exchange_.inputs.Update();
   const InputImage& in = plc_.exchange_.inputs.ReadSlot();
@@ -110,7 +108,6 @@ rtloop::StepResult LogicTask::Step(const rtloop::CycleContext& ctx) noexcept {
 // --- housekeeping -------------------------------------------------------------------------------
 
 rtloop::StepResult HousekeepingTask::Step(const rtloop::CycleContext& ctx) noexcept {
-  if (halted_) return rtloop::StepResult::kFault;
   if (ctx.cycle == 0) first_release_ = last_change_ = ctx.release;
   plc_.MaybeInject(Program::kHousekeeping, ctx.cycle);
   // An RT reader of a SeqLockValue: a few bounded attempts, else keep the last good image.
@@ -139,29 +136,26 @@ rtloop::StepResult HousekeepingTask::Step(const rtloop::CycleContext& ctx) noexc
 }
 
 // --- watchdog -----------------------------------------------------------------------------------
+// The framework's watchdog tripped on this task's cycle; the executor ends the task after this
+// hook (action kFaultTask). On the task's own RT thread, so touching that task is safe.
 
-void WatchdogObserver::OnCycle(const rtloop::CycleSample& sample) noexcept {
-  if (sample.seq == 0) first_release_ = sample.release;
-  if (watchdog_.Check(sample.execution_ns)) {
-    plc_.OnWatchdogTrip(program_, sample, (sample.release - first_release_).count(), watchdog_);
-  }
+void IoScanTask::OnWatchdog(const rtloop::CycleContext& /*ctx*/,
+                            const rtloop::FaultRecord& fault) noexcept {
+  ForceSafeOutputs();  // the device goes safe now, not a cycle later
+  plc_.OnWatchdogTrip(Program::kIoScan, fault);
 }
 
-void Plc::OnWatchdogTrip(Program program, const rtloop::CycleSample& sample,
-                         std::int64_t since_start_ns, const Watchdog& watchdog) noexcept {
-  // This runs on `program`'s own thread, right after its Step(): touching that task is safe.
-  switch (program) {
-    case Program::kIoScan:
-      io_scan_.Halt();
-      io_scan_.ForceSafeOutputs();  // the device goes safe now, not a cycle later
-      break;
-    case Program::kLogic:
-      logic_.Halt();
-      break;
-    case Program::kHousekeeping:
-      housekeeping_.Halt();
-      break;
-  }
+void LogicTask::OnWatchdog(const rtloop::CycleContext& /*ctx*/,
+                           const rtloop::FaultRecord& fault) noexcept {
+  plc_.OnWatchdogTrip(Program::kLogic, fault);
+}
+
+void HousekeepingTask::OnWatchdog(const rtloop::CycleContext& /*ctx*/,
+                                  const rtloop::FaultRecord& fault) noexcept {
+  plc_.OnWatchdogTrip(Program::kHousekeeping, fault);
+}
+
+void Plc::OnWatchdogTrip(Program program, const rtloop::FaultRecord& fault) noexcept {
   // The first trip wins the latch and alone writes the report (SeqLockValue has one writer).
   int expected = -1;
   if (!fault_owner_.compare_exchange_strong(expected, static_cast<int>(program),
@@ -171,24 +165,20 @@ void Plc::OnWatchdogTrip(Program program, const rtloop::CycleSample& sample,
   FaultReport f;
   f.faulted = true;
   f.program = program;
-  f.cycle = sample.seq;
-  f.since_start_ns = since_start_ns;
-  f.execution_ns = sample.execution_ns;
-  f.watchdog_ns = watchdog.time().count();
-  f.sensitivity = watchdog.sensitivity();
-  f.consecutive = watchdog.consecutive();
-  f.single_cycle = watchdog.tripped_by_single_cycle();
+  f.cycle = fault.cycle;
+  f.since_start_ns = fault.since_start_ns;
+  f.execution_ns = fault.execution_ns;
+  f.watchdog_ns = fault.limit_ns;
+  f.sensitivity = config_.task(program).sensitivity;
+  f.consecutive = fault.consecutive;
+  f.single_cycle = fault.reason == rtloop::FaultReason::kWatchdogSingle;
   fault_.Store(f);
 }
 
 // --- Plc ----------------------------------------------------------------------------------------
 
 Plc::Plc(const PlcConfig& config)
-    : config_(config), io_scan_(*this, config_.conveyor), logic_(*this), housekeeping_(*this) {
-  for (Program p : kPrograms) {
-    observers_[Index(p)] = std::make_unique<WatchdogObserver>(*this, p, config_.task(p));
-  }
-}
+    : config_(config), io_scan_(*this, config_.conveyor), logic_(*this), housekeeping_(*this) {}
 
 rtloop::PeriodicTask& Plc::task(Program program) noexcept {
   switch (program) {
@@ -202,14 +192,6 @@ rtloop::PeriodicTask& Plc::task(Program program) noexcept {
   return housekeeping_;
 }
 
-WatchdogObserver& Plc::watchdog_observer(Program program) noexcept {
-  return *observers_[Index(program)];
-}
-
-const Watchdog& Plc::watchdog(Program program) const noexcept {
-  return observers_[Index(program)]->watchdog();
-}
-
 rtloop::TaskConfig Plc::TaskConfigFor(Program program) {
   const TaskSpec& spec = config_.task(program);
   rtloop::TaskConfig tc;
@@ -219,7 +201,9 @@ rtloop::TaskConfig Plc::TaskConfigFor(Program program) {
   tc.policy = rtloop::SchedPolicy::kFifo;
   tc.priority = spec.priority;
   tc.overrun_policy = rtloop::OverrunPolicy::kSkip;
-  tc.observers = {observers_[Index(program)].get()};
+  tc.watchdog.time = spec.watchdog;  // 0: off
+  tc.watchdog.sensitivity = spec.watchdog.count() > 0 ? spec.sensitivity : 1;
+  tc.watchdog.action = rtloop::WatchdogAction::kFaultTask;
   return tc;
 }
 

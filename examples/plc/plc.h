@@ -1,5 +1,6 @@
-// The PLC: its three programs as rtloop tasks that share one process image, a watchdog per task,
-// and the fault state a watchdog trip puts the PLC in.
+// The PLC: its three programs as rtloop tasks that share one process image, the framework's
+// execution-time watchdog per task (TaskConfig::watchdog), and the fault state a trip puts the
+// PLC in.
 //
 //   plc::Plc plc(config);                                   // a validated PlcConfig
 //   for (plc::Program p : plc::kPrograms) {
@@ -19,18 +20,18 @@
 // They exchange data only through ProcessImageExchange (process_image.h) and the SeqLockValues
 // below: no locks, no allocation, no waiting on each other.
 //
-// Watchdog: each task's CycleObserver feeds the executor's measured execution time to its
-// Watchdog (plc_watchdog.h). On a trip, on that task's own RT thread: the task halts (its next
-// Step() does no work and returns StepResult::kFault, so the executor ends it in
-// TaskState::kFault and counts the fault: a CODESYS task in exception runs no further cycle, and
-// telemetry shows the state), the PLC latches its first fault and the FaultReport, and the
-// outputs go to SafeOutputs(): at once when io_scan itself tripped, otherwise from io_scan's next
-// cycle (<= its period later). The other tasks keep running, so the device keeps being scanned
-// and held safe. Only a restart clears the fault.
+// Watchdog: the framework's (TaskConfig::watchdog, CODESYS semantics: `time` x `sensitivity`
+// from the configuration, action kFaultTask). On a trip the executor records the fault, calls the
+// task's OnWatchdog() on its own RT thread and then ends the task in TaskState::kFault (a CODESYS
+// task in exception runs no further cycle; every view shows the fault, and rtloop::Runtime prints
+// it on stderr and makes RunUntilSignal() return kAborted). OnWatchdog() latches the PLC's first
+// fault and its FaultReport, and the outputs go to SafeOutputs(): at once when io_scan itself
+// tripped, otherwise from io_scan's next cycle (<= its period later). The other tasks keep
+// running, so the device keeps being scanned and held safe. Only a restart clears the fault.
 //
 // Threading: construct and configure (InjectOverrun) before the tasks start; each task's
 // PeriodicTask and observer run on that task's RT thread only. The getters (faulted(), fault(),
-// device(), diagnostics(), image(), watchdog()) may be called from any thread at any time: they
+// device(), diagnostics(), image()) may be called from any thread at any time: they
 // read single-writer atomics and SeqLockValues. The SeqLockValue getters use Load(), which
 // retries, so they are for non-RT threads (the monitor, tests); the tasks themselves read each
 // other's data with the bounded TryLoad().
@@ -45,12 +46,11 @@
 
 #include "conveyor.h"
 #include "plc_config.h"
-#include "plc_watchdog.h"
 #include "process_image.h"
-#include "rtloop/framework/cycle_observer.h"
 #include "rtloop/framework/periodic_task.h"
 #include "rtloop/framework/seqlock_value.h"
 #include "rtloop/framework/task_config.h"
+#include "rtloop/framework/task_stats.h"
 
 namespace plc {
 
@@ -84,7 +84,7 @@ struct FaultReport {
   bool faulted = false;
   Program program = Program::kLogic;
   std::uint64_t cycle = 0;          // the task's cycle that tripped it
-  std::int64_t since_start_ns = 0;  // that cycle's release, from the task's first release
+  std::int64_t since_start_ns = 0;  // that cycle's end, from the task's first release
   std::int64_t execution_ns = 0;    // its execution time
   std::int64_t watchdog_ns = 0;
   std::uint32_t sensitivity = 1;
@@ -104,9 +104,10 @@ class IoScanTask final : public rtloop::PeriodicTask {
  public:
   IoScanTask(Plc& plc, const ConveyorConfig& conveyor) noexcept : plc_(plc), sim_(conveyor) {}
   rtloop::StepResult Step(const rtloop::CycleContext& ctx) noexcept override;
+  void OnWatchdog(const rtloop::CycleContext& ctx,
+                  const rtloop::FaultRecord& fault) noexcept override;
   // On this task's thread: outputs to SafeOutputs() now, and publish it. RT-safe.
   void ForceSafeOutputs() noexcept;
-  void Halt() noexcept { halted_ = true; }
 
  private:
   void Publish() noexcept;
@@ -115,26 +116,26 @@ class IoScanTask final : public rtloop::PeriodicTask {
   rtloop::TimePoint first_release_;
   std::uint64_t scans_ = 0;
   bool forced_safe_ = false;
-  bool halted_ = false;
 };
 
 class LogicTask final : public rtloop::PeriodicTask {
  public:
   explicit LogicTask(Plc& plc) noexcept : plc_(plc) {}
   rtloop::StepResult Step(const rtloop::CycleContext& ctx) noexcept override;
-  void Halt() noexcept { halted_ = true; }
+  void OnWatchdog(const rtloop::CycleContext& ctx,
+                  const rtloop::FaultRecord& fault) noexcept override;
 
  private:
   Plc& plc_;
   MemoryImage memory_;
-  bool halted_ = false;
 };
 
 class HousekeepingTask final : public rtloop::PeriodicTask {
  public:
   explicit HousekeepingTask(Plc& plc) noexcept : plc_(plc) {}
   rtloop::StepResult Step(const rtloop::CycleContext& ctx) noexcept override;
-  void Halt() noexcept { halted_ = true; }
+  void OnWatchdog(const rtloop::CycleContext& ctx,
+                  const rtloop::FaultRecord& fault) noexcept override;
 
  private:
   Plc& plc_;
@@ -144,22 +145,6 @@ class HousekeepingTask final : public rtloop::PeriodicTask {
   std::uint64_t motor_samples_ = 0;
   rtloop::TimePoint first_release_;
   rtloop::TimePoint last_change_;
-  bool halted_ = false;
-};
-
-// Feeds one task's measured execution time to its watchdog; on the task's RT thread.
-class WatchdogObserver final : public rtloop::CycleObserver {
- public:
-  WatchdogObserver(Plc& plc, Program program, const TaskSpec& spec) noexcept
-      : plc_(plc), program_(program), watchdog_(spec.watchdog, spec.sensitivity) {}
-  void OnCycle(const rtloop::CycleSample& sample) noexcept override;
-  const Watchdog& watchdog() const noexcept { return watchdog_; }
-
- private:
-  Plc& plc_;
-  Program program_;
-  Watchdog watchdog_;
-  rtloop::TimePoint first_release_;
 };
 
 class Plc {
@@ -171,9 +156,9 @@ class Plc {
 
   const PlcConfig& config() const noexcept { return config_; }
   rtloop::PeriodicTask& task(Program program) noexcept;
-  WatchdogObserver& watchdog_observer(Program program) noexcept;
   // The rtloop task for `program`: name, period, pinned to its CPU, SCHED_FIFO at its priority,
-  // kSkip overruns (a PLC skips a missed cycle), the watchdog observer attached.
+  // kSkip overruns (a PLC skips a missed cycle), the framework's execution-time watchdog with the
+  // configuration's time and sensitivity (none when the time is 0) and action kFaultTask.
   rtloop::TaskConfig TaskConfigFor(Program program);
 
   // Testing the watchdog: from `program`'s cycle `at_cycle` on, `cycles` consecutive cycles
@@ -181,28 +166,25 @@ class Plc {
   // the consecutive rule. Before Start() only.
   void InjectOverrun(Program program, std::uint64_t at_cycle, std::uint32_t cycles) noexcept;
 
-  // Any thread; faulted() and watchdog() are RT-safe, the others retry (non-RT threads).
+  // Any thread; faulted() is RT-safe, the others retry (non-RT threads).
   bool faulted() const noexcept { return fault_owner_.load(std::memory_order_acquire) >= 0; }
   FaultReport fault() const noexcept { return fault_.Load(); }
   DeviceStatus device() const noexcept { return device_.Load(); }
   Diagnostics diagnostics() const noexcept { return diagnostics_.Load(); }
   ProcessImage image() const noexcept { return exchange_.image.Load(); }
-  const Watchdog& watchdog(Program program) const noexcept;
 
  private:
   friend class IoScanTask;
   friend class LogicTask;
   friend class HousekeepingTask;
-  friend class WatchdogObserver;
 
   struct Injection {
     std::uint64_t at_cycle = 0;
     std::uint32_t cycles = 0;  // 0: none
     std::chrono::nanoseconds busy{0};
   };
-  // On the faulting task's RT thread. RT-safe.
-  void OnWatchdogTrip(Program program, const rtloop::CycleSample& sample,
-                      std::int64_t since_start_ns, const Watchdog& watchdog) noexcept;
+  // From the faulting task's OnWatchdog(), on its RT thread: latches the first fault. RT-safe.
+  void OnWatchdogTrip(Program program, const rtloop::FaultRecord& fault) noexcept;
   // In `program`'s Step(): busy-waits when an injection covers `cycle`. RT-safe.
   void MaybeInject(Program program, std::uint64_t cycle) const noexcept;
 
@@ -216,7 +198,6 @@ class Plc {
   IoScanTask io_scan_;
   LogicTask logic_;
   HousekeepingTask housekeeping_;
-  std::array<std::unique_ptr<WatchdogObserver>, kProgramCount> observers_;
 };
 
 }  // namespace plc

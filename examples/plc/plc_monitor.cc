@@ -23,7 +23,19 @@ std::string Lamps(const OutputImage& out) {
   return lamps.empty() ? "lamps off" : "lamp " + lamps;
 }
 
-std::string WatchdogTable(const Plc& plc) {
+// The statistics of the task named `name` in `reports`; nullptr when it has none (yet).
+const rtloop::TaskStatsSnapshot* StatsOf(std::span<const rtloop::TaskReport> reports,
+                                         const std::string& name) {
+  for (const rtloop::TaskReport& r : reports) {
+    if (r.name == name) return &r.stats;
+  }
+  return nullptr;
+}
+
+// The framework's watchdog of each task (TaskConfig::watchdog, from the configuration) and its
+// state from the executor's statistics: armed, or TRIPPED once it tripped; the violations so
+// far; IN A ROW: the run of violations that tripped it (0 while armed).
+std::string WatchdogTable(const Plc& plc, std::span<const rtloop::TaskReport> reports) {
   std::size_t width = kLabelWidth;
   for (const TaskSpec& t : plc.config().tasks) width = std::max(width, t.name.size());
   std::string title = "watchdog";
@@ -33,26 +45,28 @@ std::string WatchdogTable(const Plc& plc) {
   for (const TaskSpec& t : plc.config().tasks) {
     std::string name = t.name;
     name.resize(width, ' ');
-    const Watchdog& wd = plc.watchdog(t.program);
-    if (wd.state() == WatchdogState::kOff) {
-      out += "  " + name + StrFormat("%9s %6s  %s\n", "-", "-", WatchdogStateName(wd.state()));
+    if (t.watchdog.count() == 0) {
+      out += "  " + name + StrFormat("%9s %6s  %s\n", "-", "-", "off");
       continue;
     }
+    const rtloop::TaskStatsSnapshot* s = StatsOf(reports, t.name);
+    const bool tripped = s != nullptr && s->watchdog_trips > 0;
     out += "  " + name +
            StrFormat("%9s %6" PRIu32 "  %-8s %10" PRIu64 " %9" PRIu32 "\n",
-                     FormatDuration(wd.time()).c_str(), wd.sensitivity(),
-                     WatchdogStateName(wd.state()), wd.violations(), wd.consecutive());
+                     FormatDuration(t.watchdog).c_str(), t.sensitivity,
+                     tripped ? "TRIPPED" : "armed", s != nullptr ? s->watchdog_violations : 0,
+                     tripped ? s->last_fault.consecutive : 0);
   }
   return out;
 }
 
 }  // namespace
 
-std::string FormatPlcStatus(const Plc& plc) {
+std::string FormatPlcStatus(const Plc& plc, std::span<const rtloop::TaskReport> reports) {
   const DeviceStatus dev = plc.device();
   const ProcessImage image = plc.image();
   const Diagnostics diag = plc.diagnostics();
-  std::string out = WatchdogTable(plc) + "\n";
+  std::string out = WatchdogTable(plc, reports) + "\n";
   const char* state = ConveyorStateName(image.memory.state);
   out += diag.logic_stalled ? StrFormat(
                                   "conveyor: logic STALLED (its image stopped changing; "
@@ -74,7 +88,7 @@ std::string FormatPlcMonitor(const Plc& plc, std::span<const rtloop::TaskReport>
   const PlcConfig& c = plc.config();
   std::string out = "PLC \"" + c.name + "\" task monitor";
   if (!c.source.empty()) out += " (" + c.source + ")";
-  out += "\n" + rtloop::FormatTaskReport(reports) + "\n" + FormatPlcStatus(plc);
+  out += "\n" + rtloop::FormatTaskReport(reports) + "\n" + FormatPlcStatus(plc, reports);
   return out;
 }
 

@@ -13,9 +13,11 @@
 //   outputs: SAFE (motor off, red lamp) since the PLC fault
 //   PLC FAULT: watchdog of task "logic" (10ms, watchdog 5ms x 2) tripped at cycle 100 ...
 //
-// Over telemetry (gRPC, rtloop-top) the watchdog shows as the task's state: a task whose watchdog
-// tripped ends in TASK_STATE_FAULT with faults = 1 (its Step() returns StepResult::kFault), the
-// others keep running.
+// The watchdog is the framework's (TaskConfig::watchdog): its state here comes from the executor's
+// statistics in `reports` (watchdog_violations, watchdog_trips, last_fault), the same figures
+// every other view shows (the report's "watchdog, faults" section, rtloop-top, gRPC,
+// /api/v1/tasks, /metrics): a task whose watchdog tripped ends in TASK_STATE_FAULT with
+// faults = 1, the others keep running.
 //
 // Threading: reads the Plc's thread-safe getters; any non-RT thread, while the tasks run. Not
 // RT-safe: builds strings.
@@ -29,8 +31,9 @@
 
 namespace plc {
 
-// The watchdog table, the device lines and the fault line (no task table).
-std::string FormatPlcStatus(const Plc& plc);
+// The watchdog table (from `reports`, the runtime's), the device lines and the fault line (no
+// task table).
+std::string FormatPlcStatus(const Plc& plc, std::span<const rtloop::TaskReport> reports);
 
 // The whole monitor: a title, FormatTaskReport(reports), then FormatPlcStatus(plc).
 std::string FormatPlcMonitor(const Plc& plc, std::span<const rtloop::TaskReport> reports);

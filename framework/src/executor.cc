@@ -59,6 +59,9 @@ class Executor::Impl {
     bool setup_done = false;
     Status setup_status;
     bool finished = false;
+    // A watchdog with WatchdogAction::kStopAll tripped: Finish() stops the other tasks. Written
+    // and read on the task's own thread.
+    bool stop_all = false;
     Impl* owner = nullptr;
   };
 
@@ -286,10 +289,11 @@ TaskState Executor::Impl::RtLoop(Slot& slot, ReleaseWaiter& waiter) noexcept {
     const StepResult result = slot.task->Step(ctx);
     const CycleOutcome out = engine.EndCycle(Now(clock), result);
     if (out.fault) [[unlikely]] {
-      slot.task->OnFault(ctx);
+      slot.task->OnWatchdog(ctx, engine.last_fault());
     }
     if (out.stop) {
       if (out.fault_state) final_state = TaskState::kFault;
+      if (out.stop_all) slot.stop_all = true;
       break;
     }
   }
@@ -302,6 +306,18 @@ void Executor::Impl::Finish(Slot& slot, TaskState state) {
   std::lock_guard<std::mutex> lock(mu_);
   slot.finished = true;
   ++finished_count_;
+  if (slot.stop_all) {
+    // WatchdogAction::kStopAll: every other task ends after its current cycle, so Wait() and
+    // RunUntilSignal() return. Under mu_: a thread not yet finished is not joined yet, so
+    // pthread_kill() has a live thread (a wake lost before the sleep costs one period).
+    for (auto& other : slots_) {
+      other->stop_requested.store(true, std::memory_order_relaxed);
+      if (other.get() != &slot && !other->finished && other->thread_created &&
+          other->in_loop.load(std::memory_order_acquire)) {
+        pthread_kill(other->thread, internal::WakeSignal());
+      }
+    }
+  }
   cv_.notify_all();
 }
 

@@ -30,6 +30,8 @@ std::string_view StatusCodeName(StatusCode code) noexcept {
       return "UNAUTHENTICATED";
     case StatusCode::kInternal:
       return "INTERNAL";
+    case StatusCode::kAborted:
+      return "ABORTED";
   }
   return "UNKNOWN";
 }

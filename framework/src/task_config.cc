@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,18 @@ const char* WaitModeName(WaitMode mode) noexcept {
       return "nanosleep";
     case WaitMode::kPosixTimer:
       return "posix-timer";
+  }
+  return "unknown";
+}
+
+const char* WatchdogActionName(WatchdogAction action) noexcept {
+  switch (action) {
+    case WatchdogAction::kFaultTask:
+      return "fault-task";
+    case WatchdogAction::kStopAll:
+      return "stop-all";
+    case WatchdogAction::kContinue:
+      return "continue";
   }
   return "unknown";
 }
@@ -113,6 +127,49 @@ Status ValidateObservers(const TaskConfig& config, const std::string& who) {
   return Status::Ok();
 }
 
+constexpr std::uint32_t kMaxSensitivity = 1000;
+
+Status ValidateWatchdog(const WatchdogConfig& w, const std::string& who) {
+  const std::int64_t time_ns = w.time.count();
+  if (time_ns < 0) {
+    return InvalidArgumentError(who + ": TaskConfig::watchdog.time must be >= 0 (got " +
+                                std::to_string(time_ns) +
+                                " ns) — 0 turns the execution-time watchdog off; else give the "
+                                "longest execution time a cycle may take, e.g. "
+                                "std::chrono::microseconds(500)");
+  }
+  if (w.sensitivity < 1 || w.sensitivity > kMaxSensitivity) {
+    return InvalidArgumentError(who + ": TaskConfig::watchdog.sensitivity is " +
+                                std::to_string(w.sensitivity) +
+                                " — use 1..1000 (violations in a row that trip the watchdog)");
+  }
+  if (time_ns == 0 && w.sensitivity != 1) {
+    return InvalidArgumentError(
+        who + ": TaskConfig::watchdog.sensitivity is " + std::to_string(w.sensitivity) +
+        " but watchdog.time is 0 (the execution-time watchdog is off) — set watchdog.time, or "
+        "leave sensitivity at 1");
+  }
+  if (time_ns > std::numeric_limits<std::int64_t>::max() / w.sensitivity) {
+    return InvalidArgumentError(who + ": TaskConfig::watchdog.time x sensitivity (" +
+                                std::to_string(time_ns) + " ns x " + std::to_string(w.sensitivity) +
+                                ") overflows 64-bit nanoseconds — use a shorter watchdog.time");
+  }
+  if (w.keep_running_after_fault && w.action != WatchdogAction::kFaultTask) {
+    return InvalidArgumentError(
+        who + ": TaskConfig::watchdog.keep_running_after_fault is set and watchdog.action is " +
+        WatchdogActionName(w.action) +
+        " — they contradict; keep_running_after_fault is the older spelling of action = "
+        "WatchdogAction::kContinue: set only one of them");
+  }
+  if (w.action != WatchdogAction::kFaultTask && !w.enabled()) {
+    return InvalidArgumentError(who + ": TaskConfig::watchdog.action is " +
+                                WatchdogActionName(w.action) +
+                                " but no watchdog is on — set watchdog.time (execution time) or "
+                                "watchdog.max_consecutive_overruns");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateTaskConfig(const TaskConfig& config, Clock start_clock, const CpuFacts& cpus) {
@@ -121,6 +178,7 @@ Status ValidateTaskConfig(const TaskConfig& config, Clock start_clock, const Cpu
   }
   const std::string who = "task \"" + config.name + "\"";
   RTLOOP_RETURN_IF_ERROR(ValidateTiming(config, who));
+  RTLOOP_RETURN_IF_ERROR(ValidateWatchdog(config.watchdog, who));
   if (config.clock != start_clock) {
     return InvalidArgumentError(who + ": uses clock " + ClockName(config.clock) +
                                 " but the executor's start_clock is " + ClockName(start_clock) +

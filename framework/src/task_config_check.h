@@ -14,9 +14,11 @@
 
 namespace rtloop::internal {
 
-// Name, period, phase, run_for, the clock against the executor's `start_clock`, stack size,
-// scheduling ranges, CPUs against `cpus`, and the observers (at most kMaxCycleObservers, none null,
-// none twice). The message names the task, the field and the fix.
+// Name, period, phase, run_for, the watchdog (time >= 0, sensitivity 1..1000 and only with a
+// time, time x sensitivity in 64 bits, one way of saying the action), the clock against the
+// executor's `start_clock`, stack size, scheduling ranges, CPUs against `cpus`, and the observers
+// (at most kMaxCycleObservers, none null, none twice). The message names the task, the field and
+// the fix.
 Status ValidateTaskConfig(const TaskConfig& config, Clock start_clock, const CpuFacts& cpus);
 
 }  // namespace rtloop::internal

@@ -71,7 +71,32 @@ void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns, std::
 
 void TaskStats::RecordWarmup() noexcept { Add<std::uint64_t>(warmup_, 1); }
 
-void TaskStats::RecordFault() noexcept { Add<std::uint64_t>(faults_, 1); }
+void TaskStats::RecordFault(const FaultRecord& fault) noexcept {
+  last_fault_.Store(fault);
+  if (fault.reason == FaultReason::kWatchdog || fault.reason == FaultReason::kWatchdogSingle) {
+    Add<std::uint64_t>(watchdog_trips_, 1);
+  }
+  // Release: a reader that acquires this count also sees the record stored above.
+  faults_.store(faults_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void TaskStats::RecordWatchdogViolation() noexcept { Add<std::uint64_t>(watchdog_violations_, 1); }
+
+const char* FaultReasonName(FaultReason reason) noexcept {
+  switch (reason) {
+    case FaultReason::kNone:
+      return "none";
+    case FaultReason::kOverruns:
+      return "overruns";
+    case FaultReason::kWatchdog:
+      return "watchdog";
+    case FaultReason::kWatchdogSingle:
+      return "watchdog-single-cycle";
+    case FaultReason::kStep:
+      return "step";
+  }
+  return "unknown";
+}
 
 TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
   TaskStatsSnapshot s;
@@ -92,7 +117,12 @@ TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
   s.jitter_last_ns = jitter_last_.load(std::memory_order_relaxed);
   s.overruns = overruns_.load(std::memory_order_relaxed);
   s.missed_releases = missed_.load(std::memory_order_relaxed);
-  s.faults = faults_.load(std::memory_order_relaxed);
+  s.faults = faults_.load(std::memory_order_acquire);
+  s.watchdog_violations = watchdog_violations_.load(std::memory_order_relaxed);
+  s.watchdog_trips = watchdog_trips_.load(std::memory_order_relaxed);
+  // A fault is rare and its Store() short: a few bounded attempts (RT-safe); on a collision with
+  // a fault being recorded right now the record stays kNone for this snapshot only.
+  if (s.faults != 0) (void)last_fault_.TryLoad(s.last_fault, 8);
   return s;
 }
 

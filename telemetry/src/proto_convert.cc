@@ -63,6 +63,34 @@ v1::ClockId ToProto(Clock clock) noexcept {
   return v1::CLOCK_ID_UNSPECIFIED;
 }
 
+v1::WatchdogAction ToProto(WatchdogAction action) noexcept {
+  switch (action) {
+    case WatchdogAction::kFaultTask:
+      return v1::WATCHDOG_ACTION_FAULT_TASK;
+    case WatchdogAction::kStopAll:
+      return v1::WATCHDOG_ACTION_STOP_ALL;
+    case WatchdogAction::kContinue:
+      return v1::WATCHDOG_ACTION_CONTINUE;
+  }
+  return v1::WATCHDOG_ACTION_UNSPECIFIED;
+}
+
+v1::FaultReason ToProto(FaultReason reason) noexcept {
+  switch (reason) {
+    case FaultReason::kNone:
+      return v1::FAULT_REASON_UNSPECIFIED;
+    case FaultReason::kOverruns:
+      return v1::FAULT_REASON_OVERRUNS;
+    case FaultReason::kWatchdog:
+      return v1::FAULT_REASON_WATCHDOG;
+    case FaultReason::kWatchdogSingle:
+      return v1::FAULT_REASON_WATCHDOG_SINGLE;
+    case FaultReason::kStep:
+      return v1::FAULT_REASON_STEP;
+  }
+  return v1::FAULT_REASON_UNSPECIFIED;
+}
+
 void ToProto(const SystemInfo& info, v1::SystemInfo* out) {
   out->Clear();
   out->set_host_name(ToValidUtf8(info.host_name));
@@ -91,6 +119,9 @@ void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescr
   out->set_clock(ToProto(config.clock));
   out->set_watchdog_max_consecutive_overruns(config.watchdog.max_consecutive_overruns);
   out->set_max_cycles(config.max_cycles);
+  out->set_watchdog_time_ns(config.watchdog.time.count());
+  out->set_watchdog_sensitivity(config.watchdog.sensitivity);
+  out->set_watchdog_action(ToProto(config.watchdog.effective_action()));
 }
 
 void ToProto(const Percentiles& percentiles, v1::LatencyStats* out) {
@@ -153,6 +184,16 @@ void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
   out->set_overruns(snapshot.stats.overruns);
   out->set_missed_releases(snapshot.stats.missed_releases);
   out->set_faults(snapshot.stats.faults);
+  const FaultRecord& f = st.last_fault;
+  out->set_last_fault_reason(ToProto(f.reason));
+  out->set_last_fault_cycle(f.cycle);
+  out->set_last_fault_time_ns(f.time_ns);
+  out->set_last_fault_since_start_ns(f.since_start_ns);
+  out->set_last_fault_execution_ns(f.execution_ns);
+  out->set_last_fault_consecutive(f.consecutive);
+  out->set_last_fault_limit_ns(f.limit_ns);
+  out->set_watchdog_violations(st.watchdog_violations);
+  out->set_watchdog_trips(st.watchdog_trips);
   out->set_ring_dropped(snapshot.ring_dropped);
   out->set_ring_pushed(snapshot.ring_pushed);
   out->set_delivered(snapshot.delivered);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "fault_watcher.h"
 #include "rtloop/framework/stop_signals.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/input_file.h"
@@ -72,6 +73,11 @@ constexpr std::size_t kMinThreadStack = std::size_t{64} << 10;
 constexpr std::size_t kMaxThreadStack = std::size_t{64} << 20;
 
 Status CheckValues(const RuntimeConfig& c) {
+  if (c.fault_check_period.count() <= 0) {
+    return InvalidArgumentError("RuntimeConfig::fault_check_period must be > 0 (got " +
+                                std::to_string(c.fault_check_period.count()) +
+                                " ns) — e.g. std::chrono::milliseconds(100)");
+  }
   if (c.duration.count() < 0) {
     return InvalidArgumentError("RuntimeConfig::duration is negative (" +
                                 std::to_string(c.duration.count()) +
@@ -170,6 +176,20 @@ Status CheckUserInputs(const TelemetryConfig& t) {
     RTLOOP_RETURN_IF_ERROR(About("telemetry.record_path", log.status()));
   }
   return Status::Ok();
+}
+
+// OK without faults; else kAborted naming each faulted task, its fault count and its last fault.
+Status FaultStatus(const std::vector<TaskReport>& faulted) {
+  if (faulted.empty()) return Status::Ok();
+  std::string message = std::to_string(faulted.size()) + " task" +
+                        (faulted.size() == 1 ? "" : "s") + " faulted (exit status 3):";
+  for (const TaskReport& r : faulted) {
+    message += " task \"" + r.name + "\" state " + TaskStateName(r.stats.state) + ", " +
+               std::to_string(r.stats.faults) + " fault" + (r.stats.faults == 1 ? "" : "s") +
+               ", last at " + DescribeFault(r) + ";";
+  }
+  message.pop_back();
+  return Status(StatusCode::kAborted, message);
 }
 
 }  // namespace
@@ -381,6 +401,14 @@ Status Runtime::Start() {
     (void)StopLocked(/*abandon=*/true);  // no task ran: nothing to keep
     return s;
   }
+  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  fault_watcher_ = std::make_unique<internal::FaultWatcher>(
+      *executor_, hub_.get(),
+      internal::FaultWatcherConfig{.app_name = config_.app_name,
+                                   .period = config_.fault_check_period,
+                                   .cpus = telemetry_cpus_,
+                                   .on_fault = config_.on_fault});
+  fault_watcher_->Start();
   return Status::Ok();
 }
 
@@ -398,7 +426,8 @@ Status Runtime::StopLocked(bool abandon) {
   if (phase_ == Phase::kStopped) return Status::Ok();
   const bool started = phase_ == Phase::kStarted;
   phase_ = Phase::kStopped;
-  if (started) (void)executor_->Stop();           // FailedPrecondition only if it never started
+  if (started) (void)executor_->Stop();  // FailedPrecondition only if it never started
+  if (fault_watcher_ != nullptr) fault_watcher_->Stop();  // and says a fault of the last moment
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
   // A run that started ends normally: every stream gets its tail, a final message and OK.
   if (server_ != nullptr) (started && !abandon) ? server_->Finish() : server_->Stop();
@@ -435,7 +464,23 @@ Status Runtime::RunUntilSignal() {
     std::fputs(FormatTaskReport(Reports()).c_str(), stdout);
     std::fflush(stdout);
   }
-  return stopped;
+  if (!stopped.ok()) return stopped;
+  return FaultStatus(FaultedTasks());
+}
+
+bool Runtime::AnyTaskFaulted() const {
+  for (std::size_t i = 0; i < executor_->TaskCount(); ++i) {
+    if (executor_->Stats(static_cast<TaskId>(i)).faults != 0) return true;
+  }
+  return false;
+}
+
+std::vector<TaskReport> Runtime::FaultedTasks() const {
+  std::vector<TaskReport> out;
+  for (TaskReport& r : Reports()) {
+    if (r.stats.faults != 0) out.push_back(std::move(r));
+  }
+  return out;
 }
 
 TaskReport Runtime::Report(TaskId id) const { return MakeTaskReport(*executor_, hub_.get(), id); }
@@ -451,9 +496,9 @@ std::string Runtime::http_address() const {
 }
 
 int ExitCode(const Status& status) {
-  if (status.ok()) return 0;
+  if (status.ok()) return kExitOk;
   std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, status.message().c_str());
-  return 1;
+  return status.code() == StatusCode::kAborted ? kExitTaskFault : kExitError;
 }
 
 }  // namespace rtloop

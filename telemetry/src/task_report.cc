@@ -52,16 +52,16 @@ std::string QuantityHeader(const char* title, int width) {
 
 std::string Overview(std::span<const TaskReport> reports, int width) {
   std::string out =
-      StrFormat("%3s %-*s %-8s %-10s %7s %12s %9s %9s %9s %9s\n", "ID", width, "NAME", "STATE",
-                "POLICY", "PERIOD", "CYCLES", "OVERRUNS", "MISSED", "DROPPED", "LOST");
+      StrFormat("%3s %-*s %-8s %-10s %7s %12s %9s %9s %7s %9s %9s\n", "ID", width, "NAME", "STATE",
+                "POLICY", "PERIOD", "CYCLES", "OVERRUNS", "MISSED", "FAULTS", "DROPPED", "LOST");
   for (const TaskReport& r : reports) {
     const std::string dropped = r.telemetry ? std::to_string(r.ring_dropped) : "-";
     const std::string lost = r.telemetry ? std::to_string(r.subscriber_lost) : "-";
-    out +=
-        StrFormat("%3u %s %-8s %-10s %7s %12" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9s %9s\n", r.id,
-                  Name(r, width).c_str(), TaskStateName(r.stats.state), Policy(r.info).c_str(),
-                  FormatPeriod(r.info.config.period).c_str(), r.stats.cycles, r.stats.overruns,
-                  r.stats.missed_releases, dropped.c_str(), lost.c_str());
+    out += StrFormat(
+        "%3u %s %-8s %-10s %7s %12" PRIu64 " %9" PRIu64 " %9" PRIu64 " %7" PRIu64 " %9s %9s\n",
+        r.id, Name(r, width).c_str(), TaskStateName(r.stats.state), Policy(r.info).c_str(),
+        FormatPeriod(r.info.config.period).c_str(), r.stats.cycles, r.stats.overruns,
+        r.stats.missed_releases, r.stats.faults, dropped.c_str(), lost.c_str());
   }
   return out;
 }
@@ -81,6 +81,27 @@ std::string Jitter(std::span<const TaskReport> reports, int width) {
            Us(s.jitter_max_ns) + Us(*range) + "\n";
   }
   return out;
+}
+
+// The tasks with a watchdog (its settings and state) or a fault (the last one); "" when none.
+std::string Watchdogs(std::span<const TaskReport> reports, int width) {
+  std::string out;
+  for (const TaskReport& r : reports) {
+    const WatchdogConfig& w = r.info.config.watchdog;
+    if (!w.enabled() && r.stats.faults == 0) continue;
+    out +=
+        "  " + Name(r, width) + StrFormat("%9s", FormatWatchdog(w).c_str()) +
+        StrFormat(" %-10s %10" PRIu64 " %6" PRIu64 "  ", WatchdogActionName(w.effective_action()),
+                  r.stats.watchdog_violations, r.stats.watchdog_trips) +
+        (r.stats.faults == 0 ? std::string("-") : DescribeFault(r)) + "\n";
+  }
+  if (out.empty()) return out;
+  std::string title = "watchdog, faults";
+  title.resize(static_cast<std::size_t>(width) + 2, ' ');
+  return title +
+         StrFormat("%9s %-10s %10s %6s  %s\n", "LIMIT", "ACTION", "VIOLATIONS", "TRIPS",
+                   "LAST FAULT") +
+         out;
 }
 
 std::string Notes(std::span<const TaskReport> reports) {
@@ -117,6 +138,50 @@ std::string FormatPeriod(std::chrono::nanoseconds period) {
   if (ns != 0 && ns % 1'000'000 == 0) return StrFormat("%" PRId64 "ms", ns / 1'000'000);
   if (ns != 0 && ns % 1'000 == 0) return StrFormat("%" PRId64 "us", ns / 1'000);
   return StrFormat("%" PRId64 "ns", ns);
+}
+
+std::string FormatWatchdog(const WatchdogConfig& w) {
+  std::string out;
+  if (w.time.count() > 0) {
+    out = FormatPeriod(w.time);
+    if (w.sensitivity != 1) out += "x" + std::to_string(w.sensitivity);
+  }
+  if (w.max_consecutive_overruns != 0) {
+    out += (out.empty() ? "" : ",") + std::to_string(w.max_consecutive_overruns) + "ovr";
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string DescribeFault(const TaskReport& r) {
+  const FaultRecord& f = r.stats.last_fault;
+  const WatchdogConfig& w = r.info.config.watchdog;
+  std::string out = "cycle " + std::to_string(f.cycle) +
+                    StrFormat(" t=%.3fs ", static_cast<double>(f.since_start_ns) * 1e-9) +
+                    FaultReasonName(f.reason) + ": ";
+  const std::string exec = FormatMicros(static_cast<double>(f.execution_ns), 0) + "us";
+  const std::string limit = FormatMicros(static_cast<double>(f.limit_ns), 0) + "us";
+  switch (f.reason) {
+    case FaultReason::kWatchdog:
+      out += "execution " + exec + " > " + limit + ", " + std::to_string(f.consecutive) +
+             (f.consecutive == 1 ? " cycle" : " cycles") + " in a row (sensitivity " +
+             std::to_string(w.sensitivity) + ")";
+      break;
+    case FaultReason::kWatchdogSingle:
+      out += "execution " + exec + " > " + limit + " x " + std::to_string(w.sensitivity) +
+             " in one cycle";
+      break;
+    case FaultReason::kOverruns:
+      out += std::to_string(f.consecutive) + (f.consecutive == 1 ? " overrun" : " overruns") +
+             " in a row (execution " + exec + ")";
+      break;
+    case FaultReason::kStep:
+      out += "Step() returned StepResult::kFault";
+      break;
+    case FaultReason::kNone:
+      out += "not recorded yet";  // a snapshot taken while the fault was being stored
+      break;
+  }
+  return out;
 }
 
 TaskReport MakeTaskReport(const Executor& executor, const telemetry::TelemetryHub* hub, TaskId id) {
@@ -169,6 +234,7 @@ std::string FormatTaskReport(std::span<const TaskReport> reports) {
                        s.execution_max_ns, r.execution);
   }
   out += "\n" + Jitter(reports, label);
+  if (const std::string w = Watchdogs(reports, label); !w.empty()) out += "\n" + w;
   if (const std::string notes = Notes(reports); !notes.empty()) out += "\n" + notes;
   return out;
 }

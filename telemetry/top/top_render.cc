@@ -163,6 +163,7 @@ constexpr Column kColumns[] = {
                        : FormatPeriod(std::chrono::nanoseconds(r.info->task().period_ns()))};
      }},
     {"STATE", 8, 0, true, [](const Row& r) { return Cell{StateName(r.stats.state())}; }},
+    {"FAULTS", 6, 0, false, [](const Row& r) { return Cell{Number(r.stats.faults())}; }},
     {"CYCLES", 12, 2, false, [](const Row& r) { return Cell{Number(r.stats.cycles())}; }},
     {"LAT_MIN", 8, 4, false, [](const Row& r) { return Micros(r.stats.latency().min_ns()); }},
     {"LAT_AVG", 8, 1, false, [](const Row& r) { return Micros(r.stats.latency().avg_ns()); }},
@@ -307,6 +308,70 @@ std::vector<std::string> TaskLines(const Snapshot& snap, const std::vector<std::
   return out;
 }
 
+const char* FaultReasonText(v1::FaultReason reason) {
+  switch (reason) {
+    case v1::FAULT_REASON_OVERRUNS:
+      return "overruns";
+    case v1::FAULT_REASON_WATCHDOG:
+      return "watchdog";
+    case v1::FAULT_REASON_WATCHDOG_SINGLE:
+      return "watchdog-single-cycle";
+    case v1::FAULT_REASON_STEP:
+      return "step";
+    default:
+      return "?";
+  }
+}
+
+const char* WatchdogActionText(v1::WatchdogAction action) {
+  switch (action) {
+    case v1::WATCHDOG_ACTION_FAULT_TASK:
+      return "fault-task";
+    case v1::WATCHDOG_ACTION_STOP_ALL:
+      return "stop-all";
+    case v1::WATCHDOG_ACTION_CONTINUE:
+      return "continue";
+    default:
+      return "?";
+  }
+}
+
+// One line per task with a watchdog or a fault: the watchdog's limits, action and state, and the
+// last fault (as the report's "watchdog, faults" section says them).
+std::vector<std::string> FaultLines(const Snapshot& snap) {
+  std::map<std::uint32_t, const v1::TaskDescriptor*> desc;
+  for (const v1::TaskInfo& t : snap.tasks.tasks()) desc[t.task().id()] = &t.task();
+  std::vector<std::string> out;
+  for (const v1::TaskStats& t : snap.stats.tasks()) {
+    const auto d = desc.find(t.task_id());
+    const v1::TaskDescriptor* td = d == desc.end() ? nullptr : d->second;
+    const bool watchdog = td != nullptr && (td->watchdog_time_ns() > 0 ||
+                                            td->watchdog_max_consecutive_overruns() > 0);
+    if (!watchdog && t.faults() == 0) continue;
+    std::string line =
+        StrFormat("watchdog task %u \"%s\":", t.task_id(), Shown(t.task_name(), 14).c_str());
+    if (td != nullptr && td->watchdog_time_ns() > 0) {
+      line += " " + FormatPeriod(std::chrono::nanoseconds(td->watchdog_time_ns())) + " x" +
+              std::to_string(td->watchdog_sensitivity());
+    }
+    if (td != nullptr && td->watchdog_max_consecutive_overruns() > 0) {
+      line += " " + std::to_string(td->watchdog_max_consecutive_overruns()) + " overruns";
+    }
+    if (td != nullptr) line += std::string(" ") + WatchdogActionText(td->watchdog_action());
+    line += StrFormat(", violations %" PRIu64 ", trips %" PRIu64, t.watchdog_violations(),
+                      t.watchdog_trips());
+    if (t.faults() > 0) {
+      line +=
+          StrFormat("; last fault: cycle %" PRIu64 " t=%.3fs %s (execution %s us)",
+                    t.last_fault_cycle(), static_cast<double>(t.last_fault_since_start_ns()) * 1e-9,
+                    FaultReasonText(t.last_fault_reason()),
+                    FormatMicros(static_cast<double>(t.last_fault_execution_ns()), 0).c_str());
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<LatencyBin> BinLatency(const v1::Histogram& histogram) {
@@ -335,6 +400,10 @@ std::string RenderText(const Snapshot& snap, const RenderOptions& options) {
   lines.push_back(TableHeader(visible));
   const int room = max_lines < 0 ? -1 : std::max(max_lines - static_cast<int>(lines.size()), 1);
   for (std::string& l : TaskLines(snap, visible, room)) lines.push_back(std::move(l));
+  for (std::string& l : FaultLines(snap)) {
+    if (max_lines >= 0 && static_cast<int>(lines.size()) >= max_lines) break;
+    lines.push_back(std::move(l));
+  }
   if (options.show_histograms) {
     for (const v1::TaskStats& t : snap.stats.tasks()) {
       const v1::Histogram* h = FindHistogram(snap.stats, t.task_id(), v1::QUANTITY_WAKEUP_LATENCY);

@@ -6,7 +6,10 @@
 // least important columns first (LOSS, jitter, EXEC_AVG, DROPS, PERIOD, POLICY, ...; NAME, STATE
 // and LAT_MAX always stay) and cuts what is still too long; given its height, it shows the
 // header and as many tasks (then histograms) as fit, and says how many tasks it left out. A task
-// without cycles shows "no data" (never 0.0); a missing percentile or jitter shows "-".
+// without cycles shows "no data" (never 0.0); a missing percentile or jitter shows "-". FAULTS is
+// always shown; below the table, one line per task with a watchdog or a fault gives the
+// watchdog's limits, action, violations and trips and the last fault (cycle, t from the task's
+// first release, reason, execution time).
 //
 // Not RT-safe: allocates. Thread-safe (no shared state).
 #pragma once

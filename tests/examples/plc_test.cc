@@ -1,7 +1,7 @@
 // The PLC's three tasks together, driven by a fake scheduler (simulated time, no threads): the
-// process image flows io_scan -> logic -> io_scan and on to housekeeping; a watchdog trip halts
-// the task (kFault), drives the outputs safe and is reported once; the task monitor shows it;
-// steady state allocates nothing.
+// process image flows io_scan -> logic -> io_scan and on to housekeeping; a trip of the
+// framework's watchdog ends the task (kFault), drives the outputs safe and is reported once; the
+// task monitor shows it; steady state allocates nothing.
 #include "plc.h"
 
 #include <gtest/gtest.h>
@@ -9,9 +9,12 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <vector>
 
 #include "alloc_counter.h"
 #include "plc_monitor.h"
+#include "rtloop/framework/cycle_engine.h"
 #include "rtloop/framework/time.h"
 
 namespace plc {
@@ -37,50 +40,70 @@ PlcConfig TestConfig() {
   return c;
 }
 
-// Execution time the fake scheduler reports to a task's watchdog for one cycle.
+// Execution time the fake scheduler gives a task's cycle.
 using ExecutionFn = std::function<std::int64_t(Program, std::uint64_t cycle)>;
 
 // Runs the tasks as the executor would on one CPU, in priority order at every millisecond: each
-// due task's Step(), then its watchdog observer with the execution time `exec` gives.
+// due task's cycle through a real rtloop::CycleEngine with the task's TaskConfigFor() (so the
+// framework's watchdog judges the execution time `exec` gives), its Step(), and on a trip its
+// OnWatchdog(); a task whose cycle ends it (the watchdog's kFaultTask) runs no more.
 class FakeScheduler {
  public:
-  explicit FakeScheduler(Plc& plc) : plc_(plc) {}
+  explicit FakeScheduler(Plc& plc) : plc_(plc) {
+    for (Program p : kPrograms) {
+      const std::size_t i = static_cast<std::size_t>(p);
+      const rtloop::TaskConfig tc = plc_.TaskConfigFor(p);
+      rtloop::CycleEngineConfig ec;
+      ec.task = static_cast<rtloop::TaskId>(i);
+      ec.period = tc.period;
+      ec.overrun_policy = tc.overrun_policy;
+      ec.watchdog = tc.watchdog;
+      ec.stats = &stats_[i];
+      engines_[i].emplace(ec, rtloop::TimePoint(nanoseconds(0)));
+    }
+  }
 
   void RunUntil(milliseconds end, const ExecutionFn& exec = nullptr) {
     for (; now_ < end; now_ += milliseconds(1)) {
       for (Program p : kPrograms) {
         const std::size_t i = static_cast<std::size_t>(p);
-        const nanoseconds period = plc_.config().task(p).period;
-        if (stopped_[i] || now_ % period != nanoseconds(0)) continue;
-        rtloop::CycleContext ctx;
-        ctx.cycle = ctx.release_index = cycles_[i];
-        ctx.release = ctx.wake = rtloop::TimePoint(now_);
-        ctx.period = period;
-        if (const rtloop::StepResult r = plc_.task(p).Step(ctx);
-            r != rtloop::StepResult::kContinue) {
+        rtloop::CycleEngine& e = *engines_[i];
+        if (stopped_[i] || e.release() != rtloop::TimePoint(now_)) continue;
+        const rtloop::CycleContext& ctx = e.BeginCycle(rtloop::TimePoint(now_));
+        const rtloop::StepResult r = plc_.task(p).Step(ctx);
+        const std::int64_t x = exec ? exec(p, e.cycles()) : 2'000;
+        const rtloop::CycleOutcome o = e.EndCycle(rtloop::TimePoint(now_ + nanoseconds(x)), r);
+        if (o.fault) plc_.task(p).OnWatchdog(ctx, e.last_fault());
+        if (o.stop) {
           stopped_[i] = true;
-          results_[i] = r;
-          continue;
+          results_[i] = o.fault_state ? rtloop::StepResult::kFault : r;
         }
-        rtloop::CycleSample s;
-        s.task = static_cast<rtloop::TaskId>(i);
-        s.seq = cycles_[i];
-        s.release = ctx.release;
-        s.execution_ns = exec ? exec(p, cycles_[i]) : 2'000;
-        plc_.watchdog_observer(p).OnCycle(s);
-        ++cycles_[i];
       }
     }
   }
   bool stopped(Program p) const { return stopped_[static_cast<std::size_t>(p)]; }
-  // What the Step() that ended `p` returned.
+  // kFault when the task ended in the fault state, else what its last Step() returned.
   rtloop::StepResult result(Program p) const { return results_[static_cast<std::size_t>(p)]; }
-  std::uint64_t cycles(Program p) const { return cycles_[static_cast<std::size_t>(p)]; }
+  std::uint64_t cycles(Program p) const { return engines_[static_cast<std::size_t>(p)]->cycles(); }
+  // The tasks' reports as rtloop::Runtime::Reports() would make them (no telemetry).
+  std::vector<rtloop::TaskReport> Reports() const {
+    std::vector<rtloop::TaskReport> out;
+    for (Program p : kPrograms) {
+      rtloop::TaskReport r;
+      r.id = static_cast<rtloop::TaskId>(p);
+      r.info.config = plc_.TaskConfigFor(p);
+      r.name = r.info.config.name;
+      r.stats = stats_[static_cast<std::size_t>(p)].Snapshot();
+      out.push_back(r);
+    }
+    return out;
+  }
 
  private:
   Plc& plc_;
   nanoseconds now_{0};
-  std::array<std::uint64_t, kProgramCount> cycles_{};
+  std::array<rtloop::TaskStats, kProgramCount> stats_;
+  std::array<std::optional<rtloop::CycleEngine>, kProgramCount> engines_;
   std::array<bool, kProgramCount> stopped_{};
   std::array<rtloop::StepResult, kProgramCount> results_{};
 };
@@ -106,7 +129,7 @@ TEST(PlcTest, ConveyorRunsThroughTheProcessImageAndDeliversItems) {
   EXPECT_GT(diag.motor_duty, 0.3);
   EXPECT_LT(diag.motor_duty, 1.0);
   EXPECT_FALSE(diag.logic_stalled);
-  EXPECT_EQ(plc.watchdog(Program::kLogic).state(), WatchdogState::kArmed);
+  EXPECT_EQ(sched.Reports()[1].stats.watchdog_trips, 0u);
   EXPECT_EQ(FormatFaultReport(plc.fault(), plc.config()), "no fault");
 }
 
@@ -121,10 +144,11 @@ TEST(PlcTest, LogicWatchdogTripDrivesOutputsSafeHaltsTheTaskAndIsReported) {
   };
   sched.RunUntil(milliseconds(1005), slow_logic);  // logic cycle 100, at 1000 ms
   EXPECT_FALSE(plc.faulted());                     // one violation: not yet
-  EXPECT_EQ(plc.watchdog(Program::kLogic).consecutive(), 1u);
+  EXPECT_EQ(sched.Reports()[1].stats.watchdog_violations, 1u);
   sched.RunUntil(milliseconds(1011), slow_logic);  // cycle 101, at 1010 ms, trips it
   ASSERT_TRUE(plc.faulted());
-  EXPECT_EQ(plc.watchdog(Program::kLogic).state(), WatchdogState::kTripped);
+  EXPECT_EQ(sched.Reports()[1].stats.watchdog_trips, 1u);
+  EXPECT_EQ(sched.Reports()[1].stats.last_fault.reason, rtloop::FaultReason::kWatchdog);
   sched.RunUntil(milliseconds(1100), slow_logic);
   EXPECT_TRUE(sched.stopped(Program::kLogic));
   EXPECT_EQ(sched.result(Program::kLogic),
@@ -140,7 +164,7 @@ TEST(PlcTest, LogicWatchdogTripDrivesOutputsSafeHaltsTheTaskAndIsReported) {
   ASSERT_TRUE(f.faulted);
   EXPECT_EQ(f.program, Program::kLogic);
   EXPECT_EQ(f.cycle, 101u);
-  EXPECT_EQ(f.since_start_ns, 1'010'000'000);
+  EXPECT_EQ(f.since_start_ns, 1'016'000'000);  // the end of the cycle released at 1010 ms
   EXPECT_EQ(f.execution_ns, 6'000'000);
   EXPECT_EQ(f.watchdog_ns, 5'000'000);
   EXPECT_EQ(f.sensitivity, 2u);
@@ -148,7 +172,7 @@ TEST(PlcTest, LogicWatchdogTripDrivesOutputsSafeHaltsTheTaskAndIsReported) {
   EXPECT_FALSE(f.single_cycle);
   EXPECT_EQ(FormatFaultReport(f, plc.config()),
             "PLC FAULT: watchdog of task \"logic\" (10ms, watchdog 5ms x 2) tripped at cycle 101 "
-            "(t=1.010s): execution 6ms, 2 consecutive violations; task halted, outputs set to safe "
+            "(t=1.016s): execution 6ms, 2 consecutive violations; task halted, outputs set to safe "
             "values (motor off, red lamp)");
   // Housekeeping notices that the logic's image no longer changes.
   sched.RunUntil(milliseconds(1300));
@@ -224,8 +248,14 @@ TEST(PlcTest, TaskConfigForMapsTheSpecToAPinnedFifoTaskWithItsWatchdog) {
   EXPECT_EQ(tc.policy, rtloop::SchedPolicy::kFifo);
   EXPECT_EQ(tc.priority, 90);
   EXPECT_EQ(tc.overrun_policy, rtloop::OverrunPolicy::kSkip);
-  EXPECT_EQ(tc.observers,
-            std::vector<rtloop::CycleObserver*>{&plc.watchdog_observer(Program::kIoScan)});
+  EXPECT_TRUE(tc.observers.empty());
+  // The configuration's watchdog is the framework's: time x sensitivity, the task faults.
+  EXPECT_EQ(tc.watchdog.time, microseconds(500));
+  EXPECT_EQ(tc.watchdog.sensitivity, 3u);
+  EXPECT_EQ(tc.watchdog.action, rtloop::WatchdogAction::kFaultTask);
+  EXPECT_EQ(tc.watchdog.max_consecutive_overruns, 0u);
+  c.tasks[0].watchdog = nanoseconds(0);
+  EXPECT_EQ(Plc(c).TaskConfigFor(Program::kIoScan).watchdog.time.count(), 0) << "no watchdog";
 }
 
 // The task reports of `plc`'s tasks as the runtime would make them before the first cycle.
@@ -262,7 +292,7 @@ TEST(PlcTest, MonitorShowsTheTaskTableEachWatchdogTheDeviceAndTheFault) {
   sched.RunUntil(milliseconds(1100), [](Program p, std::uint64_t) -> std::int64_t {
     return p == Program::kLogic ? 20'000'000 : 2'000;  // > 5 ms x 2: trips at once
   });
-  m = FormatPlcStatus(plc);
+  m = FormatPlcStatus(plc, sched.Reports());
   EXPECT_NE(m.find("  logic                    5ms      2  TRIPPED           1         1\n"),
             std::string::npos)
       << m;
@@ -272,10 +302,10 @@ TEST(PlcTest, MonitorShowsTheTaskTableEachWatchdogTheDeviceAndTheFault) {
             std::string::npos)
       << m;
   sched.RunUntil(milliseconds(1200));
-  EXPECT_NE(FormatPlcStatus(plc).find("conveyor: logic STALLED (its image stopped changing; last "
-                                      "state running)"),
+  const std::string status = FormatPlcStatus(plc, sched.Reports());
+  EXPECT_NE(status.find("conveyor: logic STALLED (its image stopped changing; last state running)"),
             std::string::npos)
-      << FormatPlcStatus(plc);
+      << status;
 }
 
 TEST(PlcTest, StepsAndWatchdogsDoNotAllocateInSteadyState) {

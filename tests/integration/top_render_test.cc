@@ -38,6 +38,10 @@ Snapshot FixedSnapshot() {
   info->mutable_task()->set_priority(90);
   info->set_effective_policy(v1::SCHED_POLICY_FIFO);
   info->set_effective_priority(90);
+  // Its execution-time watchdog tripped once and it keeps running (action continue).
+  info->mutable_task()->set_watchdog_time_ns(400'000);
+  info->mutable_task()->set_watchdog_sensitivity(2);
+  info->mutable_task()->set_watchdog_action(v1::WATCHDOG_ACTION_CONTINUE);
 
   s.stats.set_monotonic_ns(123'456'789);
   s.stats.set_unix_time_ns(1'700'000'060'000'000'000);
@@ -69,6 +73,16 @@ Snapshot FixedSnapshot() {
   t->set_overruns(1);
   t->set_missed_releases(1);
   t->set_ring_dropped(0);
+  t->set_faults(1);
+  t->set_watchdog_violations(3);
+  t->set_watchdog_trips(1);
+  t->set_last_fault_reason(v1::FAULT_REASON_WATCHDOG);
+  t->set_last_fault_cycle(1000);
+  t->set_last_fault_time_ns(5'500'000'000);
+  t->set_last_fault_since_start_ns(500'900'000);
+  t->set_last_fault_execution_ns(900'000);
+  t->set_last_fault_consecutive(2);
+  t->set_last_fault_limit_ns(400'000);
   v1::StreamLoss* loss = s.stats.add_stream_loss();
   loss->set_task_id(0);
   loss->set_lost(17);

@@ -76,6 +76,49 @@ TaskReport NotYetRun() {
   return r;
 }
 
+// A task whose execution-time watchdog tripped (and keeps running), one that faulted on overruns
+// and stays in the fault state, one with a watchdog and no fault: the FAULTS column and the
+// "watchdog, faults" section, locked.
+TEST(TaskReportTest, FaultsAndWatchdogsMatchGolden) {
+  TaskReport keeps = Measured();
+  keeps.info.config.watchdog.time = microseconds(300);
+  keeps.info.config.watchdog.sensitivity = 2;
+  keeps.info.config.watchdog.action = WatchdogAction::kContinue;
+  keeps.stats.faults = 1;
+  keeps.stats.watchdog_violations = 3;
+  keeps.stats.watchdog_trips = 1;
+  keeps.stats.last_fault = {
+      FaultReason::kWatchdog, 101, 5'000'000'000, 1'016'000'000, 350'000, 2, 300'000};
+  TaskReport halted = Measured();
+  halted.id = 1;
+  halted.name = halted.info.config.name = "logic";
+  halted.stats.state = TaskState::kFault;
+  halted.info.config.watchdog.max_consecutive_overruns = 3;
+  halted.stats.faults = 1;
+  halted.stats.last_fault = {FaultReason::kOverruns, 7, 9'000'000, 3'500'000, 1'200'000, 3, 0};
+  TaskReport calm = NotYetRun();
+  calm.id = 2;
+  calm.info.config.watchdog.time = milliseconds(5);
+  const std::vector<TaskReport> reports = {keeps, halted, calm};
+  const std::string text = FormatTaskReport(reports);
+  const std::string overview =
+      " ID NAME       STATE    POLICY      PERIOD       CYCLES  OVERRUNS    MISSED  FAULTS   "
+      "DROPPED      LOST\n"
+      "  0 position   running  fifo/90      500us        20000         3         4       1     "
+      "    5         6\n"
+      "  1 logic      fault    fifo/90      500us        20000         3         4       1     "
+      "    5         6\n";
+  EXPECT_EQ(text.rfind(overview, 0), 0u) << text;
+  const std::string section =
+      "watchdog, faults         LIMIT ACTION     VIOLATIONS  TRIPS  LAST FAULT\n"
+      "  position             300usx2 continue            3      1  cycle 101 t=1.016s watchdog: "
+      "execution 350.0us > 300.0us, 2 cycles in a row (sensitivity 2)\n"
+      "  logic                   3ovr fault-task          0      0  cycle 7 t=0.004s overruns: 3 "
+      "overruns in a row (execution 1200.0us)\n"
+      "  supervisor               5ms fault-task          0      0  -\n";
+  EXPECT_NE(text.find("\n\n" + section), std::string::npos) << text;
+}
+
 TEST(TaskReportTest, TableMatchesGolden) {
   TaskReport no_telemetry = Measured();
   no_telemetry.id = 2;
@@ -85,14 +128,14 @@ TEST(TaskReportTest, TableMatchesGolden) {
   no_telemetry.telemetry = false;
   const std::vector<TaskReport> reports = {Measured(), NotYetRun(), no_telemetry};
   const std::string expected =
-      " ID NAME                 STATE    POLICY      PERIOD       CYCLES  OVERRUNS    MISSED   "
-      "DROPPED      LOST\n"
+      " ID NAME                 STATE    POLICY      PERIOD       CYCLES  OVERRUNS    MISSED  "
+      "FAULTS   DROPPED      LOST\n"
       "  0 position             running  fifo/90      500us        20000         3         4     "
-      "    5         6\n"
+      "  0         5         6\n"
       "  1 supervisor           starting other!        10ms            0         0         0     "
-      "    0         0\n"
+      "  0         0         0\n"
       "  2 logger-without-telem running  fifo/90      500us        20000         3         4     "
-      "    -         -\n"
+      "  0         -         -\n"
       "\n"
       "wake-up latency (us)       LAST      MIN      AVG      MAX      P99    P99.9   P99.99\n"
       "  position                 12.3      8.1     11.0     87.2     15.2     40.3     80.1\n"

@@ -44,7 +44,8 @@ class ExecutorStatsStub {
     TaskStats& s = stats_[c.task];
     s.Record(c.wakeup_latency_ns, c.execution_ns, c.period_jitter_ns, (c.flags & kCycleFirst) != 0,
              (c.flags & kCycleOverrun) != 0, c.missed_releases);
-    if ((c.flags & kCycleFault) != 0) s.RecordFault();
+    if ((c.flags & kCycleFault) != 0)
+      s.RecordFault({FaultReason::kStep, c.seq, c.release.ns(), 0, c.execution_ns, 0, 0});
   }
   // Makes this `hub`'s stats source; it must outlive the hub's use of it.
   void AttachTo(TelemetryHub& hub) {

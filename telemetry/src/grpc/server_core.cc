@@ -69,6 +69,9 @@ grpc::Status ToGrpc(const Status& s) {
     case StatusCode::kFailedPrecondition:
       code = grpc::StatusCode::FAILED_PRECONDITION;
       break;
+    case StatusCode::kAborted:
+      code = grpc::StatusCode::ABORTED;
+      break;
     default:
       break;
   }

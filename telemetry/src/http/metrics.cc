@@ -96,6 +96,11 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
       Family("rtloop_task_faults_total",
              "Faults: watchdog trips and faults the task reported (StepResult::kFault)",
              MetricType::Counter);
+  MetricFamily watchdog_trips =
+      Family("rtloop_task_watchdog_trips_total",
+             "Trips of the execution-time watchdog (TaskConfig::watchdog.time x sensitivity; "
+             "each is also a fault); only tasks with that watchdog",
+             MetricType::Counter);
   MetricFamily state = Family("rtloop_task_state",
                               "Always 1; the label state is the task's current state (created, "
                               "starting, running, stopped, fault)",
@@ -145,6 +150,9 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
     AddCounter(&overruns, labels, static_cast<double>(t.stats.overruns));
     AddCounter(&missed, labels, static_cast<double>(t.stats.missed_releases));
     AddCounter(&faults, labels, static_cast<double>(t.stats.faults));
+    if (t.watchdog.time.count() > 0) {
+      AddCounter(&watchdog_trips, labels, static_cast<double>(t.stats.watchdog_trips));
+    }
     AddGauge(&state, With(labels, "state", TaskStateName(t.stats.state)), 1.0);
     AddCounter(&dropped, labels, static_cast<double>(t.ring_dropped));
     if (t.has_subscriber_lost) AddCounter(&lost, labels, static_cast<double>(t.subscriber_lost));
@@ -164,8 +172,8 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
   }
 
   for (MetricFamily* f :
-       {&cycles, &overruns, &missed, &faults, &state, &dropped, &lost, &fallback, &period, &latency,
-        &execution, &latency_max, &latency_q, &execution_max, &execution_q}) {
+       {&cycles, &overruns, &missed, &faults, &watchdog_trips, &state, &dropped, &lost, &fallback,
+        &period, &latency, &execution, &latency_max, &latency_q, &execution_max, &execution_q}) {
     if (!f->metric.empty()) out->push_back(std::move(*f));
   }
 }

@@ -143,6 +143,34 @@ void LogBins(Json& j, const std::vector<std::uint64_t>& bins) {
   j.End(']');
 }
 
+// "watchdog": its settings and state; "last_fault": null, or the last fault's reason, cycle, t.
+void Faults(Json& j, const TaskView& t) {
+  const TaskStatsSnapshot& s = t.stats;
+  j.Key("watchdog").Begin('{');
+  j.Key("time_ns").Int(t.watchdog.time.count());
+  j.Key("sensitivity").Int(t.watchdog.sensitivity);
+  j.Key("max_consecutive_overruns").Int(t.watchdog.max_consecutive_overruns);
+  j.Key("action").Str(WatchdogActionName(t.watchdog.effective_action()));
+  j.Key("violations").Int(static_cast<long long>(s.watchdog_violations));
+  j.Key("trips").Int(static_cast<long long>(s.watchdog_trips));
+  j.End('}');
+  j.Key("last_fault");
+  if (s.faults == 0) {
+    j.Null();
+    return;
+  }
+  const FaultRecord& f = s.last_fault;
+  j.Begin('{');
+  j.Key("reason").Str(FaultReasonName(f.reason));
+  j.Key("cycle").Int(static_cast<long long>(f.cycle));
+  j.Key("time_ns").Int(f.time_ns);
+  j.Key("since_start_ns").Int(f.since_start_ns);
+  j.Key("execution_ns").Int(f.execution_ns);
+  j.Key("consecutive").Int(f.consecutive);
+  j.Key("limit_ns").Int(f.limit_ns);
+  j.End('}');
+}
+
 }  // namespace
 
 std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds) {
@@ -174,6 +202,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     j.Key("overruns").Int(static_cast<long long>(s.overruns));
     j.Key("missed").Int(static_cast<long long>(s.missed_releases));
     j.Key("faults").Int(static_cast<long long>(s.faults));
+    Faults(j, t);
     j.Key("ring_dropped").Int(static_cast<long long>(t.ring_dropped));
     j.Key("subscriber_lost");
     IntOrNull(j, t.has_subscriber_lost, static_cast<long long>(t.subscriber_lost));

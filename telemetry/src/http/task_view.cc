@@ -36,6 +36,7 @@ std::vector<TaskView> ViewTasks(const TelemetryHub& hub, const Executor* executo
       v.rt_fallback = info.fell_back_to_non_rt;
     }
     v.period_ns = config.period.count();
+    v.watchdog = config.watchdog;
     v.ring_dropped = t->ring().writer().dropped();
     if (collector != nullptr) {
       v.has_subscriber_lost = true;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rtloop/framework/cycle_observer.h"
+#include "rtloop/framework/task_config.h"
 #include "rtloop/framework/task_stats.h"
 
 namespace rtloop {
@@ -34,6 +35,7 @@ struct TaskView {
   int priority = 0;          // effective
   bool rt_fallback = false;  // runs SCHED_OTHER because the RT policy was not permitted
   std::int64_t period_ns = 0;
+  WatchdogConfig watchdog;  // as configured (TaskConfig::watchdog)
   TaskStatsSnapshot stats;  // the executor's counters (live)
   std::uint64_t ring_dropped = 0;
   bool has_subscriber_lost = false;   // a collector was given (else nobody subscribes)

@@ -7,7 +7,7 @@
 //   wait until engine.release();  W = Now();
 //   const CycleContext& ctx = engine.BeginCycle(W);
 //   StepResult r = task.Step(ctx);  D = Now();
-//   CycleOutcome o = engine.EndCycle(D, r);   // o.fault: call OnFault(ctx); o.stop: leave the loop
+//   CycleOutcome o = engine.EndCycle(D, r);   // o.fault: call OnWatchdog(); o.stop: leave the loop
 //
 // It takes times as arguments, so tests drive it with a fake clock and bench/micro measures its
 // cost alone. Threading: owned by one thread (the task's RT thread). BeginCycle()/EndCycle() are
@@ -40,7 +40,9 @@ struct CycleEngineConfig {
 
 struct CycleOutcome {
   bool stop = false;   // leave the loop after this cycle
-  bool fault = false;  // the watchdog tripped on this cycle: call OnFault()
+  bool fault = false;  // a watchdog tripped on this cycle: call OnWatchdog(ctx, last_fault())
+  // That watchdog's action is WatchdogAction::kStopAll: stop every other task too.
+  bool stop_all = false;
   // The task ends in TaskState::kFault: the watchdog tripped and does not keep it running, or
   // Step() returned kFault.
   bool fault_state = false;
@@ -51,6 +53,7 @@ class CycleEngine {
   CycleEngine(const CycleEngineConfig& config, TimePoint first_release) noexcept
       : config_(config),
         schedule_(first_release, config.period, config.overrun_policy),
+        first_(first_release),
         end_(config.run_for.count() > 0 ? first_release + config.run_for : TimePoint::Max()) {
     ctx_.period = config.period;
   }
@@ -61,6 +64,8 @@ class CycleEngine {
   void Rebase(TimePoint release) noexcept { schedule_.Rebase(release); }
   // RT-safe.
   const ReleaseSchedule& schedule() const noexcept { return schedule_; }
+  // The last watchdog trip (reason kNone before the first). RT-safe.
+  const FaultRecord& last_fault() const noexcept { return last_fault_; }
   // Cycles ended so far (EndCycle() calls). RT-safe.
   std::uint64_t cycles() const noexcept { return cycles_; }
 
@@ -101,16 +106,28 @@ class CycleEngine {
 
     CycleOutcome out;
     consecutive_overruns_ = adv.overrun ? consecutive_overruns_ + 1 : 0;
+    FaultRecord fault;
     if (config_.watchdog.max_consecutive_overruns != 0 &&
         consecutive_overruns_ >= config_.watchdog.max_consecutive_overruns) [[unlikely]] {
+      fault = {
+          FaultReason::kOverruns, cycles_, done.ns(), (done - first_).count(), sample.execution_ns,
+          consecutive_overruns_,  0};
       consecutive_overruns_ = 0;
-      config_.stats->RecordFault();
+    }
+    if (config_.watchdog.time.count() > 0) CheckExecutionTime(sample.execution_ns, done, &fault);
+    if (fault.reason != FaultReason::kNone) [[unlikely]] {  // a watchdog tripped
+      config_.stats->RecordFault(fault);
       sample.flags |= kCycleFault;
       out.fault = true;
-      out.fault_state = !config_.watchdog.keep_running_after_fault;
+      out.stop_all = config_.watchdog.effective_action() == WatchdogAction::kStopAll;
+      out.fault_state = config_.watchdog.effective_action() != WatchdogAction::kContinue;
+      last_fault_ = fault;
     }
     if (step == StepResult::kFault) [[unlikely]] {  // the task's own fault: one fault per cycle
-      if (!out.fault) config_.stats->RecordFault();
+      if (!out.fault) {
+        config_.stats->RecordFault({FaultReason::kStep, cycles_, done.ns(), (done - first_).count(),
+                                    sample.execution_ns, 0, 0});
+      }
       sample.flags |= kCycleFault;
       out.fault_state = true;
     }
@@ -130,12 +147,43 @@ class CycleEngine {
  private:
   CycleEngineConfig config_;
   ReleaseSchedule schedule_;
-  TimePoint end_;  // first release + run_for, or TimePoint::Max()
+  TimePoint first_;  // E_0
+  TimePoint end_;    // first release + run_for, or TimePoint::Max()
   CycleContext ctx_;
   TimePoint last_wake_;
   std::uint64_t cycles_ = 0;
   std::uint64_t pending_missed_ = 0;
   std::uint32_t consecutive_overruns_ = 0;
+  std::uint32_t consecutive_violations_ = 0;  // execution-time watchdog
+  FaultRecord last_fault_;
+
+  // The execution-time watchdog (CODESYS semantics, task_config.h): counts a violation and,
+  // when it trips, fills `fault` (unless the overrun watchdog already did on this cycle: one
+  // fault per cycle). RT-safe.
+  void CheckExecutionTime(std::int64_t execution_ns, TimePoint done, FaultRecord* fault) noexcept {
+    const std::int64_t limit = config_.watchdog.time.count();
+    if (execution_ns <= limit) {
+      consecutive_violations_ = 0;
+      return;
+    }
+    ++consecutive_violations_;
+    config_.stats->RecordWatchdogViolation();
+    // Validated: limit x sensitivity fits in 64 bits.
+    const bool single =
+        execution_ns > limit * static_cast<std::int64_t>(config_.watchdog.sensitivity);
+    if (!single && consecutive_violations_ < config_.watchdog.sensitivity) return;
+    if (fault->reason == FaultReason::kNone) {
+      const bool by_run = consecutive_violations_ >= config_.watchdog.sensitivity;
+      *fault = {by_run ? FaultReason::kWatchdog : FaultReason::kWatchdogSingle,
+                cycles_,
+                done.ns(),
+                (done - first_).count(),
+                execution_ns,
+                consecutive_violations_,
+                limit};
+    }
+    consecutive_violations_ = 0;  // a new run of sensitivity violations trips it again
+  }
 };
 
 }  // namespace rtloop

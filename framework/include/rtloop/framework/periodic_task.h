@@ -11,17 +11,18 @@
 //
 // Lifecycle, all on the task's RT thread: OnStart() once, after the thread's scheduling policy,
 // priority and affinity are in force and before the first release; then Step() once per release
-// until it returns kStop or kFault or the executor stops; then OnStop() once. OnFault() is called
-// on the RT thread when the watchdog trips (see TaskConfig::watchdog). OnStart() may allocate and
-// may fail (a non-OK Status, or an exception, which the executor catches and reports); Step() must
-// be RT-safe (framework/README.md, "Real-time rules"): no allocation, no blocking lock, no syscall
-// but the task's own I/O.
+// until it returns kStop or kFault or the executor stops; then OnStop() once. OnWatchdog() is
+// called on the RT thread when a watchdog trips (see TaskConfig::watchdog). OnStart() may allocate
+// and may fail (a non-OK Status, or an exception, which the executor catches and reports); Step()
+// must be RT-safe (framework/README.md, "Real-time rules"): no allocation, no blocking lock, no
+// syscall but the task's own I/O.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
 #include "rtloop/framework/status.h"
+#include "rtloop/framework/task_stats.h"
 #include "rtloop/framework/time.h"
 
 namespace rtloop {
@@ -45,9 +46,10 @@ enum class StepResult {
   kContinue,  // run again at the next release
   kStop,      // finish this task (OnStop() follows); other tasks keep running
   // The task detected a fault of its own (e.g. an application watchdog, a device error): the
-  // executor counts a fault (TaskStatsSnapshot::faults), flags this cycle kCycleFault and ends the
-  // task in TaskState::kFault, which telemetry shows. OnStop() follows; OnFault() does not (it is
-  // the executor's watchdog hook, and the task already knows). Other tasks keep running.
+  // executor counts a fault (TaskStatsSnapshot::faults, last_fault reason kStep), flags this cycle
+  // kCycleFault and ends the task in TaskState::kFault, which telemetry shows. OnStop() follows;
+  // OnWatchdog() does not (it is the watchdog's hook, and the task already knows). Other tasks
+  // keep running.
   kFault,
 };
 
@@ -61,7 +63,14 @@ class PeriodicTask {
   virtual StepResult Step(const CycleContext& ctx) noexcept = 0;
   // On the RT thread after the last Step(). May allocate. Default: nothing.
   virtual void OnStop() noexcept {}
-  // On the RT thread when the watchdog trips (max consecutive overruns). RT-safe. Default: nothing.
+  // On the RT thread right after the cycle `ctx` on which a watchdog tripped (TaskConfig::watchdog:
+  // consecutive overruns or the execution-time watchdog), before the action takes effect; `fault`
+  // says which, with the cycle, time and execution time. The place to put outputs in a safe state
+  // (examples/plc). RT-safe. Default: calls OnFault(ctx).
+  virtual void OnWatchdog(const CycleContext& ctx, const FaultRecord& /*fault*/) noexcept {
+    OnFault(ctx);
+  }
+  // The older hook, called by the default OnWatchdog(). RT-safe. Default: nothing.
   virtual void OnFault(const CycleContext& /*ctx*/) noexcept {}
 };
 

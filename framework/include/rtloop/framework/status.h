@@ -35,6 +35,9 @@ enum class StatusCode {
   kDataLoss,            // truncated or corrupt data
   kUnauthenticated,     // missing or wrong token
   kInternal,            // an unexpected system error
+  // The run ended but a task faulted (a watchdog trip or Step() returning kFault):
+  // rtloop::Runtime::RunUntilSignal() says so, and ExitCode() makes it exit status 3.
+  kAborted,
 };
 
 std::string_view StatusCodeName(StatusCode code) noexcept;

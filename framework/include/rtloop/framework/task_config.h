@@ -55,11 +55,43 @@ enum class WaitMode {
 // "absolute", "relative", "nanosleep", "posix-timer". RT-safe.
 const char* WaitModeName(WaitMode mode) noexcept;
 
+// What a watchdog trip does (either watchdog of WatchdogConfig). Every trip counts a fault
+// (TaskStatsSnapshot::faults, last_fault), flags the cycle kCycleFault and calls the task's
+// OnWatchdog() hook on its RT thread (RT-safe, as Step()); rtloop::Runtime prints it on stderr
+// from a non-RT thread and makes RunUntilSignal() return a fault.
+enum class WatchdogAction {
+  kFaultTask,  // the task ends in TaskState::kFault after this cycle; other tasks keep running
+  // As kFaultTask, then the executor stops every other task (each after its current cycle), so
+  // Executor::RunUntilSignal()/Wait() and rtloop::Runtime::RunUntilSignal() return.
+  kStopAll,
+  kContinue,  // count it, call OnWatchdog(), keep running (the task stays kRunning)
+};
+
+// "fault-task", "stop-all", "continue". RT-safe.
+const char* WatchdogActionName(WatchdogAction action) noexcept;
+
+// The task's two watchdogs; both off by default. Checked on the RT thread after every cycle,
+// warm-up cycles included, without allocation, lock or system call.
 struct WatchdogConfig {
-  // Consecutive overruns that move the task to kFault and call OnFault(). 0 disables the watchdog.
+  // Overrun watchdog: this many consecutive overruns of the period trip it. 0: off.
   std::uint32_t max_consecutive_overruns = 0;
-  // After a fault: keep running (true) or stop the task (false).
+  // Execution-time watchdog, CODESYS's task watchdog: a cycle whose execution time X_k exceeds
+  // `time` is a violation; `sensitivity` violations in a row trip it, and so does one cycle whose
+  // execution time exceeds time x sensitivity (which catches an endless loop at once). 0: off;
+  // else > 0.
+  std::chrono::nanoseconds time{0};
+  // 1..1000 (1: the first violation trips it). Only with `time`.
+  std::uint32_t sensitivity = 1;
+  WatchdogAction action = WatchdogAction::kFaultTask;
+  // The older spelling of action = kContinue (then `action` must stay kFaultTask).
   bool keep_running_after_fault = false;
+
+  // The action in force: kContinue when keep_running_after_fault is set. RT-safe.
+  WatchdogAction effective_action() const noexcept {
+    return keep_running_after_fault ? WatchdogAction::kContinue : action;
+  }
+  // Either watchdog is on. RT-safe.
+  bool enabled() const noexcept { return max_consecutive_overruns != 0 || time.count() > 0; }
 };
 
 struct DeadlineParams {  // SCHED_DEADLINE; all three > 0 and runtime <= deadline <= period

@@ -12,19 +12,22 @@
 // fields hold 0 and the averages are std::nullopt; show "no data", never a 0 latency. Period
 // jitter needs two wake-ups (has_jitter()).
 //
-// Threading: TaskStats is a single-writer store. Only the owning RT thread calls Record() and
-// RecordFault(): plain relaxed loads and stores of its own values (no atomic read-modify-write, no
-// lock), so readers never slow it down. Snapshot() may be called from any thread concurrently.
-// The writer stores `cycles` last with release and Snapshot() loads it first with acquire, so a
-// snapshot includes every value of the cycles it counts; its other fields may already include
-// (part of) the next cycle, e.g. latency_sum_ns one cycle ahead of cycles. All counters are
-// 64-bit.
+// Threading: TaskStats is a single-writer store. Only the owning RT thread calls Record(),
+// RecordFault() and RecordWatchdogViolation(): plain relaxed loads and stores of its own values (no
+// atomic read-modify-write, no lock), so readers never slow it down. Snapshot() may be called from
+// any thread concurrently. The writer stores `cycles` last with release and Snapshot() loads it
+// first with acquire, so a snapshot includes every value of the cycles it counts; its other fields
+// may already include (part of) the next cycle, e.g. latency_sum_ns one cycle ahead of cycles. The
+// last fault is a SeqLockValue (the RT thread never waits; Snapshot() makes a few bounded
+// attempts). All counters are 64-bit.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <optional>
+
+#include "rtloop/framework/seqlock_value.h"
 
 namespace rtloop {
 
@@ -40,6 +43,35 @@ enum class TaskState {
 
 // "created", "starting", "running", "stopped", "fault". RT-safe.
 const char* TaskStateName(TaskState state) noexcept;
+
+// Why a task faulted.
+enum class FaultReason : std::uint8_t {
+  kNone,            // no fault yet
+  kOverruns,        // WatchdogConfig::max_consecutive_overruns overruns in a row
+  kWatchdog,        // execution time > WatchdogConfig::time, `sensitivity` cycles in a row
+  kWatchdogSingle,  // one cycle's execution time > WatchdogConfig::time x sensitivity
+  kStep,            // Step() returned StepResult::kFault
+};
+
+// "none", "overruns", "watchdog", "watchdog-single-cycle", "step". RT-safe.
+const char* FaultReasonName(FaultReason reason) noexcept;
+
+// One fault, as the RT thread records it (TaskStats::RecordFault) and every view shows it.
+struct FaultRecord {
+  FaultReason reason = FaultReason::kNone;
+  // The cycle's 0-based Step() index (CycleContext::cycle: warm-up cycles included).
+  std::uint64_t cycle = 0;
+  // When the cycle's Step() ended (D_k), ns on the task's clock (CLOCK_MONOTONIC unless
+  // TaskConfig::clock says otherwise).
+  std::int64_t time_ns = 0;
+  // The same moment from the task's first release E_0 (D_k - E_0): the "t=" every view shows.
+  std::int64_t since_start_ns = 0;
+  std::int64_t execution_ns = 0;  // that cycle's execution time X_k
+  // kOverruns: overruns in a row; kWatchdog/kWatchdogSingle: violations in a row; else 0.
+  std::uint32_t consecutive = 0;
+  // The limit it broke: the watchdog time (kWatchdog, kWatchdogSingle), else 0.
+  std::int64_t limit_ns = 0;
+};
 
 struct TaskStatsSnapshot {
   TaskState state = TaskState::kCreated;
@@ -64,6 +96,13 @@ struct TaskStatsSnapshot {
   std::uint64_t overruns = 0;
   std::uint64_t missed_releases = 0;
   std::uint64_t faults = 0;  // watchdog trips and Step()s that returned kFault
+  // The latest of them (reason kNone while faults == 0). It may be one fault newer than
+  // `faults` when a fault happens during the snapshot.
+  FaultRecord last_fault;
+  // Execution-time watchdog (WatchdogConfig::time): cycles whose execution time exceeded the
+  // watchdog time, and trips (kWatchdog and kWatchdogSingle faults). 0 while it is off.
+  std::uint64_t watchdog_violations = 0;
+  std::uint64_t watchdog_trips = 0;
 
   // RT-safe, all of them.
   // At least one cycle ran: the latency and execution figures exist.
@@ -94,8 +133,11 @@ class TaskStats {
               bool first, bool overrun, std::uint64_t missed) noexcept;
   // RT-safe. Counts one warm-up cycle (TaskConfig::warmup_cycles): run, not measured.
   void RecordWarmup() noexcept;
-  // RT-safe. Counts one fault (a watchdog trip, or a Step() that returned kFault).
-  void RecordFault() noexcept;
+  // RT-safe. Records one fault (a watchdog trip, or a Step() that returned kFault): stores
+  // `fault` as the last one, then counts it (a reader that sees the count sees the record).
+  void RecordFault(const FaultRecord& fault) noexcept;
+  // RT-safe. Counts one cycle whose execution time exceeded the watchdog time.
+  void RecordWatchdogViolation() noexcept;
   // RT-safe. Set by the executor on the task's thread as its lifecycle moves on.
   void SetState(TaskState state) noexcept { state_.store(state, std::memory_order_release); }
   void SetTid(int tid) noexcept { tid_.store(tid, std::memory_order_relaxed); }
@@ -124,6 +166,9 @@ class TaskStats {
   U64 overruns_{0};
   U64 missed_{0};
   U64 faults_{0};
+  U64 watchdog_violations_{0};
+  U64 watchdog_trips_{0};
+  SeqLockValue<FaultRecord> last_fault_;  // written before faults_ is counted
 };
 
 }  // namespace rtloop

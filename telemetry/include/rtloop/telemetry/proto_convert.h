@@ -30,6 +30,8 @@ v1::SchedPolicy ToProto(SchedPolicy policy) noexcept;
 v1::OverrunPolicy ToProto(OverrunPolicy policy) noexcept;
 v1::TaskState ToProto(TaskState state) noexcept;
 v1::ClockId ToProto(Clock clock) noexcept;
+v1::WatchdogAction ToProto(WatchdogAction action) noexcept;
+v1::FaultReason ToProto(FaultReason reason) noexcept;
 
 void ToProto(const SystemInfo& info, v1::SystemInfo* out);
 void ToProto(TaskId id, const TaskConfig& config, TaskState state, v1::TaskDescriptor* out);

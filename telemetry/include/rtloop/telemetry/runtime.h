@@ -34,6 +34,11 @@
 // so that their wake-ups do not land on RT CPUs; telemetry_cpus() says which. The collector wakes
 // every drain_period only while someone consumes samples (a stream or the sample log).
 //
+// Faults: a task fault is printed on stderr when it happens (from a non-RT thread, see
+// RuntimeConfig::fault_check_period), every view shows it (the report's FAULTS column and
+// "watchdog, faults" section, rtloop-top, /api/v1/tasks, the page, gRPC, /metrics), and
+// RunUntilSignal() returns StatusCode::kAborted: `return rtloop::ExitCode(...)` exits with 3.
+//
 // Stop order (Stop(), RunUntilSignal(), the destructor): the executor's tasks stop; the collector
 // drains what the rings still hold into the streams and the sample log; the gRPC streams end with
 // their final message and the server stops; the HTTP endpoint stops; the sample log gets its
@@ -54,6 +59,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,6 +78,10 @@
 #include "rtloop/telemetry/task_telemetry.h"
 
 namespace rtloop {
+
+namespace internal {
+class FaultWatcher;
+}  // namespace internal
 
 struct TelemetryConfig {
   // Hub, histograms, rings and collector. false: the executor alone (no percentiles, no gRPC,
@@ -129,7 +139,22 @@ struct RuntimeConfig {
   std::chrono::nanoseconds duration{0};
   // RunUntilSignal() prints FormatTaskReport(Reports()) on stdout when it ends.
   bool report_at_exit = false;
+  // A task fault (a watchdog trip, Step() returning kFault) is printed on stderr when it happens,
+  // as one line "<app_name>: FAULT: task "NAME": cycle N t=S.SSSs REASON: DETAIL; WHAT NOW", by
+  // a non-RT thread of the runtime that polls the tasks' fault counts every fault_check_period
+  // (the RT thread only records the fault). > 0.
+  std::chrono::nanoseconds fault_check_period{std::chrono::milliseconds(100)};
+  // Called on that thread (not RT: it may allocate, log, notify a supervisor) after the line,
+  // with the task's report (stats.last_fault, stats.faults). Empty: none.
+  std::function<void(const TaskReport&)> on_fault;
 };
+
+// Exit statuses for main() (ExitCode()): 0 the run ended and no task faulted; 1 the runtime
+// could not start or run (the message says why); 3 a task faulted (RunUntilSignal() returned
+// StatusCode::kAborted). Programs use 2 for a bad argument or configuration.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitTaskFault = 3;
 
 class Runtime {
  public:
@@ -176,8 +201,17 @@ class Runtime {
   void Abandon();
   // Start() (unless started), wait for SIGINT/SIGTERM, for `duration`, or for every task to end,
   // then Stop() and, with report_at_exit, print the task report. A stop signal is announced on
-  // stderr ("<app_name>: SIGINT: stopping").
+  // stderr ("<app_name>: SIGINT: stopping"). Returns StatusCode::kAborted, naming the tasks and
+  // their last faults, when any task faulted during the run (AnyTaskFaulted(), also with
+  // WatchdogAction::kContinue), so that `return rtloop::ExitCode(rt->RunUntilSignal());` exits
+  // with kExitTaskFault (3) and a service manager (systemd Restart=on-failure) restarts it.
   Status RunUntilSignal();
+
+  // True when any task has faulted (TaskStatsSnapshot::faults > 0). Any thread.
+  bool AnyTaskFaulted() const;
+  // The reports of the tasks that faulted (stats.faults, stats.last_fault, stats.state). Any
+  // thread.
+  std::vector<TaskReport> FaultedTasks() const;
 
   // Everything about one task / every task (TaskReport): the executor's statistics and
   // telemetry's percentiles and sample accounting. Any thread.
@@ -222,6 +256,8 @@ class Runtime {
   std::unique_ptr<telemetry::HttpServer> http_;
   std::vector<int> http_tids_;  // the threads HttpServer::Start() created
   std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
+  // Prints task faults from a non-RT thread; from Start() to Stop().
+  std::unique_ptr<internal::FaultWatcher> fault_watcher_;
   // RecordTo(): the sample log's file and header until Start() opens the writer on them.
   std::optional<telemetry::OutputFile> record_file_;
   telemetry::SampleLogConfig record_header_;
@@ -232,8 +268,9 @@ class Runtime {
   Status broken_;  // a task the executor took but telemetry could not register; guarded by mu_
 };
 
-// The exit status for main(): 0 for OK; otherwise prints "<program>: <message>" on stderr and
-// returns 1.
+// The exit status for main(): kExitOk (0) for OK; otherwise prints "<program>: <message>" on
+// stderr and returns kExitTaskFault (3) for StatusCode::kAborted (a task faulted), else
+// kExitError (1).
 int ExitCode(const Status& status);
 
 }  // namespace rtloop

@@ -56,11 +56,20 @@ std::vector<TaskReport> MakeTaskReports(const Executor& executor,
                                         const telemetry::TelemetryHub* hub);
 
 // The task-monitor table: an overview (id, name, state, policy, period, cycles, overruns, missed
-// releases, dropped samples, subscriber loss), then wake-up latency (last/min/avg/max and
+// releases, faults, dropped samples, subscriber loss), then wake-up latency (last/min/avg/max and
 // p99/p99.9/p99.99), execution time (the same) and period jitter (last/min/max/range), all in µs
-// with one decimal. About 100 columns wide; names longer than 20 characters are cut. Ends with a
-// newline; an empty `reports` gives "no tasks\n".
+// with one decimal, and, for tasks with a watchdog or a fault, "watchdog, faults": the limits,
+// the action, violations, trips and the last fault (DescribeFault). About 100 columns wide; names
+// longer than 20 characters are cut. Ends with a newline; an empty `reports` gives "no tasks\n".
 std::string FormatTaskReport(std::span<const TaskReport> reports);
+
+// The last fault of `r` in words: "cycle 101 t=1.010s watchdog: execution 6200.0us > 5000.0us, 2
+// cycles in a row (sensitivity 2)" (t from the task's first release; reasons: task_stats.h).
+// Meaningful when r.stats.faults > 0.
+std::string DescribeFault(const TaskReport& r);
+// A watchdog's limits in a cell: "5ms" (execution time), "5msx2" (with sensitivity 2), "3ovr"
+// (max consecutive overruns), "5ms,3ovr" (both), "-" (none).
+std::string FormatWatchdog(const WatchdogConfig& w);
 
 // The cell formats of FormatTaskReport, shared with rtloop-top so that both print a figure the
 // same way. printf into a std::string (up to 511 characters).

@@ -85,6 +85,23 @@
     return entry;
   }
 
+  // "cycle 101 t=1.010s watchdog (6200.0 µs)"; "-" without a fault.
+  function lastFault(f) {
+    if (!f) return '-';
+    return 'cycle ' + f.cycle + ' t=' + (f.since_start_ns / 1e9).toFixed(3) + 's ' + f.reason +
+        ' (' + fmt(f.execution_ns) + ' µs)';
+  }
+
+  // "5000.0 µs ×2 fault-task, 3 violations, 1 trip"; "3 overruns ..." ; "-" without a watchdog.
+  function watchdog(w) {
+    const limits = [];
+    if (w.time_ns > 0) limits.push(fmt(w.time_ns) + ' µs ×' + w.sensitivity);
+    if (w.max_consecutive_overruns > 0) limits.push(w.max_consecutive_overruns + ' overruns');
+    if (limits.length === 0) return '-';
+    return limits.join(', ') + ' ' + w.action + ', ' + w.violations + ' violations, ' + w.trips +
+        (w.trips === 1 ? ' trip' : ' trips');
+  }
+
   function updateRow(entry, t) {
     const tr = entry.row;
     tr.replaceChildren();
@@ -106,6 +123,9 @@
     }
     cell(tr, String(t.overruns), t.overruns > 0 ? 'bad' : '').dataset.field = 'overruns';
     cell(tr, String(t.missed), t.missed > 0 ? 'bad' : '').dataset.field = 'missed';
+    cell(tr, String(t.faults), t.faults > 0 ? 'bad' : '').dataset.field = 'faults';
+    cell(tr, lastFault(t.last_fault), t.last_fault ? 'bad' : '').dataset.field = 'last_fault';
+    cell(tr, watchdog(t.watchdog), t.watchdog.trips > 0 ? 'bad' : '').dataset.field = 'watchdog';
     cell(tr, String(t.ring_dropped), t.ring_dropped > 0 ? 'bad' : '').dataset.field = 'dropped';
     const lost = t.subscriber_lost === null ? 'no data' : String(t.subscriber_lost);
     cell(tr, lost, t.subscriber_lost > 0 ? 'bad' : '').dataset.field = 'lost';
