@@ -119,6 +119,7 @@ json ReferenceJson(const ReferenceRun& ref) {
           {"scenario", ref.scenario}, {"kernel", ref.kernel},
           {"command", ref.command},   {"load", ref.load.empty() ? json() : json(ref.load)},
           {"duration", ref.duration}, {"source", ref.source},
+          {"vendor", ref.vendor},     {"document", ref.document},
           {"summary", ref.summary},   {"threads", threads}};
 }
 
