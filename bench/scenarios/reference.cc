@@ -138,7 +138,11 @@ Result<std::vector<ReferenceRun>> LoadReferences(const std::string& path) {
         run.threads.push_back(th);
       }
     }
-    if (r.contains("summary") && r["summary"].is_object()) run.summary = SummaryText(r["summary"]);
+    if (r.contains("summary") && r["summary"].is_object()) {
+      run.summary = SummaryText(r["summary"]);
+      const json& max = r["summary"].value("max_us_all_cpus", json());
+      if (max.is_number()) run.summary_max_us = max.get<double>();
+    }
     if (r.contains("note") && r["note"].is_string()) {
       run.summary += (run.summary.empty() ? "" : "; ") + r["note"].get<std::string>();
     }

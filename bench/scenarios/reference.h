@@ -39,6 +39,7 @@ struct ReferenceRun {
   std::vector<ReferenceThread> threads;  // empty when only a summary was published
   // For summaries, in words: "max 54 us over all CPUs (CPU 1); lowest max 16 us (CPU 7)".
   std::string summary;
+  double summary_max_us = -1;  // the summary's max over all CPUs, -1 when none was published
 };
 
 // The built-in copy, or `path` when given. Errors name the file.

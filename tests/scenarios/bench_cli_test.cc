@@ -108,10 +108,11 @@ void ExpectValidOutputs(const std::string& out) {
   const json result = json::parse(ReadFile(out + "/result.json"));
   EXPECT_EQ(testing::ValidateSchema(result, schema), "");
   int w = 0, h = 0;
-  for (const char* png : {"/plot.png", "/max-over-time.png"}) {
+  // The histogram has its body and full-range panels one above the other.
+  for (const auto& [png, height] : {std::pair{"/plot.png", 900}, {"/max-over-time.png", 720}}) {
     ASSERT_TRUE(testing::PngSize(out + png, &w, &h)) << png;
     EXPECT_EQ(w, 1280);
-    EXPECT_EQ(h, 720);
+    EXPECT_EQ(h, height);
   }
   Result<LatencyData> hist = ParseHistogramText(ReadFile(out + "/histogram.txt"));
   ASSERT_TRUE(hist.ok()) << hist.status().ToString();
@@ -207,7 +208,43 @@ TEST(BenchScenario, IdleMeasuresWithoutLoad) {
   ASSERT_EQ(result["threads"].size(), 4u);
   EXPECT_EQ(result["threads"][3]["interval_us"], 2500);
   EXPECT_EQ(result["reference"]["threads"][0]["max_us"], 21);
-  EXPECT_NE(ReadFile(dir.path() + "/report.md").find("Side by side"), std::string::npos);
+  const std::string md = ReadFile(dir.path() + "/report.md");
+  EXPECT_NE(md.find("Side by side"), std::string::npos);
+  // Issue 19: the histogram is -h's size ("over 200 us"), not up to its last filled bucket.
+  EXPECT_EQ(result["threads"][0]["histogram"]["buckets"], 200);
+  EXPECT_EQ(md.find("\n\n**Like for like** with the published run (RK3568, No-load test)"),
+            md.find("\n\n"))
+      << md;
+}
+
+// Issue 19: a reference run with --cpus ran -h10000 instead of the vendor's -h800, and the
+// vendor's load (stress --cpu 8 ...) was never run; now it is, scaled, and the report's line
+// under the title says why the run is not like for like (--cpus).
+TEST(BenchScenario, AReferenceRunRunsThePublishedLoadAndHistogramAndSaysWhatDiffers) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("reference");
+  RunResult r = testing::Run(
+      {kBench, "run", "--scenario=stress", "--duration=1", "--cpus=0", "--out=" + dir.path(),
+       "--rtloop-cyclic=" + kCyclic, "--reference=rk3588-tronlong/cpu-full-load/preempt-rt"},
+      seconds(60));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectValidOutputs(dir.path());
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  EXPECT_NE(result["scenario"]["measure_command"].get<std::string>().find(" -h800 "),
+            std::string::npos)
+      << result["scenario"]["measure_command"];
+  ASSERT_EQ(result["loads"].size(), 1u);
+  const std::string load = result["loads"][0]["command"];
+  EXPECT_EQ(load.rfind("stress", 0), 0u) << load;
+  EXPECT_NE(load.find(" --vm-bytes 64 --timeout 61s"), std::string::npos) << load;
+  EXPECT_EQ(result["threads"][0]["histogram"]["buckets"], 800);
+  EXPECT_FALSE(result["reference_comparison"]["like_for_like"].get<bool>());
+  const std::string md = ReadFile(dir.path() + "/report.md");
+  EXPECT_NE(md.find("\n\n**Not like for like** with the published run (RK3588 (Tronlong), CPU "
+                    "full load): --cpus replaces the published thread options"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(r.err.find("rtloop-bench: not like for like: --cpus"), std::string::npos) << r.err;
 }
 
 TEST(BenchRun, SigintStopsTheRunKeepsTheReportsAndRestoresTune) {

@@ -199,6 +199,93 @@ TEST(Scenarios, AReferenceCommandBecomesTheMeasurement) {
       8u);  // -c 0 -m -t 4 -p 99 --keep-distance
 }
 
+// Issue 19: --scenario=isolated with Tronlong's isolated reference ran `stress-ng -c 1 --io 2` and
+// -h10000 instead of the vendor's `stress --cpu 8 ...` and -h800; --cpus also changed -h.
+ScenarioRequest TronlongRequest(const std::string& scenario, const std::string& reference) {
+  Result<std::vector<ReferenceRun>> all = LoadReferences();
+  Result<ReferenceRun> ref = FindReference(*all, reference);
+  EXPECT_TRUE(ref.ok()) << reference;
+  ScenarioRequest r;
+  r.name = scenario;
+  r.duration_s = 10;
+  r.online_cpus = {0, 1};
+  r.reference_command = SplitWords(ref->command);
+  r.reference_load = ref->load;
+  r.reference_scenario = ref->scenario;
+  r.tool_exists = [](const std::string& tool) { return tool == "stress-ng"; };
+  return r;
+}
+
+std::string Joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " | ") + w;
+  return out;
+}
+
+TEST(Scenarios, AReferenceRunIsThePublishedCommandAndLoadScaledToThisMachine) {
+  Result<ScenarioPlan> p =
+      PlanScenario(TronlongRequest("stress", "rk3588-tronlong/cpu-full-load/preempt-rt"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->measure_args, (std::vector<std::string>{"-m", "-Sp99", "-i1000"}));
+  EXPECT_EQ(p->histogram_us, 800u);
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(p->loads[0].argv,
+            (std::vector<std::string>{"stress-ng", "--cpu", "2", "--io", "2", "--vm", "2",
+                                      "--vm-bytes", "64", "--timeout", "70s"}));
+  EXPECT_TRUE(p->like_for_like) << Joined(p->differences);
+  const std::string how = Joined(p->how);
+  EXPECT_NE(how.find("scaled from the published 8 CPUs (its -c) to the 2"), std::string::npos)
+      << how;
+  EXPECT_NE(how.find("stress is not installed: its stress-ng equivalent runs"), std::string::npos)
+      << how;
+
+  // isolated: the published options and load, the load kept off the measured CPU; no isolcpus
+  // here, so not like for like, and the plan says why.
+  p = PlanScenario(TronlongRequest("isolated", "rk3588-tronlong/isolated/preempt-rt"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->measure_args, (std::vector<std::string>{"-m", "-Sp99", "-i1000"}));
+  EXPECT_EQ(p->histogram_us, 800u);
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(Joined(p->loads[0].argv),
+            "stress-ng | --cpu | 1 | --io | 1 | --vm | 1 | --vm-bytes | 64 | --timeout | 70s");
+  EXPECT_EQ(p->loads[0].cpus, (std::vector<int>{0}));
+  EXPECT_FALSE(p->like_for_like);
+  EXPECT_NE(Joined(p->differences).find("this kernel has no isolcpus"), std::string::npos);
+}
+
+TEST(Scenarios, CpusAndLoadWithAReferenceKeepItsHistogramAndSayWhyNotLikeForLike) {
+  ScenarioRequest r = TronlongRequest("stress", "rk3588-tronlong/cpu-full-load/preempt-rt");
+  r.cpus = {1};
+  Result<ScenarioPlan> p = PlanScenario(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->histogram_us, 800u) << "--cpus must not change -h";
+  EXPECT_EQ(p->measure_args,
+            (std::vector<std::string>{"-t", "1", "-a", "1", "-m", "-p99", "-i1000"}));
+  EXPECT_FALSE(p->like_for_like);
+  EXPECT_NE(Joined(p->differences).find("--cpus replaces the published thread options"),
+            std::string::npos);
+
+  r = TronlongRequest("stress", "rk3588-tronlong/cpu-full-load/preempt-rt");
+  r.custom_loads = {"stress-ng -c 1"};
+  p = PlanScenario(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(p->loads[0].argv, (std::vector<std::string>{"/bin/sh", "-c", "stress-ng -c 1"}));
+  EXPECT_EQ(p->histogram_us, 800u);
+  EXPECT_FALSE(p->like_for_like);
+  EXPECT_NE(Joined(p->differences).find("the load is --load's (`stress-ng -c 1`)"),
+            std::string::npos);
+
+  // A published load with parts no machine here can run: the rest runs, the parts are listed.
+  r = TronlongRequest("stress", "rk3568/stress-test2/preempt-rt");
+  p = PlanScenario(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(Joined(p->loads[0].argv),
+            "stress-ng | -c | 2 | --io | 1 | --vm | 1 | --vm-bytes | 4M | --timeout | 70s");
+  EXPECT_NE(Joined(p->differences).find("\"Fishing Joy game\""), std::string::npos);
+}
+
 TEST(References, LookUpBySlugsExactFirstThenUniquePrefix) {
   Result<std::vector<ReferenceRun>> all = LoadReferences();
   ASSERT_TRUE(all.ok()) << all.status().ToString();
