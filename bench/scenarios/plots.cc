@@ -190,13 +190,13 @@ std::string CurveLabel(const ThreadLatency& t) {
   return label;
 }
 
-// The published maxima as dashed vertical lines within [0, xmax], labelled at the top.
+// The published maxima as dashed vertical lines within (xmin, xmax], labelled near the top.
 std::string PublishedLines(const std::vector<PublishedMark>& marks,
-                           const std::vector<int>& colour_of_thread, double xmax) {
+                           const std::vector<int>& colour_of_thread, double xmin, double xmax) {
   std::string out;
   int row = 0;
   for (const PublishedMark& m : marks) {
-    if (m.max_us > xmax) continue;
+    if (m.max_us > xmax || m.max_us <= xmin) continue;
     const bool all = m.thread < 0 || m.thread >= static_cast<int>(colour_of_thread.size());
     const std::string n =
         all ? "" : std::to_string(colour_of_thread[static_cast<std::size_t>(m.thread)]);
@@ -275,10 +275,12 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
       "set key inside top right noenhanced font ',9' samplen 1.5 spacing 0.9 maxrows 8 box "
       "opaque\n";
   script += "set xrange [0:" + Fmt(body) + "]\nset xlabel 'Latency (us), body: 0 to " + Fmt(body) +
-            " us'\n" + PublishedLines(published, colour_of_thread, body) + body_plot + "\n";
+            " us'\n" + PublishedLines(published, colour_of_thread, -1, body) + body_plot + "\n";
+  // The full range marks only what the body panel could not show.
   script += "unset arrow\nunset label\nunset key\nset xrange [0:" + Fmt(full) +
             "]\nset xlabel 'Latency (us), full range: 0 to " + Fmt(full) + " us'\n" +
-            PublishedLines(published, colour_of_thread, full) + full_plot + "\nunset multiplot\n";
+            PublishedLines(published, colour_of_thread, body, full) + full_plot +
+            "\nunset multiplot\n";
   job.script = std::move(script);
   return job;
 }
