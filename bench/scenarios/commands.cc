@@ -178,8 +178,11 @@ struct ComparePlan {
 // from one source in every row: the 1 us histograms when both inputs have them (the merged row
 // can only be computed from them), else rtloop-cyclic's HDR percentiles. A truncated cyclictest
 // average is compared with the other input's average truncated the same way.
-ComparePlan PlanCompare(LatencyData base, LatencyData cand) {
+ComparePlan PlanCompare(LatencyData base, LatencyData cand,
+                        const std::vector<std::string>& metrics) {
   ComparePlan plan;
+  const bool percentiles = std::any_of(metrics.begin(), metrics.end(),
+                                       [](const std::string& m) { return PercentileOf(m); });
   const auto all_have_histograms = [](const LatencyData& d) {
     return std::all_of(d.threads.begin(), d.threads.end(),
                        [](const ThreadLatency& t) { return !t.histogram.empty(); });
@@ -192,13 +195,14 @@ ComparePlan PlanCompare(LatencyData base, LatencyData cand) {
         t.percentiles_us.clear();
       }
     }
-    if (dropped) {
+    if (dropped && percentiles) {
       plan.notes.push_back(
           "percentiles: from the 1 us histograms in every row (the merged row has no other "
           "source), so whole us; the HDR percentiles are not used");
     }
   }
-  if (base.avg_truncated != cand.avg_truncated) {
+  const bool avg = std::find(metrics.begin(), metrics.end(), "avg") != metrics.end();
+  if (base.avg_truncated != cand.avg_truncated && avg) {
     LatencyData& exact = base.avg_truncated ? cand : base;
     for (ThreadLatency& t : exact.threads) {
       if (t.avg_us) t.avg_us = std::trunc(*t.avg_us);
@@ -265,7 +269,7 @@ int CompareCommand(int argc, const char* const* argv) {
                             base->kind + ") vs candidate " +
                             telemetry::EscapeControlCharacters(o->candidate) + " (" + cand->kind +
                             ")";
-  const ComparePlan plan = PlanCompare(std::move(*base), std::move(*cand));
+  const ComparePlan plan = PlanCompare(std::move(*base), std::move(*cand), o->metrics);
   std::string table = "metric   thread  baseline  candidate  change    verdict\n";
   std::vector<std::string> skipped;
   bool regression = false;
