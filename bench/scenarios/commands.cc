@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -50,6 +51,7 @@ struct CompareOptions {
   double max_regression_pct = 10.0;
   double min_delta_us = 1.0;
   std::vector<std::string> metrics = {"avg", "p99", "max"};
+  bool metrics_given = false;  // --metrics: each must be computable (else exit 2)
 };
 
 Result<CompareOptions> ParseCompare(int argc, const char* const* argv) {
@@ -71,6 +73,7 @@ Result<CompareOptions> ParseCompare(int argc, const char* const* argv) {
       }
     } else if (auto m = a.Value("--metrics")) {
       o.metrics.clear();
+      o.metrics_given = true;
       std::string item;
       for (std::size_t i = 0; i <= m->size(); ++i) {
         if (i == m->size() || (*m)[i] == ',') {
@@ -157,6 +160,90 @@ int DoctorCommand(int argc, const char* const* argv) {
   return report.Count(ReadinessLevel::kFail) == 0 ? kExitOk : kExitFail;
 }
 
+namespace {
+
+// One row of compare's table: a thread (or "all" merged) of both inputs.
+struct CompareRow {
+  std::string name;
+  ThreadLatency baseline, candidate;
+};
+
+// The two inputs made comparable like with like; `notes` says what was done.
+struct ComparePlan {
+  std::vector<CompareRow> rows;
+  std::vector<std::string> notes;
+};
+
+// All threads merged, then thread by thread when both have the same threads. Percentiles come
+// from one source in every row: the 1 us histograms when both inputs have them (the merged row
+// can only be computed from them), else rtloop-cyclic's HDR percentiles. A truncated cyclictest
+// average is compared with the other input's average truncated the same way.
+ComparePlan PlanCompare(LatencyData base, LatencyData cand,
+                        const std::vector<std::string>& metrics) {
+  ComparePlan plan;
+  const bool percentiles = std::any_of(metrics.begin(), metrics.end(),
+                                       [](const std::string& m) { return PercentileOf(m); });
+  const auto all_have_histograms = [](const LatencyData& d) {
+    return std::all_of(d.threads.begin(), d.threads.end(),
+                       [](const ThreadLatency& t) { return !t.histogram.empty(); });
+  };
+  if (all_have_histograms(base) && all_have_histograms(cand)) {
+    bool dropped = false;
+    for (LatencyData* d : {&base, &cand}) {
+      for (ThreadLatency& t : d->threads) {
+        dropped = dropped || !t.percentiles_us.empty();
+        t.percentiles_us.clear();
+      }
+    }
+    if (dropped && percentiles) {
+      plan.notes.push_back(
+          "percentiles: from the 1 us histograms in every row (the merged row has no other "
+          "source), so whole us; the HDR percentiles are not used");
+    }
+  }
+  const bool avg = std::find(metrics.begin(), metrics.end(), "avg") != metrics.end();
+  if (base.avg_truncated != cand.avg_truncated && avg) {
+    LatencyData& exact = base.avg_truncated ? cand : base;
+    for (ThreadLatency& t : exact.threads) {
+      if (t.avg_us) t.avg_us = std::trunc(*t.avg_us);
+    }
+    plan.notes.push_back("avg: cyclictest's -h output truncates the average to whole us; the " +
+                         std::string(base.avg_truncated ? "candidate" : "baseline") +
+                         "'s average is truncated the same way for the comparison");
+  }
+  plan.rows.push_back({"all", MergeThreads(base.threads), MergeThreads(cand.threads)});
+  if (base.avg_truncated || cand.avg_truncated) {  // as cyclictest would divide the merged sum
+    for (ThreadLatency* t : {&plan.rows[0].baseline, &plan.rows[0].candidate}) {
+      if (t->avg_us) t->avg_us = std::trunc(*t->avg_us);
+    }
+  }
+  if (base.threads.size() == cand.threads.size() && base.threads.size() > 1) {
+    for (std::size_t i = 0; i < base.threads.size(); ++i) {
+      plan.rows.push_back(
+          {std::to_string(base.threads[i].index), base.threads[i], cand.threads[i]});
+    }
+  } else if (base.threads.size() != cand.threads.size()) {
+    plan.notes.push_back(std::to_string(base.threads.size()) + " vs " +
+                         std::to_string(cand.threads.size()) +
+                         " threads: comparing all threads merged");
+  }
+  return plan;
+}
+
+// Why `metric` of one row cannot be compared, or "" when it can: the sample-count rule
+// (SupportsPercentile, the rule report.md shares), then whether each input holds the metric.
+std::string Unsupported(const CompareOptions& o, const std::string& metric, const CompareRow& row) {
+  for (const auto& [which, t, file] : {std::tuple{"baseline", &row.baseline, o.baseline},
+                                       std::tuple{"candidate", &row.candidate, o.candidate}}) {
+    const std::string where = std::string(which) + " " + file + " thread " + row.name + ": ";
+    if (Status s = SupportsPercentile(metric, t->cycles); !s.ok()) return where + s.message();
+    if (Result<double> v = Metric(*t, metric); !v.ok()) return where + v.status().message();
+  }
+  return "";
+}
+
+}  // namespace
+
 int CompareCommand(int argc, const char* const* argv) {
   if (WantsHelp(argc, argv)) {
     std::fputs(
@@ -164,8 +251,11 @@ int CompareCommand(int argc, const char* const* argv) {
         "[--metrics=avg,p99,max] [--min-delta=US]\n"
         "  inputs: result.json, cyclictest/rtloop-cyclic --json, cyclictest -h output (2.4/2.7+)\n"
         "  a metric regresses when CANDIDATE > BASELINE * (1 + PCT/100) and by >= US (default 10\n"
-        "  %, 1 us); a percentile with fewer than 10 samples above it is refused (exit 2)\n"
-        "exit: 0 no regression, 1 a regression, 2 unreadable input or unsupportable metric\n",
+        "  %, 1 us); a percentile with fewer than 10 samples above it is not compared\n"
+        "  without --metrics, the default metrics both inputs support are compared and the\n"
+        "  others listed as skipped\n"
+        "exit: 0 no regression, 1 a regression, 2 unreadable input or a metric named in\n"
+        "      --metrics that cannot be computed\n",
         stdout);
     return kExitOk;
   }
@@ -175,49 +265,44 @@ int CompareCommand(int argc, const char* const* argv) {
   if (!base.ok()) return UsageError("compare", base.status().message());
   Result<LatencyData> cand = LoadLatencyData(o->candidate);
   if (!cand.ok()) return UsageError("compare", cand.status().message());
-  // Rows: all threads merged, then thread by thread when both have the same threads.
-  std::vector<std::pair<std::string, std::pair<ThreadLatency, ThreadLatency>>> rows;
-  rows.push_back({"all", {MergeThreads(base->threads), MergeThreads(cand->threads)}});
-  if (base->threads.size() == cand->threads.size() && base->threads.size() > 1) {
-    for (std::size_t i = 0; i < base->threads.size(); ++i) {
-      rows.push_back(
-          {std::to_string(base->threads[i].index), {base->threads[i], cand->threads[i]}});
-    }
-  } else if (base->threads.size() != cand->threads.size()) {
-    std::fprintf(stderr, "rtloop-bench: note: %zu vs %zu threads: comparing all threads merged\n",
-                 base->threads.size(), cand->threads.size());
-  }
+  const std::string kinds = "baseline " + telemetry::EscapeControlCharacters(o->baseline) + " (" +
+                            base->kind + ") vs candidate " +
+                            telemetry::EscapeControlCharacters(o->candidate) + " (" + cand->kind +
+                            ")";
+  const ComparePlan plan = PlanCompare(std::move(*base), std::move(*cand), o->metrics);
   std::string table = "metric   thread  baseline  candidate  change    verdict\n";
+  std::vector<std::string> skipped;
   bool regression = false;
   for (const std::string& m : o->metrics) {
-    for (const auto& [name, pair] : rows) {
-      const auto& [b, c] = pair;
-      for (const auto& [which, t, file] :
-           {std::tuple{"baseline", &b, o->baseline}, std::tuple{"candidate", &c, o->candidate}}) {
-        if (Status s = SupportsPercentile(m, t->cycles); !s.ok()) {
-          return UsageError(
-              "compare", std::string(which) + " " + file + " thread " + name + ": " + s.message());
-        }
+    for (const CompareRow& row : plan.rows) {
+      if (const std::string why = Unsupported(*o, m, row); !why.empty()) {
+        if (o->metrics_given) return UsageError("compare", why);
+        skipped.push_back(m + ": " + why);
+        continue;
       }
-      Result<double> bv = Metric(b, m);
-      Result<double> cv = Metric(c, m);
-      if (!bv.ok()) return UsageError("compare", o->baseline + ": " + bv.status().message());
-      if (!cv.ok()) return UsageError("compare", o->candidate + ": " + cv.status().message());
-      const MetricChange change = CompareMetric(*bv, *cv, o->max_regression_pct, o->min_delta_us);
+      const double bv = *Metric(row.baseline, m);
+      const double cv = *Metric(row.candidate, m);
+      const MetricChange change = CompareMetric(bv, cv, o->max_regression_pct, o->min_delta_us);
       regression = regression || change.regression;
       char percent[32] = "     n/a";
       if (change.percent) std::snprintf(percent, sizeof percent, "%+7.1f%%", *change.percent);
       char line[160];
-      std::snprintf(line, sizeof line, "%-8s %-7s %-9s %-10s %s  %s\n", m.c_str(), name.c_str(),
-                    Cell(*bv).c_str(), Cell(*cv).c_str(), percent,
+      std::snprintf(line, sizeof line, "%-8s %-7s %-9s %-10s %s  %s\n", m.c_str(), row.name.c_str(),
+                    Cell(bv).c_str(), Cell(cv).c_str(), percent,
                     change.regression ? "REGRESSION" : "ok");
       table += line;
     }
   }
+  if (skipped.size() == plan.rows.size() * o->metrics.size()) {
+    return UsageError("compare",
+                      "no default metric can be computed on both inputs: " + skipped.front());
+  }
   std::fputs(table.c_str(), stdout);
-  std::printf("%s (max regression %.1f%%, min delta %.1f us; %s vs %s)\n",
+  for (const std::string& n : plan.notes) std::printf("note: %s\n", n.c_str());
+  for (const std::string& s : skipped) std::printf("skipped %s\n", s.c_str());
+  std::printf("%s (max regression %.1f%%, min delta %.1f us; %s)\n",
               regression ? "REGRESSION" : "no regression", o->max_regression_pct, o->min_delta_us,
-              base->kind.c_str(), cand->kind.c_str());
+              kinds.c_str());
   return regression ? kExitFail : kExitOk;
 }
 

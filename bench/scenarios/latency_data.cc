@@ -290,6 +290,7 @@ Result<LatencyData> ParseResultJson(const json& j) {
       }
       const std::size_t n = static_cast<std::size_t>(buckets.value_or(0));
       t.histogram.assign(n, 0);
+      t.histogram_size_known = h->contains("buckets");
       t.histogram_overflows = JsonCount(*h, "overflows");
       if (const auto c = h->find("counts"); c != h->end() && c->is_object()) {
         for (const auto& [k, v] : c->items()) {
@@ -347,6 +348,7 @@ Result<LatencyData> HistogramThreads(const std::vector<std::vector<std::uint64_t
   }
   LatencyData d;
   d.kind = footer.count("# Total") != 0 ? "histogram-2.4" : "histogram-2.7+";
+  d.avg_truncated = true;
   const std::vector<double>& avgs = footer["# Avg Latencies"];
   const std::vector<double>& oflows = footer["# Histogram Overflows"];
   for (std::size_t t = 0; t < n; ++t) {
@@ -363,6 +365,7 @@ Result<LatencyData> HistogramThreads(const std::vector<std::vector<std::uint64_t
                            " is not a count of samples");
     }
     th.histogram_overflows = static_cast<std::uint64_t>(oflow);
+    th.histogram_size_known = d.kind == "histogram-2.4";  // 2.4 prints every bucket below -h
     th.cycles = th.histogram_overflows;
     for (std::uint64_t c : th.histogram) th.cycles = SaturatingAdd(th.cycles, c);
     th.min_us = footer["# Min Latencies"][t];

@@ -34,6 +34,10 @@ struct ThreadLatency {
   std::optional<double> max_us;
   std::vector<std::uint64_t> histogram;   // 1 us buckets; empty: no histogram
   std::uint64_t histogram_overflows = 0;  // samples beyond the last bucket
+  // The histogram's size is its -h: every bucket below it is in `histogram` (result.json's
+  // "buckets", the 2.4 text's rows). Else (cyclictest --json, the 2.7+ text) only the buckets up
+  // to the last filled one are known, and the overflow limit is not.
+  bool histogram_size_known = false;
   // Percentiles measured more finely than the histogram (rtloop-cyclic's HDR histogram), keyed
   // "p50", "p90", "p99", "p99.9", "p99.99", "p99.999".
   std::map<std::string, double> percentiles_us;
@@ -45,6 +49,10 @@ struct LatencyData {
   // "result.json", "cyclictest-json", "rtloop-cyclic-json", "histogram-2.4", "histogram-2.7+".
   std::string kind;
   std::vector<ThreadLatency> threads;
+  // The averages are whole us, truncated: cyclictest's -h footer (`# Avg Latencies`) prints the
+  // integer division of the sum by the count. A float average is compared with these only once
+  // truncated the same way (compare says so).
+  bool avg_truncated = false;
 };
 
 // What the parsers accept, so that compare's arithmetic stays exact: every min/avg/max/percentile

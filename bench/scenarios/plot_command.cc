@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "latency_data.h"
 #include "plots.h"
+#include "run_result.h"
 
 namespace rtloop::bench {
 namespace {
@@ -56,7 +57,9 @@ Result<MaxOverTime> WindowsFromResult(const std::string& path) {
 
 // The plot `kind` of `input` asks for; errors are the input's (exit 2).
 Result<PlotJob> MakePlotJob(const std::string& input, const std::string& kind,
-                            const std::string& title) {
+                            const std::string& given_title) {
+  // By default INPUT's name; a result.json's histogram says its scenario and load instead.
+  const std::string& title = given_title.empty() ? input : given_title;
   // "INPUT: no histogram to plot (run with -h)".
   const auto named = [&](Result<PlotJob> job) -> Result<PlotJob> {
     if (job.ok()) return job;
@@ -80,7 +83,16 @@ Result<PlotJob> MakePlotJob(const std::string& input, const std::string& kind,
   }
   Result<LatencyData> d = LoadLatencyData(input);
   if (!d.ok()) return d.status();
-  return named(HistogramPlot(*d, "Latency histogram: " + title));
+  if (d->kind != "result.json") return named(HistogramPlot(*d, "Latency histogram: " + title));
+  // A run's result: its scenario and load in the title, the published maxima marked.
+  Result<std::string> text = ReadTextFile(input);
+  const json r = text.ok() ? json::parse(*text, nullptr, false) : json();
+  const bool ok = r.is_object();
+  return named(HistogramPlot(*d,
+                             "Latency histogram: " + (!given_title.empty() ? given_title
+                                                      : ok                 ? RunTitle(r)
+                                                                           : input),
+                             ok ? PublishedMarks(r) : std::vector<PublishedMark>{}));
 }
 
 }  // namespace
@@ -118,7 +130,6 @@ int PlotCommand(int argc, const char* const* argv) {
   if (Status s = telemetry::CheckOutputsApart({*out}, {{"INPUT", input}}); !s.ok()) {
     return UsageError("plot", s.message());
   }
-  if (title.empty()) title = input;
   Result<PlotJob> job = MakePlotJob(input, kind, title);
   // One line whatever INPUT's name holds (the message quotes it).
   if (!job.ok()) {

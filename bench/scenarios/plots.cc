@@ -165,15 +165,71 @@ Result<MaxOverTime> ParseMaxOverTime(const std::string& text) {
   return m;
 }
 
-Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title) {
-  PlotJob job;
-  std::string plot;
-  double xmax = 1;
+namespace {
+
+// The body panel's right edge: three times the largest p90 (the bulk of every thread, which one
+// fat-tailed thread does not move), at least 20 us, at most the full range.
+double BodyRange(const LatencyData& data, double full) {
+  double p90 = 0;
   for (const ThreadLatency& t : data.threads) {
+    if (Result<double> p = Metric(t, "p90"); p.ok()) p90 = std::max(p90, *p);
+  }
+  return std::min(full, std::max(20.0, std::ceil(3 * p90)));
+}
+
+// "T0 CPU0 max 812 (3 over 800 us)": short, for a compact legend.
+std::string CurveLabel(const ThreadLatency& t) {
+  std::string label = "T" + std::to_string(t.index);
+  if (t.cpu >= 0) label += " CPU" + std::to_string(t.cpu);
+  if (t.max_us) label += " max " + Fmt(*t.max_us);
+  if (t.histogram_overflows > 0) {
+    label += " (" + std::to_string(t.histogram_overflows) +
+             (t.histogram_size_known ? " over " + std::to_string(t.histogram.size()) + " us)"
+                                     : " beyond the histogram)");
+  }
+  return label;
+}
+
+// The published maxima as dashed vertical lines within (xmin, xmax], labelled near the top.
+std::string PublishedLines(const std::vector<PublishedMark>& marks,
+                           const std::vector<int>& colour_of_thread, double xmin, double xmax) {
+  std::string out;
+  int row = 0;
+  for (const PublishedMark& m : marks) {
+    if (m.max_us > xmax || m.max_us <= xmin) continue;
+    const bool all = m.thread < 0 || m.thread >= static_cast<int>(colour_of_thread.size());
+    const std::string n =
+        all ? "" : std::to_string(colour_of_thread[static_cast<std::size_t>(m.thread)]);
+    const std::string x = Fmt(m.max_us);
+    out += "set arrow from " + x + ", graph 0 to " + x + ", graph 1 nohead dt 2 lw 1.5 lc " +
+           (all ? "rgb 'black'" : n) + "\n";
+    const std::string text =
+        (all ? std::string("published max ") : "T" + std::to_string(m.thread) + " published ") + x;
+    // Beside its line near the top, one row lower per mark so that close ones stay readable.
+    char y[16];
+    std::snprintf(y, sizeof y, "%.2f", 0.94 - 0.06 * static_cast<double>(row++ % 8));
+    out += "set label " + GnuplotString(text) + " at " + x + ", graph " + y +
+           " left offset 0.5,0 font ',8' tc " + (all ? "rgb 'black'" : "lt " + n) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
+                              const std::vector<PublishedMark>& published) {
+  PlotJob job;
+  std::string body_plot, full_plot;
+  double xmax = 1;
+  std::vector<int> colour_of_thread;  // gnuplot linecolor index per thread index
+  int colour = 0;
+  for (const ThreadLatency& t : data.threads) {
+    if (t.histogram.empty()) continue;
     const std::string dat = DataName("t", static_cast<std::uint64_t>(t.index));
     std::string rows = "# latency_us samples (thread " + std::to_string(t.index) + ")\n";
-    // Empty buckets cannot be drawn on a log scale: a blank line ends the curve there, so runs of
-    // filled buckets are lines and lone buckets show as points (no line across empty ranges).
+    // Bucket b holds the latencies b .. b+1 us: two rows each (its left and right edge), so that
+    // `with lines` draws the histogram's outline, flat tops and vertical steps, never a slope
+    // between buckets. Empty buckets cannot be drawn on a log scale: a blank line ends a run.
     bool gap = false;
     for (std::size_t b = 0; b < t.histogram.size(); ++b) {
       if (t.histogram[b] == 0) {
@@ -182,42 +238,49 @@ Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title)
       }
       if (gap) rows += "\n";
       gap = false;
-      rows += std::to_string(b) + " " + std::to_string(t.histogram[b]) + "\n";
-      xmax = std::max(xmax, static_cast<double>(b));
+      const std::string count = " " + std::to_string(t.histogram[b]) + "\n";
+      rows += std::to_string(b) + count + std::to_string(b + 1) + count;
+      xmax = std::max(xmax, static_cast<double>(b + 1));
     }
-    if (t.histogram.empty()) continue;
     job.data.emplace_back(dat, std::move(rows));
-    std::string label = "T" + std::to_string(t.index);
-    if (t.cpu >= 0) label += " CPU" + std::to_string(t.cpu);
-    if (t.max_us) label += ", max " + Fmt(*t.max_us) + " us";
-    if (t.histogram_overflows > 0) {
-      label += " (" + std::to_string(t.histogram_overflows) + " over " +
-               std::to_string(t.histogram.size()) + " us)";
+    ++colour;
+    if (t.index >= 0 && static_cast<std::size_t>(t.index) >= colour_of_thread.size()) {
+      colour_of_thread.resize(static_cast<std::size_t>(t.index) + 1, colour);
     }
-    plot += std::string(plot.empty() ? "plot " : ", \\\n     ") + GnuplotString(dat) +
-            " using 1:2 with linespoints pt 7 ps 0.5 lw 1.5 title " + GnuplotString(label);
+    if (t.index >= 0) colour_of_thread[static_cast<std::size_t>(t.index)] = colour;
+    const std::string lc = " lw 1.5 lc " + std::to_string(colour);
+    body_plot += std::string(body_plot.empty() ? "plot " : ", \\\n     ") + GnuplotString(dat) +
+                 " using 1:2 with lines" + lc + " title " + GnuplotString(CurveLabel(t));
+    full_plot += std::string(full_plot.empty() ? "plot " : ", \\\n     ") + GnuplotString(dat) +
+                 " using 1:2 every 2 with impulses" + lc + " notitle";
   }
-  if (plot.empty()) return FailedPreconditionError("no histogram to plot (run with -h)");
-  // A heavy tail (a VM's ms spikes) squeezes the body into the first pixels: then a second panel
-  // zooms on 0 .. 2 x the largest p99.9, under the full range (which stays as vendors plot it).
-  double body = 0;
-  for (const ThreadLatency& t : data.threads) {
-    if (Result<double> p = Metric(t, "p99.9"); p.ok()) body = std::max(body, *p);
+  if (body_plot.empty()) return FailedPreconditionError("no histogram to plot (run with -h)");
+  if (!published.empty()) {
+    body_plot +=
+        ", \\\n     NaN with lines dt 2 lw 1.5 lc rgb 'black' title 'published max (dashed)'";
   }
   const double full = std::ceil(xmax * 1.05 + 1);  // room right of the last bucket
-  const double zoom = std::ceil(std::max(10.0, body * 2));
-  const std::string axes =
-      "set logscale y\nset yrange [0.8:*]\nset ylabel 'Number of latency samples (log)'\n";
-  std::string script = Preamble(title) + axes;
-  if (full > 10 * zoom) {
-    script += "set multiplot layout 2,1\nset xrange [0:" + Fmt(full) + "]\n" +
-              "set xlabel 'Latency (us), full range'\n" + plot + "\n" +
-              "unset title\nset xrange [0:" + Fmt(zoom) + "]\n" +
-              "set xlabel 'Latency (us), 0 to " + Fmt(zoom) + " (twice the largest p99.9)'\n" +
-              plot + "\nunset multiplot\n";
-  } else {
-    script += "set xrange [0:" + Fmt(full) + "]\nset xlabel 'Latency (us)'\n" + plot + "\n";
-  }
+  const double body = BodyRange(data, full);
+  std::string script =
+      "set terminal pngcairo size 1280,900 font 'Sans,11'\n"
+      "set output " +
+      GnuplotString(kPlotPngName) +
+      "\n"
+      "set multiplot layout 2,1 title " +
+      GnuplotString(title) +
+      " noenhanced font ',13'\n"
+      "set grid xtics ytics\n"
+      "set logscale y\nset yrange [0.8:*]\n"
+      "set ylabel 'Latency samples (log)'\n"
+      "set key inside top right noenhanced font ',9' samplen 1.5 spacing 0.9 maxrows 8 box "
+      "opaque\n";
+  script += "set xrange [0:" + Fmt(body) + "]\nset xlabel 'Latency (us), body: 0 to " + Fmt(body) +
+            " us'\n" + PublishedLines(published, colour_of_thread, -1, body) + body_plot + "\n";
+  // The full range marks only what the body panel could not show.
+  script += "unset arrow\nunset label\nunset key\nset xrange [0:" + Fmt(full) +
+            "]\nset xlabel 'Latency (us), full range: 0 to " + Fmt(full) + " us'\n" +
+            PublishedLines(published, colour_of_thread, body, full) + full_plot +
+            "\nunset multiplot\n";
   job.script = std::move(script);
   return job;
 }

@@ -58,8 +58,21 @@ struct PlotJob {
 // it (no `command`, no @macro).
 std::string GnuplotString(std::string_view text);
 
-// One curve per thread: the latency histogram, the max per window.
-Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title);
+// A published maximum drawn on the histogram as a dashed vertical line: of one thread (thread >= 0,
+// in that thread's colour) or of all CPUs (thread -1, black), when a reference is given.
+struct PublishedMark {
+  int thread = -1;
+  double max_us = 0;
+};
+
+// The latency histogram, one curve per thread, in two panels that are always drawn: the body
+// (0 .. three times the largest p90, at least 20 us) and the full range. Counts on a log scale as
+// the vendors' scripts; each 1 us bucket a flat step in the body, needles in the full range (no
+// saw-tooth of lines between sparse buckets); a compact legend inside the body panel; the overflow
+// label gives -h's size ("over 800 us") when the input records it.
+Result<PlotJob> HistogramPlot(const LatencyData& data, const std::string& title,
+                              const std::vector<PublishedMark>& published = {});
+// The max per window.
 Result<PlotJob> MaxOverTimePlot(const MaxOverTime& windows, const std::string& title);
 // A recorded sample log (rtloop-cyclic --record): latency over time for every task; fills
 // `histogram` and `windows` (1 s) from the same samples when given.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "bench_util.h"
@@ -19,15 +20,63 @@ std::vector<std::string> SplitQuery(const std::string& q) {
   return parts;
 }
 
-std::string Summary(const json& s) {
-  std::string out;
-  for (const auto& [k, v] : s.items()) {
-    out += (out.empty() ? "" : ", ") + k + " " + (v.is_string() ? v.get<std::string>() : v.dump());
+std::string CpuText(const json& cpu) {
+  if (cpu.is_array()) {
+    std::string out;
+    for (const json& c : cpu) out += (out.empty() ? "" : ", ") + c.dump();
+    return (cpu.size() > 1 ? "CPUs " : "CPU ") + out;
   }
+  return "CPU " + (cpu.is_string() ? cpu.get<std::string>() : cpu.dump());
+}
+
+std::string Value(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+std::string SummaryText(const json& s) {
+  std::vector<std::string> parts;
+  const auto with_cpu = [&](const char* value_key, const char* cpu_key, const std::string& what) {
+    if (!s.contains(value_key)) return;
+    std::string text = what + " " + Value(s[value_key]) + " us";
+    if (s.contains(cpu_key)) text += " (" + CpuText(s[cpu_key]) + ")";
+    parts.push_back(text);
+  };
+  with_cpu("max_us_all_cpus", "max_cpu", "max over all CPUs");
+  with_cpu("lowest_max_us", "lowest_max_cpu", "lowest max of a CPU");
+  if (s.contains("isolated_cpu_max_us")) {
+    parts.push_back("max " + Value(s["isolated_cpu_max_us"]) + " us on the isolated " +
+                    (s.contains("isolated_cpu") ? CpuText(s["isolated_cpu"]) : "CPU"));
+  }
+  static const std::set<std::string> kKnown = {"max_us_all_cpus", "max_cpu",
+                                               "lowest_max_us",   "lowest_max_cpu",
+                                               "isolated_cpu",    "isolated_cpu_max_us"};
+  for (const auto& [k, v] : s.items()) {
+    if (kKnown.count(k) == 0) parts.push_back(k == "result" ? Value(v) : k + " " + Value(v));
+  }
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : "; ") + p;
   return out;
 }
 
-}  // namespace
+std::string DurationFromCommand(const std::string& command) {
+  std::istringstream in(command);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    for (const auto& [opt, what] : {std::pair<std::string, std::string>{"-D", ""},
+                                    {"--duration=", ""},
+                                    {"-l", " cycles per thread"},
+                                    {"--loops=", " cycles per thread"}}) {
+      if (w.rfind(opt, 0) != 0) continue;
+      std::string value = w.substr(opt.size());
+      if (value.empty() && i + 1 < words.size()) value = words[i + 1];
+      if (value.empty() || std::isdigit(static_cast<unsigned char>(value[0])) == 0) continue;
+      return value + what + " (the command's " + w + (w == opt ? " " + value : "") + ")";
+    }
+  }
+  return "";
+}
 
 std::string Slug(const std::string& text) {
   std::string out;
@@ -65,7 +114,15 @@ Result<std::vector<ReferenceRun>> LoadReferences(const std::string& path) {
     run.command = r.value("command", "");
     run.load = r.contains("load") && r["load"].is_string() ? r["load"].get<std::string>() : "";
     run.duration = r.value("duration_as_printed", "");
+    if (run.duration.empty()) run.duration = DurationFromCommand(run.command);
+    if (run.duration.empty()) run.duration = "not published";
     run.source = r.value("source", "");
+    if (const auto docs = j.find("documents"); docs != j.end() && docs->is_object()) {
+      if (const auto doc = docs->find(run.source); doc != docs->end() && doc->is_object()) {
+        run.vendor = doc->value("vendor", "");
+        run.document = doc->value("document", "");
+      }
+    }
     run.key = Slug(run.board) + "/" + Slug(run.scenario) + "/" + Slug(run.kernel);
     if (r.contains("threads") && r["threads"].is_array()) {
       for (const json& t : r["threads"]) {
@@ -81,7 +138,11 @@ Result<std::vector<ReferenceRun>> LoadReferences(const std::string& path) {
         run.threads.push_back(th);
       }
     }
-    if (r.contains("summary") && r["summary"].is_object()) run.summary = Summary(r["summary"]);
+    if (r.contains("summary") && r["summary"].is_object()) {
+      run.summary = SummaryText(r["summary"]);
+      const json& max = r["summary"].value("max_us_all_cpus", json());
+      if (max.is_number()) run.summary_max_us = max.get<double>();
+    }
     if (r.contains("note") && r["note"].is_string()) {
       run.summary += (run.summary.empty() ? "" : "; ") + r["note"].get<std::string>();
     }

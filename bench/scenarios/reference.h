@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -30,15 +31,26 @@ struct ReferenceThread {
 
 struct ReferenceRun {
   std::string key;  // board/scenario/kernel slugs
-  std::string board, scenario, kernel, command, load, duration, source;
+  std::string board, scenario, kernel, command, load, source;
+  // As printed in the document, else from the command's -D or -l ("24h (the command's -D24h)"),
+  // else "not published".
+  std::string duration;
+  std::string vendor, document;          // who published it, and in which document
   std::vector<ReferenceThread> threads;  // empty when only a summary was published
-  std::string summary;                   // "max 7 us on every CPU", or a note; for summaries
+  // For summaries, in words: "max 54 us over all CPUs (CPU 1); lowest max 16 us (CPU 7)".
+  std::string summary;
+  double summary_max_us = -1;  // the summary's max over all CPUs, -1 when none was published
 };
 
 // The built-in copy, or `path` when given. Errors name the file.
 Result<std::vector<ReferenceRun>> LoadReferences(const std::string& path = {});
 Result<ReferenceRun> FindReference(const std::vector<ReferenceRun>& runs, const std::string& query);
 std::string Slug(const std::string& text);
+// A published summary object ({"max_us_all_cpus": 54, "max_cpu": 1, ...}) in words.
+std::string SummaryText(const nlohmann::json& summary);
+// How long the reference ran by its cyclictest command: "24h (the command's -D24h)",
+// "1000000 cycles per thread (the command's -l1000000)", or "" when the command does not say.
+std::string DurationFromCommand(const std::string& command);
 // The built-in data's text.
 const char* BuiltinReferenceJson();
 

@@ -55,6 +55,9 @@ const char kRunHelp[] =
     "         [--histogram=US] [--window=MS] [--histogram-style=2.4|sparse]\n"
     "         [--rtloop-cyclic=PATH] [--reference-file=PATH]\n"
     "scenarios: idle stress stress-fft hackbench irq isolated custom\n"
+    "--reference runs the published cyclictest options (and -h) and load, scaled to this\n"
+    "      machine's CPUs; --cpus/--threads/--load are accepted and make it not like for like\n"
+    "      (stderr, result.json and report.md's first line say why)\n"
     "exit: 0 done, 1 error (missing tool, load died, measurement failed, gnuplot missing or\n"
     "      failed), 2 bad command line (every argument is checked before anything starts), 4 a\n"
     "      plot could not be written, 130 interrupted: a signal, or the measurement ended early\n"
@@ -125,8 +128,8 @@ Result<RunOptions> ParseRunOptions(int argc, const char* const* argv) {
   }
   if (!a.error().ok()) return a.error();
   if (o.request.name.empty()) return InvalidArgumentError("run needs --scenario=NAME");
-  if (!o.request.custom_loads.empty() && o.request.name != "custom") {
-    return InvalidArgumentError("--load is for --scenario=custom");
+  if (!o.request.custom_loads.empty() && o.request.name != "custom" && o.reference.empty()) {
+    return InvalidArgumentError("--load is for --scenario=custom or a --reference run");
   }
   return o;
 }
@@ -279,6 +282,7 @@ class BenchRun {
   std::string interrupted_reason_;  // why, when interrupted_
   double loadavg_start_ = -1;
   std::vector<std::string> cyclic_argv_;
+  std::uint32_t hist_us_ = kDefaultHistogramUs;  // the measurement's -h
   sigset_t signals_{};
 };
 
@@ -293,6 +297,8 @@ int BenchRun::Prepare() {
     if (!ref.ok()) return UsageError("run", ref.status().message());
     reference_ = *ref;
     o_.request.reference_command = SplitWords(ref->command);
+    o_.request.reference_load = ref->load;
+    o_.request.reference_scenario = ref->scenario;
   }
   if (o_.request.name == "irq") o_.request.iperf_port = FreeLoopbackPort();
   Result<ScenarioPlan> plan = PlanScenario(o_.request);
@@ -320,6 +326,14 @@ int BenchRun::Prepare() {
   }
   for (const std::string& n : plan_.notes)
     std::fprintf(stderr, "rtloop-bench: note: %s\n", n.c_str());
+  if (reference_) {
+    for (const std::string& h : plan_.how) {
+      std::fprintf(stderr, "rtloop-bench: reference: %s\n", h.c_str());
+    }
+    for (const std::string& d : plan_.differences) {
+      std::fprintf(stderr, "rtloop-bench: not like for like: %s\n", d.c_str());
+    }
+  }
   doctor_ = CheckReadiness();
   std::fprintf(stderr, "rtloop-bench: doctor: %d FAIL, %d WARN (rtloop-bench doctor explains)\n",
                doctor_.Count(ReadinessLevel::kFail), doctor_.Count(ReadinessLevel::kWarn));
@@ -431,6 +445,7 @@ void BenchRun::PlanMeasurement() {
   const std::uint32_t hist =
       o_.histogram_us > 0 ? o_.histogram_us
                           : (plan_.histogram_us > 0 ? plan_.histogram_us : kDefaultHistogramUs);
+  hist_us_ = hist;
   cyclic_argv_ = {o_.cyclic};
   cyclic_argv_.insert(cyclic_argv_.end(), plan_.measure_args.begin(), plan_.measure_args.end());
   for (const std::string& a :
@@ -570,6 +585,10 @@ int BenchRun::Report(int status) {
   Result<LatencyData> data = LoadLatencyData(OutPath("cyclic.json"));
   if (!data.ok())
     return Error("no measurement to report: " + data.status().message() + "; " + Tail(log));
+  for (ThreadLatency& t : data->threads) {  // cyclic.json lists filled buckets only: -h is known
+    if (t.histogram.size() < hist_us_) t.histogram.resize(hist_us_, 0);
+    t.histogram_size_known = true;
+  }
   std::optional<MaxOverTime> windows;
   if (Result<std::string> t = ReadTextFile(OutPath("max-over-time.txt")); t.ok()) {
     if (Result<MaxOverTime> m = ParseMaxOverTime(*t); m.ok()) windows = *m;
@@ -602,13 +621,16 @@ int BenchRun::Report(int status) {
   r["notes"] = plan_.notes;
   r["threads"] = ThreadsJson(*data, windows ? &*windows : nullptr);
   r["reference"] = reference_ ? ReferenceJson(*reference_) : json();
+  r["reference_comparison"] = reference_ ? json{{"like_for_like", plan_.like_for_like},
+                                                {"reasons", plan_.differences},
+                                                {"how", plan_.how}}
+                                         : json();
   const std::string md = FormatReportMarkdown(r);
   for (const auto& [name, text] :
        {std::pair<std::string, std::string>{"result.json", JsonText(r)}, {"report.md", md}}) {
     if (Status s = WriteTextFile(OutPath(name), text); !s.ok()) return Error(s.message());
   }
-  const std::string title = plan_.name + " on " + r["system"]["host"].get<std::string>() + ", " +
-                            r["system"]["kernel_release"].get<std::string>();
+  const std::string title = RunTitle(r);
   int plots_rc = kExitOk;  // kExitFail: gnuplot missing or failed; kExitOutput: a PNG not written
   // `later`: the command that makes the same plot from result.json once gnuplot works.
   auto plot = [&](const std::string& name, const std::string& kind, Result<PlotJob> job) {
@@ -623,7 +645,7 @@ int BenchRun::Report(int status) {
                                              OutPath("result.json") + " -o " + OutPath(name) + kind;
     std::fprintf(stderr, "rtloop-bench: %s%s\n", s.message().c_str(), later.c_str());
   };
-  plot("plot.png", "", HistogramPlot(*data, "Latency histogram: " + title));
+  plot("plot.png", "", HistogramPlot(*data, "Latency histogram: " + title, PublishedMarks(r)));
   if (windows) {
     plot("max-over-time.png", " --kind=max",
          MaxOverTimePlot(*windows, "Max latency over time: " + title));

@@ -115,11 +115,48 @@ json ReferenceJson(const ReferenceRun& ref) {
                        {"avg_us", t.avg_us},
                        {"max_us", t.max_us}});
   }
-  return {{"key", ref.key},           {"board", ref.board},
-          {"scenario", ref.scenario}, {"kernel", ref.kernel},
-          {"command", ref.command},   {"load", ref.load.empty() ? json() : json(ref.load)},
-          {"duration", ref.duration}, {"source", ref.source},
-          {"summary", ref.summary},   {"threads", threads}};
+  return {{"key", ref.key},
+          {"board", ref.board},
+          {"scenario", ref.scenario},
+          {"kernel", ref.kernel},
+          {"command", ref.command},
+          {"load", ref.load.empty() ? json() : json(ref.load)},
+          {"duration", ref.duration},
+          {"source", ref.source},
+          {"vendor", ref.vendor},
+          {"document", ref.document},
+          {"published_max_us", ref.summary_max_us >= 0 ? json(ref.summary_max_us) : json()},
+          {"summary", ref.summary},
+          {"threads", threads}};
+}
+
+std::string RunTitle(const json& result) {
+  const auto str = [](const json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string("?");
+  };
+  const json& scenario = result.value("scenario", json::object());
+  const json& system = result.value("system", json::object());
+  std::string load;
+  for (const json& l : result.value("loads", json::array())) {
+    if (l.is_object()) load += (load.empty() ? "" : " + ") + str(l, "command");
+  }
+  return str(scenario, "name") + " (load: " + (load.empty() ? "none" : load) + ") on " +
+         str(system, "host") + ", " + str(system, "kernel_release");
+}
+
+std::vector<PublishedMark> PublishedMarks(const json& result) {
+  std::vector<PublishedMark> marks;
+  const auto ref = result.find("reference");
+  if (ref == result.end() || !ref->is_object()) return marks;
+  for (const json& t : ref->value("threads", json::array())) {
+    if (t.is_object() && t.value("max_us", json()).is_number()) {
+      marks.push_back({t.value("thread", 0), t["max_us"].get<double>()});
+    }
+  }
+  const json& max = ref->value("published_max_us", json());
+  if (marks.empty() && max.is_number()) marks.push_back({-1, max.get<double>()});
+  return marks;
 }
 
 }  // namespace rtloop::bench

@@ -27,6 +27,11 @@ nlohmann::json SystemJson(double loadavg_start, double loadavg_end);
 // max_over_time {window_s, windows: [[start_s, max, cycles]...]}.
 nlohmann::json ThreadsJson(const LatencyData& data, const MaxOverTime* windows);
 nlohmann::json ReferenceJson(const ReferenceRun& ref);
+// The plots' title: "stress (load: stress-ng -c 2 ...) on host, kernel".
+std::string RunTitle(const nlohmann::json& result);
+// The reference's published maxima to mark on the histogram: per thread, else the summary's max
+// over all CPUs; none without a reference.
+std::vector<PublishedMark> PublishedMarks(const nlohmann::json& result);
 // /proc/loadavg's first field, -1 when unreadable.
 double LoadAverage1m();
 

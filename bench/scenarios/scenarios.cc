@@ -1,8 +1,12 @@
 #include "scenarios.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <sstream>
 
+#include "bench_util.h"
+#include "reference.h"
 #include "rtloop/framework/system_info.h"
 
 namespace rtloop::bench {
@@ -43,6 +47,136 @@ bool TakesValue(const std::string& opt) {
   return opt == "-D" || opt == "-l" || opt == "-h" || opt == "-H" || opt == "--duration" ||
          opt == "--loops" || opt == "--histogram" || opt == "--histofall" || opt == "--json" ||
          opt == "--histfile";
+}
+
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+bool IsCount(const std::string& v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The reference's cyclictest options with the thread and CPU options (-t N, -a [LIST], -S) taken
+// out, -Sp99 kept as -p99: what --threads/--cpus replace.
+std::vector<std::string> WithoutThreadOptions(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-t" || a == "-a" || a == "--threads" || a == "--affinity") {
+      if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-') ++i;
+      continue;
+    }
+    if (a == "-S" || a == "--smp" || (a.rfind("-t", 0) == 0 && IsCount(a.substr(2))) ||
+        (a.rfind("-a", 0) == 0 && a.size() > 2 && a[2] >= '0' && a[2] <= '9') ||
+        a.rfind("--threads=", 0) == 0 || a.rfind("--affinity=", 0) == 0) {
+      continue;
+    }
+    if (a.rfind("-S", 0) == 0 && a.size() > 2 && a[1] == 'S' && a[2] != '-') {
+      out.push_back("-" + a.substr(2));  // -Sp99: -S and -p99
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+// The published load, as the commands this machine runs. `scaled_cpus`: the CPUs the load may
+// use. Parts that cannot run here (words, a remote iperf3 server) are differences.
+std::vector<LoadSpec> ReferenceLoads(const ScenarioRequest& r, std::size_t scaled_cpus,
+                                     ScenarioPlan& p) {
+  std::string text = r.reference_load;
+  if (const std::size_t colon = text.find(": "); colon != std::string::npos) {
+    p.how.push_back("the load's words \"" + text.substr(0, colon) +
+                    "\" are the set-up around the command after them");
+    text = text.substr(colon + 2);
+  }
+  std::vector<std::vector<std::string>> parts(1);
+  for (const std::string& w : SplitWords(text)) {
+    if (w == "&" || w == "+" || w == "&&" || w == ";") {
+      parts.emplace_back();
+    } else {
+      parts.back().push_back(w);
+    }
+  }
+  std::vector<LoadSpec> loads;
+  const auto exists = [&](const std::string& tool) {
+    return r.tool_exists ? r.tool_exists(tool) : !FindInPath(tool).empty();
+  };
+  for (std::vector<std::string>& part : parts) {
+    if (part.empty()) continue;
+    const std::string tool = part[0];
+    if (tool == "stress" || tool == "stress-ng") {
+      std::string how;
+      part = ScaleStressCommand(part, scaled_cpus, Timeout(r.duration_s), &how);
+      if (tool == "stress" && !exists("stress") && exists("stress-ng")) {
+        part[0] = "stress-ng";
+        how +=
+            "; stress is not installed: its stress-ng equivalent runs (stress-ng takes "
+            "stress's options --cpu, --io, --vm, --vm-bytes, --hdd and --timeout)";
+      }
+      p.how.push_back(how);
+      loads.push_back({part, {}, 0});
+    } else if (tool == "hackbench") {
+      loads.push_back({part, {}, 0});
+      p.how.push_back("`" + JoinWords(part) + "` as published");
+    } else if (tool == "iperf3" || tool == "iperf") {
+      p.differences.push_back("`" + JoinWords(part) +
+                              "` needs the vendor's network peer: not run (--scenario=irq runs "
+                              "iperf3 over loopback)");
+    } else {
+      p.differences.push_back("\"" + JoinWords(part) + "\" in the published load is not a " +
+                              "command this machine can run: not run");
+    }
+  }
+  return loads;
+}
+
+// With a reference: its cyclictest options (and -h) for the measurement, its load scaled to the
+// CPUs present; whatever differs from the published run is listed in p.differences.
+void PlanReference(const ScenarioRequest& r, ScenarioPlan& p) {
+  const std::vector<std::string> ref = MeasureArgsFromCommand(r.reference_command, &p.histogram_us);
+  if (r.threads == 0 && r.cpus.empty()) {
+    if (r.name != "isolated" || p.measure_args.empty()) p.measure_args = ref;
+    p.how.push_back("cyclictest options `" + JoinWords(ref) + "` as published");
+  } else {
+    std::vector<std::string> args = DefaultMeasure(r);
+    args.resize(args.size() - 3);  // without DefaultMeasure's -m -p99 -i1000
+    const std::vector<std::string> rest = WithoutThreadOptions(ref);
+    args.insert(args.end(), rest.begin(), rest.end());
+    p.measure_args = args;
+    p.differences.push_back(std::string(r.threads > 0 ? "--threads" : "--cpus") +
+                            " replaces the published thread options (`" + JoinWords(ref) + "`)");
+  }
+  if (p.histogram_us > 0) p.how.push_back("-h" + std::to_string(p.histogram_us) + " as published");
+  if (!r.custom_loads.empty()) {
+    p.differences.push_back("the load is --load's (`" + JoinWords(r.custom_loads) +
+                            "`), not the published one (`" +
+                            (r.reference_load.empty() ? "none" : r.reference_load) + "`)");
+  } else {
+    std::vector<int> load_cpus;
+    if (r.name == "isolated" && !p.loads.empty()) load_cpus = p.loads.front().cpus;
+    const std::size_t n =
+        load_cpus.empty() ? std::max<std::size_t>(r.online_cpus.size(), 1) : load_cpus.size();
+    p.loads = ReferenceLoads(r, n, p);
+    for (LoadSpec& l : p.loads) l.cpus = load_cpus;
+    if (!load_cpus.empty()) {
+      p.how.push_back("the load kept off the measured CPU " + std::to_string(p.measured_cpu) +
+                      " (CPUs " + FormatCpuList(load_cpus) + ")");
+    }
+    p.description = p.loads.empty() ? "the published run's load: none"
+                                    : "the published run's load, scaled to this machine";
+  }
+  const std::string scenario = Slug(r.reference_scenario);
+  if ((scenario.find("isolcpus") != std::string::npos ||
+       scenario.find("isolat") != std::string::npos) &&
+      r.isolated_cpus.empty()) {
+    p.differences.push_back("the published run isolated a CPU (" + r.reference_scenario +
+                            "); this kernel has no isolcpus");
+  }
+  p.like_for_like = p.differences.empty();
 }
 
 // isolated: one CPU measured (the first isolcpus CPU, else the last online one), the load on the
@@ -86,6 +220,69 @@ Status PlanIsolated(const ScenarioRequest& r, ScenarioPlan& p) {
 }
 
 }  // namespace
+
+std::vector<std::string> ScaleStressCommand(std::vector<std::string> argv, std::size_t cpus,
+                                            const std::string& timeout, std::string* how) {
+  const std::string published = JoinWords(argv);
+  // The option and its value's index, attached ("-c8") or not ("-c 8", "--cpu 8", "--cpu=8").
+  struct Opt {
+    std::size_t at;
+    std::string value;
+    bool attached;
+  };
+  const auto find = [&](std::initializer_list<const char*> names) -> std::optional<Opt> {
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+      for (const char* n : names) {
+        const std::string name = n;
+        if (argv[i] == name && i + 1 < argv.size()) return Opt{i + 1, argv[i + 1], false};
+        if (argv[i].rfind(name, 0) == 0 && argv[i].size() > name.size()) {
+          const std::string rest = argv[i].substr(name.size());
+          if (name.size() == 2 && IsCount(rest)) return Opt{i, rest, true};
+          if (name.size() > 2 && rest[0] == '=') return Opt{i, rest.substr(1), true};
+        }
+      }
+    }
+    return std::nullopt;
+  };
+  const auto set = [&](const Opt& o, const std::string& value) {
+    if (!o.attached) {
+      argv[o.at] = value;
+    } else {
+      argv[o.at] = argv[o.at].substr(0, argv[o.at].size() - o.value.size()) + value;
+    }
+  };
+  const std::optional<Opt> cpu = find({"-c", "--cpu"});
+  std::size_t published_cpus = 0;
+  if (cpu && IsCount(cpu->value)) published_cpus = std::stoul(cpu->value);
+  std::string changed;
+  if (published_cpus > 0) {
+    set(*cpu, std::to_string(cpus));
+    for (const auto& names : {std::initializer_list<const char*>{"-i", "--io"},
+                              std::initializer_list<const char*>{"-m", "--vm"},
+                              std::initializer_list<const char*>{"-d", "--hdd"}}) {
+      const std::optional<Opt> o = find(names);
+      if (!o || !IsCount(o->value)) continue;
+      const double scaled =
+          std::round(static_cast<double>(std::stoul(o->value)) * static_cast<double>(cpus) /
+                     static_cast<double>(published_cpus));
+      set(*o, std::to_string(std::max<long>(1, static_cast<long>(scaled))));
+    }
+    changed = "worker counts scaled from the published " + std::to_string(published_cpus) +
+              " CPUs (its -c) to the " + std::to_string(cpus) + " this load may use";
+  } else {
+    changed = "worker counts as published (no -c/--cpu to scale by)";
+  }
+  if (const std::optional<Opt> t = find({"-t", "--timeout"})) {
+    set(*t, timeout);
+  } else {
+    argv.insert(argv.end(), {"--timeout", timeout});
+  }
+  if (how != nullptr) {
+    *how = "`" + published + "` runs as `" + JoinWords(argv) + "`: " + changed +
+           ", --timeout the run's duration + 60 s";
+  }
+  return argv;
+}
 
 std::vector<std::string> SplitWords(const std::string& text) {
   std::vector<std::string> out;
@@ -161,12 +358,19 @@ Result<ScenarioPlan> PlanScenario(const ScenarioRequest& r) {
   }
   ScenarioPlan p;
   p.name = r.name;
-  if (!r.reference_command.empty() && r.threads == 0 && r.cpus.empty() && r.name != "isolated") {
-    p.measure_args = MeasureArgsFromCommand(r.reference_command, &p.histogram_us);
-  } else {
-    p.measure_args = DefaultMeasure(r);
-  }
+  p.measure_args = DefaultMeasure(r);
   const std::size_t n = std::max<std::size_t>(r.online_cpus.size(), 1);
+  if (!r.custom_loads.empty() && r.name != "custom") {
+    if (r.reference_command.empty()) {
+      return InvalidArgumentError("--load is for --scenario=custom or a --reference run");
+    }
+    for (const std::string& cmd : r.custom_loads) {
+      p.loads.push_back({{"/bin/sh", "-c", cmd}, {}, 0});
+    }
+    p.description = "custom load (--load) instead of the published one";
+    PlanReference(r, p);
+    return p;
+  }
   if (r.name == "idle") {
     p.description = "no load";
   } else if (r.name == "stress") {
@@ -196,13 +400,19 @@ Result<ScenarioPlan> PlanScenario(const ScenarioRequest& r) {
   } else if (r.name == "isolated") {
     RTLOOP_RETURN_IF_ERROR(PlanIsolated(r, p));
   } else {  // custom
-    if (r.custom_loads.empty()) {
+    if (r.custom_loads.empty() && r.reference_command.empty()) {
       return InvalidArgumentError("custom needs --load='COMMAND' (repeatable)");
     }
     p.description = "custom load";
     for (const std::string& cmd : r.custom_loads) {
       p.loads.push_back({{"/bin/sh", "-c", cmd}, {}, 0});
     }
+  }
+  if (!r.reference_command.empty()) {
+    const std::vector<LoadSpec> custom = r.custom_loads.empty() ? std::vector<LoadSpec>{} : p.loads;
+    if (r.name == "isolated") p.measure_args.clear();  // the published options, not isolated's
+    PlanReference(r, p);
+    if (!custom.empty()) p.loads = custom;
   }
   return p;
 }

@@ -1,6 +1,6 @@
 // rtloop-bench end to end: doctor, each scenario for a few seconds (its load seen while measuring,
 // nothing left afterwards, outputs valid), Ctrl-C and SIGKILL to the bench, --tune restored,
-// compare's exit codes, plot.
+// plot. compare: bench_compare_test.cc.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -108,10 +108,11 @@ void ExpectValidOutputs(const std::string& out) {
   const json result = json::parse(ReadFile(out + "/result.json"));
   EXPECT_EQ(testing::ValidateSchema(result, schema), "");
   int w = 0, h = 0;
-  for (const char* png : {"/plot.png", "/max-over-time.png"}) {
+  // The histogram has its body and full-range panels one above the other.
+  for (const auto& [png, height] : {std::pair{"/plot.png", 900}, {"/max-over-time.png", 720}}) {
     ASSERT_TRUE(testing::PngSize(out + png, &w, &h)) << png;
     EXPECT_EQ(w, 1280);
-    EXPECT_EQ(h, 720);
+    EXPECT_EQ(h, height);
   }
   Result<LatencyData> hist = ParseHistogramText(ReadFile(out + "/histogram.txt"));
   ASSERT_TRUE(hist.ok()) << hist.status().ToString();
@@ -207,7 +208,43 @@ TEST(BenchScenario, IdleMeasuresWithoutLoad) {
   ASSERT_EQ(result["threads"].size(), 4u);
   EXPECT_EQ(result["threads"][3]["interval_us"], 2500);
   EXPECT_EQ(result["reference"]["threads"][0]["max_us"], 21);
-  EXPECT_NE(ReadFile(dir.path() + "/report.md").find("Side by side"), std::string::npos);
+  const std::string md = ReadFile(dir.path() + "/report.md");
+  EXPECT_NE(md.find("Side by side"), std::string::npos);
+  // Issue 19: the histogram is -h's size ("over 200 us"), not up to its last filled bucket.
+  EXPECT_EQ(result["threads"][0]["histogram"]["buckets"], 200);
+  EXPECT_EQ(md.find("\n\n**Like for like** with the published run (RK3568, No-load test)"),
+            md.find("\n\n"))
+      << md;
+}
+
+// Issue 19: a reference run with --cpus ran -h10000 instead of the vendor's -h800, and the
+// vendor's load (stress --cpu 8 ...) was never run; now it is, scaled, and the report's line
+// under the title says why the run is not like for like (--cpus).
+TEST(BenchScenario, AReferenceRunRunsThePublishedLoadAndHistogramAndSaysWhatDiffers) {
+  RTLOOP_REQUIRE_ROOT();
+  TempDir dir("reference");
+  RunResult r = testing::Run(
+      {kBench, "run", "--scenario=stress", "--duration=1", "--cpus=0", "--out=" + dir.path(),
+       "--rtloop-cyclic=" + kCyclic, "--reference=rk3588-tronlong/cpu-full-load/preempt-rt"},
+      seconds(60));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectValidOutputs(dir.path());
+  const json result = json::parse(ReadFile(dir.path() + "/result.json"));
+  EXPECT_NE(result["scenario"]["measure_command"].get<std::string>().find(" -h800 "),
+            std::string::npos)
+      << result["scenario"]["measure_command"];
+  ASSERT_EQ(result["loads"].size(), 1u);
+  const std::string load = result["loads"][0]["command"];
+  EXPECT_EQ(load.rfind("stress", 0), 0u) << load;
+  EXPECT_NE(load.find(" --vm-bytes 64 --timeout 61s"), std::string::npos) << load;
+  EXPECT_EQ(result["threads"][0]["histogram"]["buckets"], 800);
+  EXPECT_FALSE(result["reference_comparison"]["like_for_like"].get<bool>());
+  const std::string md = ReadFile(dir.path() + "/report.md");
+  EXPECT_NE(md.find("\n\n**Not like for like** with the published run (RK3588 (Tronlong), CPU "
+                    "full load): --cpus replaces the published thread options"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(r.err.find("rtloop-bench: not like for like: --cpus"), std::string::npos) << r.err;
 }
 
 TEST(BenchRun, SigintStopsTheRunKeepsTheReportsAndRestoresTune) {
@@ -628,95 +665,6 @@ TEST(BenchDoctor, JsonOfAFakeTreeWithBytesThatAreNotUtf8IsValidUtf8) {
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_NE(r.out.find("/sys/kernel/realtime is \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos)
       << r.out;
-}
-
-// --- compare ---
-
-class BenchCompare : public ::testing::Test {
- protected:
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string p = dir_.path() + "/" + name;
-    EXPECT_TRUE(WriteTextFile(p, text).ok());
-    return p;
-  }
-  // A cyclictest-style --json with one thread and `n` samples at 10 us plus `tail` at `late` us.
-  std::string Json(const std::string& name, int n, int tail, int late) {
-    const json j = {{"thread",
-                     {{"0",
-                       {{"histogram", {{"10", n}, {std::to_string(late), tail}}},
-                        {"cycles", n + tail},
-                        {"min", 10},
-                        {"max", late},
-                        {"avg", (10.0 * n + late * tail) / (n + tail)}}}}}};
-    return Write(name, j.dump());
-  }
-  RunResult Compare(std::vector<std::string> args) {
-    args.insert(args.begin(), {kBench, "compare"});
-    return testing::Run(args, seconds(20));
-  }
-  TempDir dir_{"compare"};
-};
-
-TEST_F(BenchCompare, ARegressionExitsOneAndNamesTheMetric) {
-  const std::string base = Json("base.json", 20000, 300, 20);
-  const std::string cand = Json("cand.json", 20000, 300, 40);
-  RunResult r = Compare({base, cand});
-  EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("REGRESSION"), std::string::npos);
-  EXPECT_NE(r.out.find("p99"), std::string::npos);
-  r = Compare({base, cand, "--max-regression=150"});
-  EXPECT_EQ(r.status, 0) << r.out;
-}
-
-TEST_F(BenchCompare, NoRegressionExitsZero) {
-  const std::string base = Json("base.json", 20000, 300, 40);
-  const std::string cand = Json("cand.json", 20000, 300, 20);
-  RunResult r = Compare({base, cand, "--metrics=avg,p99,max"});
-  EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("no regression"), std::string::npos);
-}
-
-TEST_F(BenchCompare, UnreadableInputExitsTwo) {
-  const std::string good = Json("good.json", 2000, 20, 20);
-  RunResult r = Compare({good, Write("bad.txt", "not a histogram\n")});
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("bad.txt"), std::string::npos) << r.err;
-  r = Compare({dir_.path() + "/missing.json", good});
-  EXPECT_EQ(r.status, 2);
-  r = Compare({good, good, "--metrics=median"});
-  EXPECT_EQ(r.status, 2);
-}
-
-TEST_F(BenchCompare, ReadsCyclictestJsonAndBothHistogramTextForms) {
-  const std::string body = Golden("18-json-with-h.txt");
-  const std::string json_file = Write("ct.json", body.substr(body.find('{')));
-  RunResult r = Compare({json_file, json_file, "--metrics=avg,p50,max"});
-  EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("cyclictest-json"), std::string::npos);
-  // The same run in the 2.4 and the 2.7+ layout compares equal.
-  const std::string old_form = Write("h24.txt", Golden("15-histofall-H100.txt"));
-  const std::string new_form = Write("h210.txt", Golden("v2.10/15-histofall-H100.txt"));
-  r = Compare({old_form, new_form, "--metrics=avg,p50,p90,max"});
-  EXPECT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("histogram-2.4 vs histogram-2.7+"), std::string::npos) << r.out;
-}
-
-TEST_F(BenchCompare, RefusesAPercentileTheSampleCountCannotSupport) {
-  const std::string a = Json("a.json", 19990, 10, 30);  // 20,000 cycles
-  RunResult r = Compare({a, a, "--metrics=p99.999"});
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("p99.999 cannot be gated on 20000 cycles"), std::string::npos) << r.err;
-  EXPECT_EQ(Compare({a, a, "--metrics=p99.9"}).status, 0);
-}
-
-// Issue 17: a negative baseline average printed "+inf%".
-TEST_F(BenchCompare, ABaselineNotAboveZeroShowsNoPercentage) {
-  const std::string base = Write("neg.json", R"({"thread": {"0": {"cycles": 9, "avg": -5}}})");
-  const std::string cand = Write("pos.json", R"({"thread": {"0": {"cycles": 9, "avg": 13.8}}})");
-  RunResult r = Compare({base, cand, "--metrics=avg"});
-  EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("n/a  REGRESSION"), std::string::npos) << r.out;
 }
 
 // --- plot ---

@@ -199,6 +199,93 @@ TEST(Scenarios, AReferenceCommandBecomesTheMeasurement) {
       8u);  // -c 0 -m -t 4 -p 99 --keep-distance
 }
 
+// Issue 19: --scenario=isolated with Tronlong's isolated reference ran `stress-ng -c 1 --io 2` and
+// -h10000 instead of the vendor's `stress --cpu 8 ...` and -h800; --cpus also changed -h.
+ScenarioRequest TronlongRequest(const std::string& scenario, const std::string& reference) {
+  Result<std::vector<ReferenceRun>> all = LoadReferences();
+  Result<ReferenceRun> ref = FindReference(*all, reference);
+  EXPECT_TRUE(ref.ok()) << reference;
+  ScenarioRequest r;
+  r.name = scenario;
+  r.duration_s = 10;
+  r.online_cpus = {0, 1};
+  r.reference_command = SplitWords(ref->command);
+  r.reference_load = ref->load;
+  r.reference_scenario = ref->scenario;
+  r.tool_exists = [](const std::string& tool) { return tool == "stress-ng"; };
+  return r;
+}
+
+std::string Joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " | ") + w;
+  return out;
+}
+
+TEST(Scenarios, AReferenceRunIsThePublishedCommandAndLoadScaledToThisMachine) {
+  Result<ScenarioPlan> p =
+      PlanScenario(TronlongRequest("stress", "rk3588-tronlong/cpu-full-load/preempt-rt"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->measure_args, (std::vector<std::string>{"-m", "-Sp99", "-i1000"}));
+  EXPECT_EQ(p->histogram_us, 800u);
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(p->loads[0].argv,
+            (std::vector<std::string>{"stress-ng", "--cpu", "2", "--io", "2", "--vm", "2",
+                                      "--vm-bytes", "64", "--timeout", "70s"}));
+  EXPECT_TRUE(p->like_for_like) << Joined(p->differences);
+  const std::string how = Joined(p->how);
+  EXPECT_NE(how.find("scaled from the published 8 CPUs (its -c) to the 2"), std::string::npos)
+      << how;
+  EXPECT_NE(how.find("stress is not installed: its stress-ng equivalent runs"), std::string::npos)
+      << how;
+
+  // isolated: the published options and load, the load kept off the measured CPU; no isolcpus
+  // here, so not like for like, and the plan says why.
+  p = PlanScenario(TronlongRequest("isolated", "rk3588-tronlong/isolated/preempt-rt"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->measure_args, (std::vector<std::string>{"-m", "-Sp99", "-i1000"}));
+  EXPECT_EQ(p->histogram_us, 800u);
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(Joined(p->loads[0].argv),
+            "stress-ng | --cpu | 1 | --io | 1 | --vm | 1 | --vm-bytes | 64 | --timeout | 70s");
+  EXPECT_EQ(p->loads[0].cpus, (std::vector<int>{0}));
+  EXPECT_FALSE(p->like_for_like);
+  EXPECT_NE(Joined(p->differences).find("this kernel has no isolcpus"), std::string::npos);
+}
+
+TEST(Scenarios, CpusAndLoadWithAReferenceKeepItsHistogramAndSayWhyNotLikeForLike) {
+  ScenarioRequest r = TronlongRequest("stress", "rk3588-tronlong/cpu-full-load/preempt-rt");
+  r.cpus = {1};
+  Result<ScenarioPlan> p = PlanScenario(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->histogram_us, 800u) << "--cpus must not change -h";
+  EXPECT_EQ(p->measure_args,
+            (std::vector<std::string>{"-t", "1", "-a", "1", "-m", "-p99", "-i1000"}));
+  EXPECT_FALSE(p->like_for_like);
+  EXPECT_NE(Joined(p->differences).find("--cpus replaces the published thread options"),
+            std::string::npos);
+
+  r = TronlongRequest("stress", "rk3588-tronlong/cpu-full-load/preempt-rt");
+  r.custom_loads = {"stress-ng -c 1"};
+  p = PlanScenario(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(p->loads[0].argv, (std::vector<std::string>{"/bin/sh", "-c", "stress-ng -c 1"}));
+  EXPECT_EQ(p->histogram_us, 800u);
+  EXPECT_FALSE(p->like_for_like);
+  EXPECT_NE(Joined(p->differences).find("the load is --load's (`stress-ng -c 1`)"),
+            std::string::npos);
+
+  // A published load with parts no machine here can run: the rest runs, the parts are listed.
+  r = TronlongRequest("stress", "rk3568/stress-test2/preempt-rt");
+  p = PlanScenario(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->loads.size(), 1u);
+  EXPECT_EQ(Joined(p->loads[0].argv),
+            "stress-ng | -c | 2 | --io | 1 | --vm | 1 | --vm-bytes | 4M | --timeout | 70s");
+  EXPECT_NE(Joined(p->differences).find("\"Fishing Joy game\""), std::string::npos);
+}
+
 TEST(References, LookUpBySlugsExactFirstThenUniquePrefix) {
   Result<std::vector<ReferenceRun>> all = LoadReferences();
   ASSERT_TRUE(all.ok()) << all.status().ToString();
@@ -235,10 +322,50 @@ TEST(Report, MarkdownHasTheVendorsTableAndTheReferenceSideBySide) {
                     "missed |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 0 | 99 | 1000 | 5000 | 3 | - | 7.50 | 80 | 20 | 70 | 0 | 1 |"),
+  EXPECT_NE(md.find("| 0 | 99 | 1000 | 5000 | 3 | - | 7.50 | 80 | 20 | - | 0 | 1 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| 0 | 3 / 0 | 7.50 / 3 | 80 / 40 | 2.00 |"), std::string::npos) << md;
+}
+
+// Issue 19: "run for  (source: 004_....txt", "isolated " ending blank, raw summary keys, p99.99
+// for a thread of 12,000 cycles (compare refuses it below 100,000), the load twice.
+TEST(Report, GoldenReportOfAFixedResult) {
+  const nlohmann::json r =
+      nlohmann::json::parse(ReadFile(std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/report-input.json"));
+  const std::string md = FormatReportMarkdown(r);
+  EXPECT_EQ(testing::CheckGolden(md, "report.md"), "");
+  EXPECT_EQ(md.find("## Load"), md.rfind("## Load")) << md;
+  EXPECT_NE(md.find("| 12000 | 2 | - | 6.12 | 812 | 14 | - | 0 | 0 |"), std::string::npos)
+      << "p99.99 of 12,000 cycles shown:\n"
+      << md;
+  EXPECT_NE(md.find("| 38 |"), std::string::npos) << "p99.99 of 200,000 cycles missing:\n" << md;
+  EXPECT_NE(md.find("isolated none"), std::string::npos) << md;
+}
+
+// Issue 19: a summary-only reference printed raw keys ("max_us_all_cpus 59, max_cpu 0") and no
+// duration; the source was an opaque transcription id.
+TEST(References, SummariesDurationsAndSourcesAreInWords) {
+  Result<std::vector<ReferenceRun>> all = LoadReferences();
+  ASSERT_TRUE(all.ok());
+  Result<ReferenceRun> r = FindReference(*all, "rk3588-tronlong/cpu-full-load/preempt-rt");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->summary, "max over all CPUs 59 us (CPU 0); lowest max of a CPU 25 us (CPUs 5, 7)");
+  EXPECT_EQ(r->duration, "24h (the command's -D24h)");
+  EXPECT_EQ(r->vendor, "Tronlong");
+  EXPECT_NE(r->document.find("RK3588"), std::string::npos);
+  r = FindReference(*all, "rk3588-tronlong/isolated/preempt-rt");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->summary, "max over all CPUs 59 us (CPUs 0, 1); max 18 us on the isolated CPU 3");
+  for (const ReferenceRun& run : *all) {
+    EXPECT_FALSE(run.vendor.empty()) << run.key << ": " << run.source << " names no publisher";
+    EXPECT_FALSE(run.duration.empty()) << run.key;
+    EXPECT_EQ(run.summary.find('_'), std::string::npos) << run.key << ": " << run.summary;
+  }
+  EXPECT_EQ(DurationFromCommand("cyclictest -l1000000 -m -Sp99"),
+            "1000000 cycles per thread (the command's -l1000000)");
+  EXPECT_EQ(DurationFromCommand("cyclictest -m -D 2H"), "2H (the command's -D 2H)");
+  EXPECT_EQ(DurationFromCommand("cyclictest -m"), "");
 }
 
 TEST(Plots, MaxOverTimeFileIsParsedAndNsConverted) {

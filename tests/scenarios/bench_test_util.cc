@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -245,6 +246,32 @@ TempDir::~TempDir() {
     std::filesystem::remove_all(path_, ec);
     if (!ec) return;
   }
+}
+
+std::string CheckGolden(const std::string& actual, const std::string& name) {
+  const std::string path = std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/" + name;
+  if (std::getenv("RTLOOP_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return "";
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "missing golden file " + path + " (RTLOOP_UPDATE_GOLDEN=1 writes it)";
+  std::ostringstream expected;
+  expected << in.rdbuf();
+  if (expected.str() == actual) return "";
+  std::istringstream a(actual), e(expected.str());
+  std::string la, le;
+  for (int line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(a, la));
+    const bool more_e = static_cast<bool>(std::getline(e, le));
+    if (!more_a && !more_e) break;
+    if (la != le || more_a != more_e) {
+      return path + " differs at line " + std::to_string(line) + ":\n  expected: " + le +
+             "\n  actual:   " + la +
+             "\n(RTLOOP_UPDATE_GOLDEN=1 rewrites it after an intended change)";
+    }
+  }
+  return path + " differs (line ends or a final newline)";
 }
 
 }  // namespace rtloop::bench::testing

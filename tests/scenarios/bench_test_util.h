@@ -62,6 +62,11 @@ std::string ValidateSchema(const nlohmann::json& value, const nlohmann::json& sc
 bool PngSize(const std::string& path, int* width, int* height);
 
 std::string ReadFile(const std::string& path);
+
+// Compares `actual` byte for byte with tests/scenarios/golden/NAME: "" when equal, else what
+// differs (the first differing line). With RTLOOP_UPDATE_GOLDEN=1 in the environment it writes
+// `actual` as the new golden file instead (after an intended change; review the diff).
+std::string CheckGolden(const std::string& actual, const std::string& name);
 // A fresh directory under the test temp dir, removed by the destructor.
 class TempDir {
  public:
