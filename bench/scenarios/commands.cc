@@ -125,22 +125,29 @@ Status CheckDoctorRoot(const std::string& root) {
 // The board's tools rtloop-bench runs when present (its loads and plots): one finding each, WARN
 // with the Debian package when missing (a static rtloop-bench on a bare board says what to add).
 void AddToolFindings(ReadinessReport& report) {
-  static const std::pair<const char*, const char*> kTools[] = {
-      {"stress-ng", "the load of the stress, stress-fft and isolated scenarios"},
-      {"hackbench", "the load of the hackbench scenario"},
-      {"iperf3", "the load of the irq scenario"},
-      {"gnuplot", "plot.png and max-over-time.png of run, and plot"}};
-  for (const auto& [tool, used_for] : kTools) {
-    const std::string path = FindInPath(tool);
+  struct Tool {
+    const char* name;
+    const char* used_for;  // when present
+    const char* lost;      // what cannot run without it
+  };
+  static const Tool kTools[] = {
+      {"stress-ng", "the load of the stress, stress-fft and isolated scenarios",
+       "run --scenario=stress, stress-fft or isolated cannot start"},
+      {"hackbench", "the load of the hackbench scenario", "run --scenario=hackbench cannot start"},
+      {"iperf3", "the load of the irq scenario", "run --scenario=irq cannot start"},
+      {"gnuplot", "the plots of run and plot",
+       "run writes no plot.png or max-over-time.png, plot cannot run"}};
+  for (const Tool& tool : kTools) {
+    const std::string path = FindInPath(tool.name);
     ReadinessFinding f;
-    f.id = std::string("tool_") + tool;
+    f.id = std::string("tool_") + tool.name;
     std::replace(f.id.begin(), f.id.end(), '-', '_');
     if (!path.empty()) {
-      f.summary = std::string(tool) + " is " + path + " (" + used_for + ")";
+      f.summary = std::string(tool.name) + " is " + path + " (" + tool.used_for + ")";
     } else {
       f.level = ReadinessLevel::kWarn;
-      f.summary = std::string(tool) + " not found in PATH: no " + used_for;
-      f.fix = "apt-get install " + DebianPackageOf(tool) + " (or copy " + tool +
+      f.summary = std::string(tool.name) + " not found in PATH: " + tool.lost;
+      f.fix = "apt-get install " + DebianPackageOf(tool.name) + " (or copy " + tool.name +
               " into a directory of PATH)";
     }
     report.findings.push_back(std::move(f));

@@ -65,7 +65,10 @@ std::string CpusText(const std::vector<int>& cpus) {
 ReadinessFinding Judge(const char* id, const std::string& what, const std::vector<int>& rt_cpus,
                        const std::vector<int>& have, const std::string& note = {}) {
   if (rt_cpus.empty()) {
-    return Make(id, kWarn, "no isolated CPUs and no --cpus: " + what + " not checked",
+    return Make(id, kWarn,
+                std::string("no CPU to check ") + id +
+                    "= for (none isolated, none named by --cpus): the real-time threads share "
+                    "their CPUs with everything else",
                 BootFix(std::string(id) + "=N") +
                     " (N: the CPUs of the real-time threads, the same list for isolcpus=, "
                     "nohz_full= and rcu_nocbs=)");

@@ -517,6 +517,30 @@ TEST(BenchRun, AMissingToolNamesItsDebianPackage) {
   EXPECT_NE(r.err.find("'no-such-tool' not found"), std::string::npos) << r.err;
 }
 
+// Issue 18: on a board, every tool rtloop-bench starts is the board's own; each one missing is
+// named with the Debian package that brings it, before anything starts (run) or instead of the
+// plot (plot).
+TEST(BenchRun, EveryLoadAndThePlotNameTheirDebianPackageWhenMissing) {
+  TempDir dir("missing_each");
+  for (const auto& [scenario, says] : std::vector<std::pair<std::string, std::string>>{
+           {"hackbench", "'hackbench' not found in PATH: install it with apt-get install rt-tests"},
+           {"irq", "'iperf3' not found in PATH: install it with apt-get install iperf3"}}) {
+    RunResult r = testing::Run({kBench, "run", "--scenario=" + scenario, "--duration=1",
+                                "--out=" + dir.path(), "--rtloop-cyclic=" + kCyclic},
+                               seconds(10), {"PATH=/nonexistent"});
+    EXPECT_EQ(r.status, kExitFail) << scenario;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("doctor:"), std::string::npos) << "started before the check: " << r.err;
+  }
+  const std::string hist = dir.path() + "/h.txt";
+  ASSERT_TRUE(WriteTextFile(hist, Golden("v2.10/17-histfile.txt")).ok());
+  RunResult p = testing::Run({kBench, "plot", hist, "-o", dir.path() + "/h.png"}, seconds(10),
+                             {"PATH=/nonexistent"});
+  EXPECT_EQ(p.status, kExitFail);
+  EXPECT_NE(p.err.find("apt-get install gnuplot-nox"), std::string::npos) << p.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/h.png"));
+}
+
 TEST(BenchRun, BadCommandLinesExitTwoWithTheReason) {
   for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"run"}, "--scenario"},
