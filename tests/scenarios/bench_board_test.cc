@@ -96,9 +96,7 @@ TEST(BenchDoctor, TheBoardToolsAreFindingsNamingTheirDebianPackage) {
 TEST(BenchDoctor, CpusNamesTheCpusTheBootParametersMustCover) {
   TempDir dir("doctor_cpus");
   auto write = [&](const std::string& path, const std::string& text) {
-    const std::string p = dir.path() + path;
-    ASSERT_EQ(system(("mkdir -p " + p.substr(0, p.rfind('/'))).c_str()), 0);
-    std::ofstream(p) << text;
+    ASSERT_TRUE(dir.Write(path, text)) << path;
   };
   write("/proc/cmdline", "isolcpus=2-3 nohz_full=2-3 rcu_nocbs=2-3\n");
   write("/sys/devices/system/cpu/online", "0-3\n");

@@ -546,9 +546,7 @@ TEST(BenchDoctor, OnThisMachineTheExitStatusFollowsTheFindings) {
 TEST(BenchDoctor, AFakeTreeWithAnRtGroupBudgetOfZeroFails) {
   TempDir dir("doctor");
   auto write = [&](const std::string& path, const std::string& text) {
-    const std::string p = dir.path() + path;
-    ASSERT_EQ(system(("mkdir -p " + p.substr(0, p.rfind('/'))).c_str()), 0);
-    std::ofstream(p) << text;
+    ASSERT_TRUE(dir.Write(path, text)) << path;
   };
   write("/proc/self/cgroup", "4:cpu:/rt-less\n");
   write("/sys/fs/cgroup/cpu/rt-less/cpu.rt_runtime_us", "0\n");
