@@ -42,3 +42,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/rtloopConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/rtloopConfig.cmake ${PROJECT_BINARY_DIR}/rtloopConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/FindConcurrentQueue.cmake
         DESTINATION ${RTLOOP_INSTALL_CMAKEDIR} COMPONENT dev)
+
+# On a board (examples/board/README.md): the systemd unit for an rtloop application and its guide.
+install(FILES ${PROJECT_SOURCE_DIR}/examples/board/rtloop-app@.service
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/rtloop/systemd COMPONENT runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/examples/board/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        RENAME on-a-board.md COMPONENT runtime)

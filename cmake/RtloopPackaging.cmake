@@ -1,6 +1,9 @@
 # Debian packages of rtloop, made by CPack's DEB generator (cmake/README.md):
 #   rtloop      the shared libraries and the tools rtloop-cyclic, rtloop-top, rtloop-bench
 #   rtloop-dev  headers, the CMake package (find_package(rtloop)), the .proto files
+#   rtloop-bench-micro  the micro benchmarks (rtloop_bench_executor, ...): the per-cycle cost
+#               measured on the board (examples/board/README.md); apart so that the runtime
+#               package does not pull in libbenchmark
 # Configure with -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr (libraries then go to
 # /usr/lib/<triplet>, as Debian's multiarch layout wants), build, then `cpack` in the build
 # directory writes build-<arch>/packages/rtloop_VERSION_ARCH.deb and rtloop-dev_VERSION_ARCH.deb.
@@ -32,7 +35,7 @@ set(CPACK_OUTPUT_FILE_PREFIX ${PROJECT_BINARY_DIR}/packages)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL runtime dev)
+set(CPACK_COMPONENTS_ALL runtime dev micro)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # NAME_VERSION_ARCH.deb
 if(RTLOOP_DEB_ARCH)
   set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE ${RTLOOP_DEB_ARCH})
@@ -54,6 +57,13 @@ set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")  # 0.x: no ABI promise betw
 # when present, reported by `rtloop-bench doctor` when missing.
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "stress-ng, rt-tests, iperf3")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "gnuplot-nox")
+
+set(CPACK_DEBIAN_MICRO_PACKAGE_NAME rtloop-bench-micro)
+set(CPACK_DEBIAN_MICRO_PACKAGE_SECTION utils)
+set(CPACK_COMPONENT_MICRO_DESCRIPTION
+  "Real-time control loops with latency telemetry: micro benchmarks\n Google Benchmark programs that measure rtloop's per-cycle cost on this machine:\n rtloop_bench_executor (the executor's cycle), rtloop_bench_telemetry (recording a\n sample, histograms, rings), rtloop_bench_grpc and rtloop_bench_http (the telemetry\n servers' replies). /usr/share/doc/rtloop/on-a-board.md says how to run and compare them.")
+set(CPACK_DEBIAN_MICRO_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_MICRO_PACKAGE_DEPENDS "rtloop (= ${PROJECT_VERSION})")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME rtloop-dev)
 set(CPACK_COMPONENT_DEV_DESCRIPTION

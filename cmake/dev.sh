@@ -33,6 +33,7 @@ PACKAGES=(
   nlohmann-json3-dev  # rtloop-bench: result.json, cyclictest --json input; tests: Prometheus replies, the Grafana dashboard
   stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
   gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png
+  systemd  # tests: systemd-analyze verify of the board's unit (examples/board)
   libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
   libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)
   libcivetweb-dev     # the HTTP endpoint (telemetry/src/http) is served by civetweb
@@ -129,7 +130,7 @@ package() {
   cmake -S . -B "$BUILD_DIR" -G Ninja $toolchain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_SHARED_LIBS=ON -DRTLOOP_BUILD_EXAMPLES=OFF \
     -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON -DRTLOOP_DEB_ARCH="$arch" ${RTLOOP_CMAKE_ARGS:-}
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${STATIC_TOOLS[@]}"
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${STATIC_TOOLS[@]}" rtloop_bench_micro
   rm -f "$BUILD_DIR"/packages/*.deb "$BUILD_DIR"/packages/*.tar.gz
   (cd "$BUILD_DIR" && cpack -G DEB)
   static_tools "$arch" "$toolchain"
@@ -157,15 +158,6 @@ static_tools() {
   (cd "$dir/$name" && stat -c '  %n %s' "${STATIC_TOOLS[@]}" >&2)
 }
 
-# qemu_for ARCH: the qemu-user binary that runs ARCH's programs (empty for this machine's).
-qemu_for() {
-  case $1 in
-    "$HOST_ARCH") ;;
-    arm64) echo qemu-aarch64-static ;;
-    armhf) echo qemu-arm-static ;;
-  esac
-}
-
 # ensure_binfmt ARCH: the kernel runs ARCH's programs through qemu-user-static (binfmt_misc, as
 # /usr/lib/binfmt.d/qemu-*.conf from qemu-user-static describes, with its F flag: also inside a
 # chroot), so tests that start other rtloop programs can. Returns 1 when it cannot (not root, no
@@ -186,35 +178,13 @@ ensure_binfmt() {
   echo "cmake/dev.sh: registered $name with binfmt_misc ($conf)" >&2
 }
 
-# check_static_tools ARCH: each static tool runs in an empty root (a directory holding only the
-# binary, and for another architecture the static qemu-user that runs it when binfmt_misc does
-# not), as on a board with nothing installed: rtloop-cyclic prints its summary, rtloop-bench
-# doctor runs and judges (its exit status is the judgement of this machine, not checked here).
+# check_static_tools ARCH: each static tool runs in an empty root, as on a board with nothing
+# installed (cmake/check_static_tools.sh, also the ctest test StaticTools.RunInAnEmptyRoot).
 check_static_tools() {
-  local arch=$1 dir=$BUILD_DIR/static root qemu out
-  qemu=$(qemu_for "$arch")
-  root=$(mktemp -d "${TMPDIR:-/tmp}/rtloop-empty-root.XXXXXX")
-  # shellcheck disable=SC2064  # expand now: the directory of this call
-  trap "rm -rf '$root'" RETURN
-  cp "$dir/bin/rtloop-cyclic" "$dir/bin/rtloop-bench" "$root/"
-  local run=()
-  if [[ -n $qemu ]] && ! ensure_binfmt "$arch"; then
-    cp "$(command -v "$qemu")" "$root/" || die "$qemu not found: apt-get install qemu-user-static"
-    run=("/$qemu")
-  fi
-  if ((EUID != 0)); then
-    echo "cmake/dev.sh: not root: the empty-root (chroot) check of the static tools is skipped" >&2
-    return 0
-  fi
-  echo "cmake/dev.sh: static rtloop-cyclic in an empty root:" >&2
-  out=$(chroot "$root" "${run[@]}" /rtloop-cyclic -t1 -i1000 -l200 -q 2>&1) ||
-    die "static rtloop-cyclic failed in an empty root: $out"
-  printf '%s\n' "$out" >&2
-  grep -q 'Max:' <<<"$out" || die "static rtloop-cyclic printed no summary in an empty root"
-  echo "cmake/dev.sh: static rtloop-bench doctor in an empty root:" >&2
-  local rc=0
-  chroot "$root" "${run[@]}" /rtloop-bench doctor >&2 || rc=$?
-  ((rc <= 1)) || die "static rtloop-bench doctor failed in an empty root (exit $rc)"
+  local arch=$1 rc=0
+  ensure_binfmt "$arch" || true  # else the script copies qemu-user-static into the root
+  cmake/check_static_tools.sh "$BUILD_DIR/static/bin" >&2 || rc=$?
+  ((rc == 0 || rc == 77)) || die "the static tools failed in an empty root"
 }
 
 # The main job's embedded defaults (README "Quick start"): one measuring thread per CPU (-S) at

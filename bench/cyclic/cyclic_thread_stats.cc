@@ -165,7 +165,7 @@ void CyclicThreadStats::RecordSpike(const CycleSample& sample, std::int64_t diff
   if (n < config_.spike_nodes) {
     const timespec wake =
         (sample.release + std::chrono::nanoseconds(sample.wakeup_latency_ns)).ToTimespec();
-    SpikeSlot& slot = spike_slots_[n];
+    SpikeSlot& slot = spike_slots_[static_cast<std::size_t>(n)];  // n < spike_nodes
     slot.value.store(diff, std::memory_order_relaxed);
     slot.ts_us.store(static_cast<std::int64_t>(wake.tv_sec) * 1'000'000 + wake.tv_nsec / 1000,
                      std::memory_order_relaxed);
@@ -181,7 +181,7 @@ void CyclicThreadStats::RecordHistogram(std::int64_t diff, std::uint64_t cycle) 
   // cyclictest's diff is unsigned, so a negative one lands here too.
   const std::uint64_t listed = num_outliers_.load(std::memory_order_relaxed);
   if (listed < config_.histogram_buckets) {
-    outliers_[listed].store(cycle, std::memory_order_relaxed);
+    outliers_[static_cast<std::size_t>(listed)].store(cycle, std::memory_order_relaxed);
     num_outliers_.store(listed + 1, std::memory_order_release);
   }
   Bump(histogram_overflows_);
@@ -217,9 +217,10 @@ void CyclicThreadStats::FillReport(ThreadReport& report) const {
   for (std::uint32_t i = 0; i < config_.histogram_buckets; ++i) {
     report.histogram[i] = histogram_[i].load(std::memory_order_relaxed);
   }
-  const std::uint64_t listed = num_outliers_.load(std::memory_order_acquire);
+  // At most histogram_buckets: an index on every target (a 32-bit size_t on armhf).
+  const auto listed = static_cast<std::size_t>(num_outliers_.load(std::memory_order_acquire));
   report.overflow_cycles.resize(listed);
-  for (std::uint64_t i = 0; i < listed; ++i) {
+  for (std::size_t i = 0; i < listed; ++i) {
     report.overflow_cycles[i] = outliers_[i].load(std::memory_order_relaxed);
   }
 }
@@ -228,9 +229,10 @@ std::vector<SpikeEvent> CyclicThreadStats::Spikes() const {
   std::vector<SpikeEvent> out;
   if (!spike_slots_) return out;
   const std::uint64_t total = spikes_.load(std::memory_order_acquire);
-  const std::uint64_t listed = total < config_.spike_nodes ? total : config_.spike_nodes;
+  const auto listed =
+      static_cast<std::size_t>(total < config_.spike_nodes ? total : config_.spike_nodes);
   out.reserve(listed);
-  for (std::uint64_t i = 0; i < listed; ++i) {
+  for (std::size_t i = 0; i < listed; ++i) {
     out.push_back({config_.index, spike_slots_[i].value.load(std::memory_order_relaxed),
                    spike_slots_[i].ts_us.load(std::memory_order_relaxed)});
   }

@@ -33,7 +33,7 @@ void WindowMaxTracker::Publish() noexcept {
     lost_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  ring_[head & mask_] = current_;
+  ring_[static_cast<std::size_t>(head & mask_)] = current_;  // < ring size: an index
   head_.store(head + 1, std::memory_order_release);
 }
 

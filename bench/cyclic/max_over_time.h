@@ -153,7 +153,7 @@ void WindowMaxTracker::Drain(Fn&& fn) {
   std::uint64_t tail = tail_.load(std::memory_order_relaxed);
   const std::uint64_t head = head_.load(std::memory_order_acquire);
   while (tail != head) {
-    fn(ring_[tail & mask_]);
+    fn(ring_[static_cast<std::size_t>(tail & mask_)]);
     ++tail;
   }
   tail_.store(tail, std::memory_order_release);

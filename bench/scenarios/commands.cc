@@ -17,6 +17,7 @@
 #include "reference.h"
 #include "report.h"
 #include "rtloop/framework/readiness.h"
+#include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/output_file.h"
 
 namespace rtloop::bench {
@@ -26,7 +27,8 @@ using nlohmann::json;
 
 const char kUsage[] =
     "usage: rtloop-bench COMMAND [OPTIONS]\n"
-    "  doctor [--json] [--root=DIR]      judge real-time readiness; exit 1 when a check fails\n"
+    "  doctor [--json] [--cpus=LIST] [--root=DIR]\n"
+    "                                    judge real-time readiness; exit 1 when a check fails\n"
     "  run --scenario=NAME [...]         the documented benchmark: load, measure, report\n"
     "  compare BASELINE CANDIDATE [...]  CI gate: exit 1 on a regression, 2 on bad input\n"
     "  plot INPUT -o FILE.png [...]      plot a result.json, cyclictest -h output or sample log\n"
@@ -122,13 +124,48 @@ Status CheckDoctorRoot(const std::string& root) {
                               "holds the saved or fake tree's proc/ and sys/");
 }
 
+// The board's tools rtloop-bench runs when present (its loads and plots): one finding each, WARN
+// with the Debian package when missing (a static rtloop-bench on a bare board says what to add).
+void AddToolFindings(ReadinessReport& report) {
+  struct Tool {
+    const char* name;
+    const char* used_for;  // when present
+    const char* lost;      // what cannot run without it
+  };
+  static const Tool kTools[] = {
+      {"stress-ng", "the load of the stress, stress-fft and isolated scenarios",
+       "run --scenario=stress, stress-fft or isolated cannot start"},
+      {"hackbench", "the load of the hackbench scenario", "run --scenario=hackbench cannot start"},
+      {"iperf3", "the load of the irq scenario", "run --scenario=irq cannot start"},
+      {"gnuplot", "the plots of run and plot",
+       "run writes no plot.png or max-over-time.png, plot cannot run"}};
+  for (const Tool& tool : kTools) {
+    const std::string path = FindInPath(tool.name);
+    ReadinessFinding f;
+    f.id = std::string("tool_") + tool.name;
+    std::replace(f.id.begin(), f.id.end(), '-', '_');
+    if (!path.empty()) {
+      f.summary = std::string(tool.name) + " is " + path + " (" + tool.used_for + ")";
+    } else {
+      f.level = ReadinessLevel::kWarn;
+      f.summary = std::string(tool.name) + " not found in PATH: " + tool.lost;
+      f.fix = "apt-get install " + DebianPackageOf(tool.name) + " (or copy " + tool.name +
+              " into a directory of PATH)";
+    }
+    report.findings.push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 int DoctorCommand(int argc, const char* const* argv) {
   if (WantsHelp(argc, argv)) {
     std::fputs(
-        "usage: rtloop-bench doctor [--json] [--root=DIR]\n"
+        "usage: rtloop-bench doctor [--json] [--cpus=LIST] [--root=DIR]\n"
+        "  --cpus=LIST the CPUs the real-time threads run on (e.g. 2-3): isolcpus=, nohz_full=\n"
+        "              and rcu_nocbs= must cover each (default: the isolated CPUs)\n"
         "  --root=DIR  read /proc, /sys and /dev under DIR (a saved or fake tree)\n"
+        "The board's tools (stress-ng, hackbench, iperf3, gnuplot) are findings too.\n"
         "exit: 0 nothing failed, 1 a check failed, 2 bad command line\n",
         stdout);
     return kExitOk;
@@ -141,6 +178,13 @@ int DoctorCommand(int argc, const char* const* argv) {
       as_json = true;
     } else if (auto r = a.Value("--root")) {
       config.root = *r;
+    } else if (auto c = a.Value("--cpus")) {
+      Result<std::vector<int>> cpus = ParseCpuList(*c);
+      if (!cpus.ok() || cpus->empty()) {
+        return UsageError("doctor", "--cpus='" + telemetry::EscapeControlCharacters(*c) +
+                                        "': expected a CPU list such as 2-3 or 1,3");
+      }
+      config.rt_cpus = *cpus;
     } else {
       (void)a.Unknown();
     }
@@ -154,7 +198,8 @@ int DoctorCommand(int argc, const char* const* argv) {
       std::fprintf(stderr, "rtloop-bench: %s\n", line.c_str());
     }
   }
-  const ReadinessReport report = CheckReadiness(config);
+  ReadinessReport report = CheckReadiness(config);
+  AddToolFindings(report);
   const std::string out = as_json ? JsonText(FindingsJson(report)) : FormatFindings(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return report.Count(ReadinessLevel::kFail) == 0 ? kExitOk : kExitFail;

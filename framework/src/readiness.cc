@@ -132,31 +132,6 @@ constexpr const char* kRtKernelFix =
 bool Contains(const std::vector<int>& set, int cpu) {
   return std::find(set.begin(), set.end(), cpu) != set.end();
 }
-bool Covers(const std::vector<int>& set, const std::vector<int>& cpus) {
-  return std::all_of(cpus.begin(), cpus.end(), [&](int c) { return Contains(set, c); });
-}
-
-// The CPUs of a boot parameter such as "isolcpus=managed_irq,domain,2-3" ("" when absent).
-std::vector<int> CmdlineCpus(const std::string& cmdline, const std::string& key) {
-  std::istringstream in(cmdline);
-  std::string word;
-  while (in >> word) {
-    if (word.rfind(key + "=", 0) != 0) continue;
-    std::string value = word.substr(key.size() + 1);
-    // isolcpus flags come first, separated by commas: drop every part without a digit.
-    std::string cpus;
-    std::istringstream parts(value);
-    std::string part;
-    while (std::getline(parts, part, ',')) {
-      if (!part.empty() && std::isdigit(static_cast<unsigned char>(part[0])) != 0) {
-        cpus += (cpus.empty() ? "" : ",") + part;
-      }
-    }
-    Result<std::vector<int>> list = ParseCpuList(cpus);
-    return list.ok() ? *list : std::vector<int>{};
-  }
-  return {};
-}
 
 ReadinessFinding CheckPreemptModel(const FsTree& fs) {
   const std::string version = fs.ReadLine("/proc/sys/kernel/version").value_or("");
@@ -192,35 +167,6 @@ ReadinessFinding CheckRealtimeFlag(const FsTree& fs) {
               flag ? "/sys/kernel/realtime is " + *flag
                    : "/sys/kernel/realtime is absent: not a PREEMPT_RT kernel",
               kRtKernelFix);
-}
-
-ReadinessFinding CheckIsolation(const FsTree& fs) {
-  const std::string cmdline = fs.ReadLine("/proc/cmdline").value_or("");
-  const std::vector<int> isolated = readiness_internal::IsolatedCpus(fs);
-  std::vector<int> nohz = CmdlineCpus(cmdline, "nohz_full");
-  // sysfs is authoritative when the kernel shows it ("(null)" when nohz_full is off).
-  if (fs.Exists("/sys/devices/system/cpu/nohz_full")) {
-    const std::string line = fs.ReadLine("/sys/devices/system/cpu/nohz_full").value_or("");
-    Result<std::vector<int>> list = ParseCpuList(line == "(null)" ? "" : line);
-    if (list.ok() && !list->empty()) nohz = *list;
-  }
-  const std::vector<int> rcu = CmdlineCpus(cmdline, "rcu_nocbs");
-  if (isolated.empty()) {
-    return Make("cpu_isolation", kWarn,
-                "no isolated CPUs (isolcpus= not on the kernel command line)",
-                "boot with isolcpus=N nohz_full=N rcu_nocbs=N (N: the RT CPUs) and pin the RT "
-                "threads there");
-  }
-  const std::string iso = FormatCpuList(isolated);
-  std::string missing;
-  if (!Covers(nohz, isolated)) missing += " nohz_full=" + iso;
-  if (!Covers(rcu, isolated)) missing += " rcu_nocbs=" + iso;
-  if (missing.empty()) {
-    return Make("cpu_isolation", kOk, "isolated CPUs " + iso + " (also nohz_full and rcu_nocbs)");
-  }
-  return Make("cpu_isolation", kWarn,
-              "isolated CPUs " + iso + ", but the tick or RCU callbacks still run there",
-              "add" + missing + " to the kernel command line");
 }
 
 ReadinessFinding CheckIrqAffinity(const FsTree& fs) {
@@ -404,7 +350,10 @@ ReadinessReport CheckReadiness(const ReadinessConfig& config) {
   ReadinessReport r;
   r.findings.push_back(CheckPreemptModel(fs));
   r.findings.push_back(CheckRealtimeFlag(fs));
-  r.findings.push_back(CheckIsolation(fs));
+  const std::vector<int> rt_cpus = ri::RtCpus(fs, config.rt_cpus);
+  r.findings.push_back(ri::CheckIsolcpus(fs, rt_cpus));
+  r.findings.push_back(ri::CheckNohzFull(fs, rt_cpus));
+  r.findings.push_back(ri::CheckRcuNocbs(fs, rt_cpus));
   r.findings.push_back(CheckIrqAffinity(fs));
   r.findings.push_back(CheckGovernor(fs));
   r.findings.push_back(CheckIdleStates(fs));

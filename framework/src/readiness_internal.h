@@ -65,4 +65,15 @@ ReadinessFinding CheckCpuDmaLatency(const FsTree& fs, const Credentials& c, bool
 // readiness_memory.cc
 ReadinessFinding CheckLockedMemory(const FsTree& fs, const Credentials& c);
 
+// Boot parameters of CPU isolation (readiness_isolation.cc).
+// The CPUs of a boot parameter such as "isolcpus=managed_irq,domain,2-3" in proc/cmdline (empty
+// when absent; "all" is the online CPUs).
+std::vector<int> CmdlineCpus(const FsTree& fs, const std::string& key);
+// The CPUs the real-time threads run on: `configured` (ReadinessConfig::rt_cpus), else the
+// isolated ones.
+std::vector<int> RtCpus(const FsTree& fs, const std::vector<int>& configured);
+ReadinessFinding CheckIsolcpus(const FsTree& fs, const std::vector<int>& rt_cpus);
+ReadinessFinding CheckNohzFull(const FsTree& fs, const std::vector<int>& rt_cpus);
+ReadinessFinding CheckRcuNocbs(const FsTree& fs, const std::vector<int>& rt_cpus);
+
 }  // namespace rtloop::readiness_internal

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "rtloop/framework/system_info.h"
 
@@ -57,9 +58,10 @@ class FakeTree {
   }
   void Remove(const std::string& path) { fs::remove(root_ / path.substr(1)); }
   std::string root() const { return root_.string(); }
-  ReadinessReport Check() const {
+  ReadinessReport Check(std::vector<int> rt_cpus = {}) const {
     ReadinessConfig c;
     c.root = root();
+    c.rt_cpus = std::move(rt_cpus);
     return CheckReadiness(c);
   }
 
@@ -93,7 +95,7 @@ void ExpectWellFormed(const ReadinessReport& r) {
                                   << " without fix";
     }
   }
-  EXPECT_EQ(r.findings.size(), 19u);
+  EXPECT_EQ(r.findings.size(), 21u);
 }
 
 TEST(Readiness, OnThisMachineEveryCheckReportsAndNonOkFindingsSayHowToFix) {
@@ -102,7 +104,7 @@ TEST(Readiness, OnThisMachineEveryCheckReportsAndNonOkFindingsSayHowToFix) {
   const SystemInfo info = ReadSystemInfo();
   EXPECT_EQ(Get(r, "preempt_model").level == ReadinessLevel::kOk,
             info.preempt_model == PreemptModel::kRt);
-  EXPECT_EQ(Get(r, "cpu_isolation").level == ReadinessLevel::kOk, !info.isolated_cpus.empty());
+  EXPECT_EQ(Get(r, "isolcpus").level == ReadinessLevel::kOk, !info.isolated_cpus.empty());
   // We run as root (or skip): the live probe must agree with the privilege we have.
   if (geteuid() == 0) {
     EXPECT_EQ(Get(r, "sched_fifo").level, ReadinessLevel::kOk) << Get(r, "sched_fifo").summary;
@@ -150,7 +152,9 @@ TEST(Readiness, IsolatedCpuTreeChecksTickRcuAndIrqs) {
   t.Write("/proc/irq/24/smp_affinity_list", "0-1\n");
   t.Write("/proc/irq/25/smp_affinity_list", "0\n");
   ReadinessReport r = t.Check();
-  EXPECT_EQ(Get(r, "cpu_isolation").level, ReadinessLevel::kOk) << Get(r, "cpu_isolation").summary;
+  for (const char* id : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
+    EXPECT_EQ(Get(r, id).level, ReadinessLevel::kOk) << Get(r, id).summary;
+  }
   const ReadinessFinding& irq = Get(r, "irq_affinity");
   EXPECT_EQ(irq.level, ReadinessLevel::kWarn);
   EXPECT_TRUE(Has(irq.summary, "(24)")) << irq.summary;
@@ -160,17 +164,85 @@ TEST(Readiness, IsolatedCpuTreeChecksTickRcuAndIrqs) {
   t.Remove("/sys/devices/system/cpu/nohz_full");
   t.Write("/proc/irq/24/smp_affinity_list", "0\n");
   r = t.Check();
-  EXPECT_EQ(Get(r, "cpu_isolation").level, ReadinessLevel::kWarn);
-  EXPECT_TRUE(Has(Get(r, "cpu_isolation").fix, "nohz_full=1 rcu_nocbs=1"));
+  EXPECT_EQ(Get(r, "isolcpus").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "nohz_full").level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(Get(r, "nohz_full").fix, "nohz_full=1 ")) << Get(r, "nohz_full").fix;
+  EXPECT_EQ(Get(r, "rcu_nocbs").level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(Get(r, "rcu_nocbs").fix, "rcu_nocbs=1 ")) << Get(r, "rcu_nocbs").fix;
   EXPECT_EQ(Get(r, "irq_affinity").level, ReadinessLevel::kOk);
 }
 
 TEST(Readiness, NoIsolatedCpusWarnsWithTheBootParameters) {
   FakeTree t;
   const ReadinessReport r = t.Check();
-  const ReadinessFinding& f = Get(r, "cpu_isolation");
-  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
-  EXPECT_TRUE(Has(f.fix, "isolcpus="));
+  for (const char* id : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
+    const ReadinessFinding& f = Get(r, id);
+    EXPECT_EQ(f.level, ReadinessLevel::kWarn) << id;
+    EXPECT_TRUE(Has(f.fix, std::string(id) + "=N")) << f.fix;
+    EXPECT_TRUE(Has(f.fix, "extlinux.conf")) << f.fix;
+  }
+}
+
+// A board set up as the vendors' guides say (CPUs 2-3 of 4 for the RT threads), judged for the
+// CPUs the user measures on: each parameter is its own finding, its fix the parameter with the
+// CPUs, in U-Boot's bootargs or extlinux.conf's APPEND line.
+TEST(Readiness, EachIsolationBootParameterIsCheckedForTheCpusMeasuredOn) {
+  FakeTree t;
+  t.Write("/sys/devices/system/cpu/online", "0-3\n");
+  t.Write("/proc/cmdline", "console=ttyS2 isolcpus=2-3 nohz_full=2-3 rcu_nocbs=2-3\n");
+  t.Write("/sys/devices/system/cpu/isolated", "2-3\n");
+  t.Write("/sys/devices/system/cpu/nohz_full", "2-3\n");
+  for (const std::vector<int>& cpus : {std::vector<int>{}, {3}, {2, 3}}) {
+    const ReadinessReport r = t.Check(cpus);
+    ExpectWellFormed(r);
+    for (const char* id : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
+      EXPECT_EQ(Get(r, id).level, ReadinessLevel::kOk) << id << ": " << Get(r, id).summary;
+    }
+  }
+  // The user measures on CPU 1 too: not covered by any of the three.
+  const ReadinessReport r = t.Check({1, 2, 3});
+  for (const char* id : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
+    const ReadinessFinding& f = Get(r, id);
+    EXPECT_EQ(f.level, ReadinessLevel::kWarn) << id;
+    EXPECT_TRUE(Has(f.summary, "CPU 1 not covered")) << f.summary;
+    EXPECT_TRUE(Has(f.fix, std::string(id) + "=1-3 ")) << f.fix;
+    EXPECT_TRUE(Has(f.fix, "setenv bootargs")) << f.fix;
+    EXPECT_TRUE(Has(f.fix, "APPEND line of /boot/extlinux/extlinux.conf")) << f.fix;
+  }
+}
+
+TEST(Readiness, EachBootParameterIsJudgedOnItsOwn) {
+  FakeTree t;
+  t.Write("/sys/devices/system/cpu/online", "0-3\n");
+  t.Write("/sys/devices/system/cpu/isolated", "3\n");
+  // Only isolcpus=: the tick and RCU still run on CPU 3.
+  t.Write("/proc/cmdline", "isolcpus=managed_irq,domain,3\n");
+  ReadinessReport r = t.Check();
+  EXPECT_EQ(Get(r, "isolcpus").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "nohz_full").level, ReadinessLevel::kWarn);
+  EXPECT_EQ(Get(r, "rcu_nocbs").level, ReadinessLevel::kWarn);
+  // rcu_nocbs= alone.
+  t.Write("/proc/cmdline", "isolcpus=3 rcu_nocbs=3\n");
+  r = t.Check();
+  EXPECT_EQ(Get(r, "nohz_full").level, ReadinessLevel::kWarn);
+  EXPECT_EQ(Get(r, "rcu_nocbs").level, ReadinessLevel::kOk) << Get(r, "rcu_nocbs").summary;
+  // nohz_full= asked but not applied: a kernel without CONFIG_NO_HZ_FULL (no sysfs file).
+  t.Write("/proc/cmdline", "isolcpus=3 nohz_full=3\n");
+  r = t.Check();
+  EXPECT_EQ(Get(r, "nohz_full").level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(Get(r, "nohz_full").summary, "CONFIG_NO_HZ_FULL")) << Get(r, "nohz_full").summary;
+  EXPECT_EQ(Get(r, "rcu_nocbs").level, ReadinessLevel::kWarn);
+  // nohz_full= applied implies rcu_nocbs= for its CPUs, as in the kernel.
+  t.Write("/sys/devices/system/cpu/nohz_full", "3\n");
+  r = t.Check();
+  EXPECT_EQ(Get(r, "nohz_full").level, ReadinessLevel::kOk);
+  EXPECT_EQ(Get(r, "rcu_nocbs").level, ReadinessLevel::kOk);
+  EXPECT_TRUE(Has(Get(r, "rcu_nocbs").summary, "implied by nohz_full="))
+      << Get(r, "rcu_nocbs").summary;
+  // "all" covers every online CPU.
+  t.Write("/sys/devices/system/cpu/nohz_full", "(null)\n");
+  t.Write("/proc/cmdline", "isolcpus=3 rcu_nocbs=all\n");
+  EXPECT_EQ(Get(t.Check({1, 3}), "rcu_nocbs").level, ReadinessLevel::kOk);
 }
 
 TEST(Readiness, RtGroupBudgetOfZeroFailsNamingTheCgroup) {

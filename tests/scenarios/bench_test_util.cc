@@ -238,6 +238,15 @@ TempDir::TempDir(const std::string& name) {
   std::filesystem::create_directories(path_);
 }
 
+bool TempDir::Write(const std::string& absolute, const std::string& text) const {
+  const std::filesystem::path p = path_ + absolute;
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  std::ofstream out(p);
+  out << text;
+  return !ec && out.flush().good();
+}
+
 TempDir::~TempDir() {
   // Never throws: a file that disappears meanwhile (a process finishing its output) is retried,
   // and whatever cannot be removed stays rather than aborting the test binary.

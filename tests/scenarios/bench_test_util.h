@@ -73,6 +73,9 @@ class TempDir {
   explicit TempDir(const std::string& name);
   ~TempDir();
   const std::string& path() const { return path_; }
+  // Writes `text` to path() + `absolute` ("/proc/cmdline": a fake tree's file), making the
+  // directories on the way; false when it cannot.
+  bool Write(const std::string& absolute, const std::string& text) const;
 
  private:
   std::string path_;

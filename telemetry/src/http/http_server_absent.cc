@@ -7,10 +7,28 @@
 // message below. Thread contract: as http_server.h (no HttpServer is ever created).
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rtloop/telemetry/http_server.h"
 
 namespace rtloop::telemetry {
+
+namespace {
+
+Status Absent(std::string_view address) {
+  return Status(StatusCode::kFailedPrecondition,
+                "the HTTP endpoint (" + std::string(address) +
+                    ") is not in this build of rtloop (RTLOOP_HTTP=OFF: the single-file static "
+                    "tools, since Debian 12 has no static civetweb/prometheus-cpp); use the "
+                    "rtloop Debian package for /metrics and the live page, or gRPC telemetry "
+                    "(--telemetry) here");
+}
+
+}  // namespace
+
+// Any address is refused with the reason, so an option check (rtloop-cyclic --metrics) stops
+// before anything starts, as Start() would.
+Status CheckHttpAddress(std::string_view address) { return Absent(address); }
 
 class HttpServer::Impl {};
 
@@ -20,12 +38,7 @@ HttpServer::~HttpServer() = default;
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
                                                       const TelemetryHub& /*hub*/,
                                                       const HttpSources& /*sources*/) {
-  return Status(StatusCode::kFailedPrecondition,
-                "the HTTP endpoint (" + config.address +
-                    ") is not in this build of rtloop (RTLOOP_HTTP=OFF: the single-file static "
-                    "tools, since Debian 12 has no static civetweb/prometheus-cpp); use the "
-                    "rtloop Debian package for /metrics and the live page, or gRPC telemetry "
-                    "(--telemetry) here");
+  return Absent(config.address);
 }
 
 // Unreachable: no HttpServer exists in this build.

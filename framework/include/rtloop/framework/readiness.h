@@ -11,7 +11,8 @@
 // Levels: kFail when real-time work cannot work as intended (SCHED_FIFO refused, an RT group
 // budget of 0, which makes latency tools measure nothing, no RT runtime at all, memory that
 // cannot be locked); kWarn for what makes latencies worse or less predictable (no PREEMPT_RT, no
-// isolated CPUs, IRQs on isolated CPUs, a power-saving governor, deep idle states, SMT, swap,
+// isolated CPUs, RT CPUs without isolcpus=/nohz_full=/rcu_nocbs=, IRQs on
+// isolated CPUs, a power-saving governor, deep idle states, SMT, swap,
 // irqbalance, the documented printk/overcommit settings); kOk otherwise. Every non-OK finding
 // carries the command or boot parameter that fixes it.
 //
@@ -52,6 +53,9 @@ struct ReadinessConfig {
   std::string root;
   // Try SCHED_FIFO and /dev/cpu_dma_latency on the live system (ignored when root is set).
   bool probe = true;
+  // The CPUs the real-time threads run on (`rtloop-bench doctor --cpus`): isolcpus=, nohz_full=
+  // and rcu_nocbs= must cover each. Empty: the isolated CPUs (none: the three findings WARN).
+  std::vector<int> rt_cpus;
 };
 
 struct ReadinessReport {
