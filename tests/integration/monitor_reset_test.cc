@@ -34,8 +34,8 @@ using testing::HttpGet;
 using testing::HttpReply;
 using testing::IdleTask;
 using testing::Rig;
-using testing::Sample;
 using testing::RunCommand;
+using testing::Sample;
 using testing::ScratchDir;
 using testing::TestRuntimeConfig;
 
@@ -165,6 +165,21 @@ TEST(GrpcReset, ResetStatsNeedsTheTokenAndClearsMinMax) {
   EXPECT_FALSE(t.latency().has_max_ns());
   EXPECT_TRUE(t.latency().has_avg_ns()) << "averages are totals: kept";
   EXPECT_FALSE(t.has_jitter_min_ns());
+}
+
+TEST(GrpcReset, RtloopTopResetNeedsTheToken) {
+  const ScratchDir dir("top_reset");
+  const std::string token = (dir / "token").string();
+  Rig rig;
+  ASSERT_TRUE(BuildTokenRig(rig, token, "s3cret-token").ok());
+  const std::string top = std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --reset";
+  const Command refused = RunCommand(top);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_EQ(rig.executor().Stats(0).resets, 0u);
+  const Command done = RunCommand(top + " --token-file " + token);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_NE(done.output.find("statistics of 1 task reset"), std::string::npos) << done.output;
+  EXPECT_EQ(rig.executor().Stats(0).resets, 1u);
 }
 
 TEST(GrpcReset, AServerWithoutATokenIsReadOnly) {
