@@ -53,7 +53,6 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-
 // A rig whose tasks have finished, a WindowedStats ticked by the test, and an HTTP server.
 class HttpServerTest : public ::testing::Test {
  protected:
