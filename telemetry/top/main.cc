@@ -186,6 +186,18 @@ void SleepInterruptible(double seconds) {
   }
 }
 
+// --reset: the exit status.
+int Reset(tt::Client& client) {
+  rtloop::Result<tt::v1::ResetStatsResponse> r = client.ResetStats({});
+  if (!r.ok()) {
+    std::fprintf(stderr, "rtloop-top: %s\n", r.status().message().c_str());
+    return 2;
+  }
+  std::printf("rtloop-top: statistics of %d task%s reset at %s\n", r->task_ids_size(),
+              r->task_ids_size() == 1 ? "" : "s", client.address().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -212,16 +224,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  if (o.reset) {
-    rtloop::Result<tt::v1::ResetStatsResponse> r = (*client)->ResetStats({});
-    if (!r.ok()) {
-      std::fprintf(stderr, "rtloop-top: %s\n", r.status().message().c_str());
-      return 2;
-    }
-    std::printf("rtloop-top: statistics of %d task%s reset at %s\n", r->task_ids_size(),
-                r->task_ids_size() == 1 ? "" : "s", (*client)->address().c_str());
-    return 0;
-  }
+  if (o.reset) return Reset(**client);
 
   const bool tty = !o.json && isatty(STDOUT_FILENO) == 1;
   tt::top::Snapshot snap;

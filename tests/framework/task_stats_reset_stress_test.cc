@@ -52,7 +52,8 @@ TEST(TaskStatsResetStress, ResetsWhileRecordingKeepSnapshotsCoherent) {
   EXPECT_EQ(bad.load(), 0);
   const TaskStatsSnapshot end = stats.Snapshot();
   EXPECT_EQ(end.cycles, kCycles);
-  stats.Record(4242, 424, 1, false, false, 0);  // the next cycle applies the last reset
+  stats.RequestReset();
+  stats.Record(4242, 424, 1, false, false, 0);  // the next cycle applies it
   const TaskStatsSnapshot after = stats.Snapshot();
   ASSERT_TRUE(after.has_min_max());
   EXPECT_EQ(after.latency_min_ns, 4242);
