@@ -33,7 +33,7 @@ using namespace rtloop::telemetry;  // NOLINT(google-build-using-namespace)
 using std::chrono::steady_clock;
 
 std::unique_ptr<Server> StartServer(TelemetryHub& hub, Collector& collector,
-                                    const Executor* executor = nullptr) {
+                                    Executor* executor = nullptr) {
   ServerConfig sc;
   sc.address = "127.0.0.1:0";
   sc.log_to_stderr = false;

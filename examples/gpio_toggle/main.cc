@@ -12,6 +12,8 @@
 //
 // Exit status: 0 after a run, 1 when the output or the runtime could not start (the message says
 // why and lists what exists), 2 for a bad argument.
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -20,7 +22,6 @@
 
 #include "example_cli.h"
 #include "gpio_output.h"
-#include "monitor_thread.h"
 #include "rtloop/telemetry/runtime.h"
 #include "toggle_task.h"
 
@@ -115,7 +116,7 @@ void PrintOutputSummary(const gpio_toggle::ToggleTask& task, const gpio_toggle::
 }  // namespace
 
 int main(int argc, char** argv) {
-  example_cli::BlockMonitorSignal();  // before any thread: SIGUSR1 is the monitor thread's only
+  rtloop::BlockSignal(SIGUSR1);  // before any thread: SIGUSR1 is the runtime's monitor's only
   Options o;
   if (std::optional<int> rc = Parse(argc, argv, &o)) return *rc;
 
@@ -125,11 +126,17 @@ int main(int argc, char** argv) {
 
   rtloop::RuntimeConfig rc;
   example_cli::Apply(o.run, "rtloop-gpio-toggle", &rc);
+  const std::chrono::nanoseconds period = std::chrono::microseconds(o.period_us);
+  rc.monitor_signal = SIGUSR1;  // the runtime's task monitor: the output summary and the table
+  rc.monitor_text = [&task, &output, period](const rtloop::Runtime& runtime) {
+    PrintOutputSummary(task, **output, period);
+    return rtloop::FormatTaskReport(runtime.Reports());
+  };
   auto rt = rtloop::Runtime::Create(rc);
   if (!rt.ok()) return rtloop::ExitCode(rt.status());
   rtloop::TaskConfig tc;
   tc.name = "toggle";
-  tc.period = std::chrono::microseconds(o.period_us);
+  tc.period = period;
   tc.cpus = {o.cpu >= 0 ? static_cast<int>(o.cpu) : example_cli::DefaultRtCpu()};
   tc.policy = rtloop::SchedPolicy::kFifo;
   tc.priority = static_cast<int>(o.priority);
@@ -141,14 +148,7 @@ int main(int argc, char** argv) {
       o.priority, o.delay_us, example_cli::DescribeDuration(o.run).c_str());
   std::fflush(stdout);
 
-  example_cli::MonitorThread monitor(std::chrono::seconds(1), [&](example_cli::Wake w) {
-    if (w != example_cli::Wake::kSignal) return;
-    PrintOutputSummary(task, **output, tc.period);
-    std::fputs(rtloop::FormatTaskReport((*rt)->Reports()).c_str(), stdout);
-    std::fflush(stdout);
-  });
   const rtloop::Status status = (*rt)->RunUntilSignal();
-  monitor.Stop();
   PrintOutputSummary(task, **output, tc.period);
   std::fputs(rtloop::FormatTaskReport((*rt)->Reports()).c_str(), stdout);
   return rtloop::ExitCode(status);

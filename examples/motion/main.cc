@@ -11,6 +11,8 @@
 //
 // Exit status: 0 after a run, 1 when the runtime could not start (the message says why), 2 for a
 // bad argument.
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -19,7 +21,6 @@
 
 #include "axis.h"
 #include "example_cli.h"
-#include "monitor_thread.h"
 #include "rtloop/telemetry/runtime.h"
 
 namespace {
@@ -90,7 +91,7 @@ void PrintTracking(const motion::Axis& axis, const motion::Axis& shadow) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  example_cli::BlockMonitorSignal();  // before any thread: SIGUSR1 is the monitor thread's only
+  rtloop::BlockSignal(SIGUSR1);  // before any thread: SIGUSR1 is the runtime's monitor's only
   Options o;
   if (std::optional<int> rc = Parse(argc, argv, &o)) return *rc;
 
@@ -107,6 +108,12 @@ int main(int argc, char** argv) {
 
   rtloop::RuntimeConfig rc;
   example_cli::Apply(o.run, "rtloop-motion", &rc);
+  rc.monitor_signal =
+      SIGUSR1;  // the runtime's task monitor: kill -USR1 prints the progress and table
+  rc.monitor_text = [&task, period = ac.period](const rtloop::Runtime& runtime) {
+    PrintProgress(task, period);
+    return rtloop::FormatTaskReport(runtime.Reports());
+  };
   auto rt = rtloop::Runtime::Create(rc);
   if (!rt.ok()) return rtloop::ExitCode(rt.status());
   rtloop::TaskConfig tc;
@@ -128,15 +135,13 @@ int main(int argc, char** argv) {
       o.run.record.empty() ? "" : "; recording to ", o.run.record.c_str());
   std::fflush(stdout);
 
-  example_cli::MonitorThread monitor(std::chrono::seconds(1), [&](example_cli::Wake w) {
-    PrintProgress(task, tc.period);
-    if (w == example_cli::Wake::kSignal) {
-      std::fputs(("\n" + rtloop::FormatTaskReport((*rt)->Reports()) + "\n").c_str(), stdout);
-      std::fflush(stdout);
-    }
-  });
+  // The progress line every second: a housekeeping job (non-RT, not measured).
+  if (rtloop::Status s = (*rt)->AddHousekeeping("progress", std::chrono::seconds(1),
+                                                [&] { PrintProgress(task, tc.period); });
+      !s.ok()) {
+    return rtloop::ExitCode(s);
+  }
   const rtloop::Status status = (*rt)->RunUntilSignal();
-  monitor.Stop();
   PrintTracking(**axis, **shadow);
   std::fputs(rtloop::FormatTaskReport((*rt)->Reports()).c_str(), stdout);
   return rtloop::ExitCode(status);

@@ -12,6 +12,7 @@
 // Exit status: 0 after a run without a fault, 3 when the PLC faulted (a task's watchdog tripped:
 // rtloop::Runtime's kExitTaskFault), 1 when the runtime could not start (the message says why),
 // 2 for a bad argument or configuration.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,7 +23,6 @@
 #include <vector>
 
 #include "example_cli.h"
-#include "monitor_thread.h"
 #include "plc.h"
 #include "plc_config.h"
 #include "plc_monitor.h"
@@ -103,7 +103,7 @@ bool InjectOverrun(plc::Plc& plc, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  example_cli::BlockMonitorSignal();  // before any thread: SIGUSR1 is the monitor thread's only
+  rtloop::BlockSignal(SIGUSR1);  // before any thread: SIGUSR1 is the runtime's monitor's only
   Options o;
   if (std::optional<int> rc = Parse(argc, argv, &o)) return *rc;
 
@@ -120,6 +120,10 @@ int main(int argc, char** argv) {
 
   rtloop::RuntimeConfig rc;
   example_cli::Apply(o.run, "rtloop-plc", &rc);
+  rc.monitor_signal = SIGUSR1;  // the runtime's task monitor, with the PLC's view around the table
+  rc.monitor_text = [&plc](const rtloop::Runtime& runtime) {
+    return plc::FormatPlcMonitor(plc, runtime.Reports());
+  };
   auto rt = rtloop::Runtime::Create(rc);
   if (!rt.ok()) return rtloop::ExitCode(rt.status());
   std::string tasks;
@@ -137,22 +141,22 @@ int main(int argc, char** argv) {
       example_cli::DescribeDuration(o.run).c_str(), static_cast<int>(getpid()));
   std::fflush(stdout);
 
-  // The monitor thread: the task monitor on SIGUSR1, and the fault report once, when it happens.
+  // A housekeeping job (non-RT, not measured): the fault report once, when it happens.
   bool fault_reported = false;
-  example_cli::MonitorThread monitor(std::chrono::milliseconds(100), [&](example_cli::Wake w) {
-    if (!fault_reported && plc.faulted()) {
-      fault_reported = true;
-      std::fprintf(stderr, "rtloop-plc: %s\n",
-                   plc::FormatFaultReport(plc.fault(), plc.config()).c_str());
-    }
-    if (w == example_cli::Wake::kSignal) {
-      std::fputs(("\n" + plc::FormatPlcMonitor(plc, (*rt)->Reports())).c_str(), stdout);
-      std::fflush(stdout);
-    }
-  });
-  const rtloop::Status status = (*rt)->RunUntilSignal();
-  monitor.Stop();
-  if (!fault_reported && plc.faulted()) {  // in the monitor's last 100 ms
+  if (rtloop::Status s = (*rt)->AddHousekeeping(
+          "plc-faults", std::chrono::milliseconds(100),
+          [&] {
+            if (!fault_reported && plc.faulted()) {
+              fault_reported = true;
+              std::fprintf(stderr, "rtloop-plc: %s\n",
+                           plc::FormatFaultReport(plc.fault(), plc.config()).c_str());
+            }
+          });
+      !s.ok()) {
+    return rtloop::ExitCode(s);
+  }
+  const rtloop::Status status = (*rt)->RunUntilSignal();  // stops the job (joined) first
+  if (!fault_reported && plc.faulted()) {                 // in the monitor's last 100 ms
     std::fprintf(stderr, "rtloop-plc: %s\n",
                  plc::FormatFaultReport(plc.fault(), plc.config()).c_str());
   }

@@ -542,6 +542,14 @@ TaskStatsSnapshot Executor::Stats(TaskId id) const noexcept {
   return slot != nullptr ? slot->stats.Snapshot() : TaskStatsSnapshot{};
 }
 
+bool Executor::ResetStats(TaskId id) noexcept {
+  // The executor is not const here: its slot may be written (RequestReset is the only write).
+  Impl::Slot* slot = const_cast<Impl::Slot*>(impl_->Find(id));
+  if (slot == nullptr) return false;
+  slot->stats.RequestReset();
+  return true;
+}
+
 TaskState Executor::State(TaskId id) const noexcept {
   const Impl::Slot* slot = impl_->Find(id);
   return slot != nullptr ? slot->stats.state() : TaskState::kCreated;

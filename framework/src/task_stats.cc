@@ -50,6 +50,18 @@ const char* TaskStateName(TaskState state) noexcept {
 
 void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns, std::int64_t jitter_ns,
                        bool first, bool overrun, std::uint64_t missed) noexcept {
+  if (const std::uint64_t req = reset_requested_.load(std::memory_order_acquire);
+      req != reset_applied_.load(std::memory_order_relaxed)) [[unlikely]] {
+    // A reset was asked for: min/max restart with this cycle. Stored before reset_applied_
+    // (release), so a reader that sees the reset applied sees them restarted.
+    for (I64* a : {&latency_min_, &execution_min_, &jitter_min_}) {
+      a->store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
+    }
+    for (I64* a : {&latency_max_, &execution_max_, &jitter_max_}) {
+      a->store(std::numeric_limits<std::int64_t>::min(), std::memory_order_relaxed);
+    }
+    reset_applied_.store(req, std::memory_order_release);
+  }
   Min(latency_min_, latency_ns);
   Max(latency_max_, latency_ns);
   Add(latency_sum_, latency_ns);
@@ -123,6 +135,24 @@ TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
   // A fault is rare and its Store() short: a few bounded attempts (RT-safe); on a collision with
   // a fault being recorded right now the record stays kNone for this snapshot only.
   if (s.faults != 0) (void)last_fault_.TryLoad(s.last_fault, 8);
+  // Min/max exist when the RT thread applied the last reset asked for and recorded a value since
+  // (an unset min still holds its sentinel, which OrZero() made 0 above).
+  s.resets = reset_requested_.load(std::memory_order_acquire);
+  const bool current = reset_applied_.load(std::memory_order_acquire) == s.resets;
+  const bool extremes =
+      current &&
+      latency_min_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::max() &&
+      latency_max_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::min();
+  const bool jitter_extremes =
+      current &&
+      jitter_min_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::max() &&
+      jitter_max_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::min();
+  s.min_max_cleared = s.has_data() && !extremes;
+  s.jitter_min_max_cleared = s.has_jitter() && !jitter_extremes;
+  if (!s.has_min_max()) {
+    s.latency_min_ns = s.latency_max_ns = s.execution_min_ns = s.execution_max_ns = 0;
+  }
+  if (!s.has_jitter_min_max()) s.jitter_min_ns = s.jitter_max_ns = 0;
   return s;
 }
 

@@ -137,9 +137,11 @@ void ToProto(const Percentiles& percentiles, v1::LatencyStats* out) {
 void ToProto(const HistogramSummary& summary, v1::LatencyStats* out) {
   out->Clear();
   out->set_count(summary.count);
-  out->set_min_ns(summary.min_ns);
-  out->set_max_ns(summary.max_ns);
-  out->set_avg_ns(summary.mean_ns);
+  if (summary.count > 0) {  // min/max/avg have presence: absent without a value
+    out->set_min_ns(summary.min_ns);
+    out->set_max_ns(summary.max_ns);
+    out->set_avg_ns(summary.mean_ns);
+  }
   out->set_sum_ns(summary.sum_ns);
   ToProto(summary.percentiles, out);
   out->set_negative_count(summary.negative_count);
@@ -155,8 +157,10 @@ void FillQuantity(const TaskStatsSnapshot& stats, std::int64_t min_ns, std::int6
   out->Clear();
   out->set_count(stats.cycles);
   if (stats.has_data()) {
-    out->set_min_ns(min_ns);
-    out->set_max_ns(max_ns);
+    if (stats.has_min_max()) {  // absent after a reset until the next cycle
+      out->set_min_ns(min_ns);
+      out->set_max_ns(max_ns);
+    }
     out->set_sum_ns(sum_ns);
     out->set_avg_ns(static_cast<double>(sum_ns) / static_cast<double>(stats.cycles));
   }
@@ -179,8 +183,11 @@ void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
                out->mutable_latency());
   FillQuantity(st, st.execution_min_ns, st.execution_max_ns, st.execution_sum_ns,
                snapshot.execution, out->mutable_execution());
-  out->set_jitter_min_ns(st.jitter_min_ns);
-  out->set_jitter_max_ns(st.jitter_max_ns);
+  if (st.has_jitter_min_max()) {
+    out->set_jitter_min_ns(st.jitter_min_ns);
+    out->set_jitter_max_ns(st.jitter_max_ns);
+  }
+  out->set_resets(st.resets);
   out->set_overruns(snapshot.stats.overruns);
   out->set_missed_releases(snapshot.stats.missed_releases);
   out->set_faults(snapshot.stats.faults);

@@ -83,6 +83,11 @@ Status CheckValues(const RuntimeConfig& c) {
                                 std::to_string(c.duration.count()) +
                                 " ns) — use 0 (until a signal) or a positive duration");
   }
+  if (c.monitor_signal != 0) {
+    if (Status s = HousekeepingThread::Check({.tick = {}, .signal = c.monitor_signal}); !s.ok()) {
+      return InvalidArgumentError("RuntimeConfig::monitor_signal: " + s.message());
+    }
+  }
   const TelemetryConfig& t = c.telemetry;
   if (!t.enabled) {
     if (t.http.has_value()) {
@@ -216,6 +221,12 @@ Status Runtime::Init() {
   Result<std::unique_ptr<Executor>> ex = Executor::Create(config_.executor);
   if (!ex.ok()) return ex.status();
   executor_ = std::move(*ex);
+  if (config_.monitor_signal != 0) {
+    monitor_ = std::make_unique<HousekeepingThread>(
+        HousekeepingConfig{.signal = config_.monitor_signal, .name = "rtloop-monitor"},
+        [this](HousekeepingThread::Wake) { PrintMonitor(); });
+    if (!monitor_->ok()) return About("monitor_signal", monitor_->status());
+  }
   if (!config_.telemetry.enabled) return Status::Ok();
   RTLOOP_RETURN_IF_ERROR(SetDefaultThreadStack(config_.telemetry.thread_stack_size));
   telemetry::TelemetryHubConfig hc;
@@ -232,7 +243,7 @@ Status Runtime::Init() {
 }
 
 Status Runtime::StartServer() {
-  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   const std::vector<int> before = ThreadIds();
   Result<std::unique_ptr<telemetry::Server>> server =
       telemetry::Server::Start(config_.telemetry.grpc, *hub_, *collector_, executor_.get());
@@ -250,7 +261,7 @@ Status Runtime::StartServer() {
 }
 
 Status Runtime::StartHttp() {
-  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   const std::vector<int> before = ThreadIds();
   Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
       *config_.telemetry.http, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
@@ -383,7 +394,7 @@ Status Runtime::Start() {
   phase_ = Phase::kStarted;
   if (collector_ != nullptr) {
     telemetry_cpus_ = ChooseTelemetryCpus();
-    const SignalBlockScope blocked({SIGINT, SIGTERM});
+    const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
     if (!telemetry_cpus_.empty() && config_.telemetry.grpc.cpus.empty()) {
       PinThreads(server_tids_, telemetry_cpus_);
     }
@@ -397,11 +408,18 @@ Status Runtime::Start() {
       return s;
     }
   }
-  if (Status s = executor_->Start(); !s.ok()) {
-    (void)StopLocked(/*abandon=*/true);  // no task ran: nothing to keep
-    return s;
+  Status started;
+  {
+    // The RT threads inherit the monitor signal blocked: it never interrupts them.
+    const SignalBlockScope blocked({config_.monitor_signal});
+    started = executor_->Start();
   }
-  const SignalBlockScope blocked({SIGINT, SIGTERM});
+  if (started.ok()) started = StartHousekeeping();
+  if (!started.ok()) {
+    (void)StopLocked(/*abandon=*/true);  // no task ran: nothing to keep
+    return started;
+  }
+  const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   fault_watcher_ = std::make_unique<internal::FaultWatcher>(
       *executor_, hub_.get(),
       internal::FaultWatcherConfig{.app_name = config_.app_name,
@@ -410,6 +428,64 @@ Status Runtime::Start() {
                                    .on_fault = config_.on_fault});
   fault_watcher_->Start();
   return Status::Ok();
+}
+
+Status Runtime::StartHousekeeping() {
+  std::vector<int> tids;
+  if (monitor_ != nullptr) tids.push_back(monitor_->tid());
+  const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
+  for (const HousekeepingJob& h : housekeeping_) {
+    auto thread = std::make_unique<HousekeepingThread>(
+        h.config, [job = h.job](HousekeepingThread::Wake) { job(); });
+    if (!thread->ok()) return thread->status();
+    housekeeping_threads_.push_back(std::move(thread));
+  }
+  // Moved off the RT CPUs like the telemetry threads.
+  if (telemetry_cpus_.empty()) return Status::Ok();
+  for (const auto& t : housekeeping_threads_) tids.push_back(t->tid());
+  PinThreads(tids, telemetry_cpus_);
+  return Status::Ok();
+}
+
+Status Runtime::AddHousekeeping(std::string name, std::chrono::nanoseconds tick,
+                                std::function<void()> job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (phase_ != Phase::kCreated) {
+    return FailedPreconditionError("AddHousekeeping(\"" + name +
+                                   "\") after Start(): add every job before starting");
+  }
+  if (!job) return InvalidArgumentError("AddHousekeeping(\"" + name + "\"): no job given");
+  if (tick < std::chrono::milliseconds(1)) {
+    return InvalidArgumentError("AddHousekeeping(\"" + name + "\"): tick is " +
+                                std::to_string(tick.count()) + " ns — use at least 1 ms");
+  }
+  housekeeping_.push_back(
+      {HousekeepingConfig{.tick = tick, .name = std::move(name)}, std::move(job)});
+  return Status::Ok();
+}
+
+void Runtime::ResetStats() {
+  for (std::size_t i = 0; i < executor_->TaskCount(); ++i) {
+    (void)executor_->ResetStats(static_cast<TaskId>(i));
+  }
+}
+
+Status Runtime::ResetStats(TaskId id) {
+  if (!executor_->ResetStats(id)) {
+    return NotFoundError("ResetStats(" + std::to_string(id) + "): no such task (there are " +
+                         std::to_string(executor_->TaskCount()) + ")");
+  }
+  return Status::Ok();
+}
+
+void Runtime::PrintMonitor() {
+  const std::string text =
+      config_.monitor_text ? config_.monitor_text(*this) : FormatTaskReport(Reports());
+  std::string out = "\n" + config_.app_name + ": task monitor (" +
+                    SignalName(config_.monitor_signal) + ")\n" + text;
+  if (out.back() != '\n') out += '\n';
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
 }
 
 Status Runtime::Stop() {
@@ -426,6 +502,9 @@ Status Runtime::StopLocked(bool abandon) {
   if (phase_ == Phase::kStopped) return Status::Ok();
   const bool started = phase_ == Phase::kStarted;
   phase_ = Phase::kStopped;
+  // The side threads first: their jobs read what the rest of the stop takes down.
+  for (const auto& t : housekeeping_threads_) t->Stop();
+  if (monitor_ != nullptr) monitor_->Stop();
   if (started) (void)executor_->Stop();  // FailedPrecondition only if it never started
   if (fault_watcher_ != nullptr) fault_watcher_->Stop();  // and says a fault of the last moment
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log

@@ -34,7 +34,13 @@ std::string QuantityRow(const TaskReport& r, int width, std::int64_t last, std::
                         std::optional<double> avg, std::int64_t max,
                         const telemetry::Percentiles& p) {
   if (!r.has_data()) return "  " + Name(r, width) + StrFormat("%9s", "no data") + "\n";
-  std::string row = "  " + Name(r, width) + Us(last) + Us(min) + Us(avg) + Us(max);
+  // After a statistics reset, min/max are "-" until the task's next cycle.
+  const auto extreme = [&r](std::int64_t v) -> std::optional<double> {
+    if (!r.stats.has_min_max()) return std::nullopt;
+    return static_cast<double>(v);
+  };
+  std::string row =
+      "  " + Name(r, width) + Us(last) + Us(extreme(min)) + Us(avg) + Us(extreme(max));
   if (p.valid) {
     row += Us(p.p99_ns) + Us(p.p99_9_ns) + Us(p.p99_99_ns);
   } else {
@@ -77,6 +83,11 @@ std::string Jitter(std::span<const TaskReport> reports, int width) {
       continue;
     }
     const std::optional<std::int64_t> range = s.jitter_range_ns();
+    if (!s.has_jitter_min_max()) {  // reset, no cycle since
+      out += "  " + Name(r, width) + Us(s.jitter_last_ns) + Us(std::nullopt) + Us(std::nullopt) +
+             Us(std::nullopt) + "\n";
+      continue;
+    }
     out += "  " + Name(r, width) + Us(s.jitter_last_ns) + Us(s.jitter_min_ns) +
            Us(s.jitter_max_ns) + Us(*range) + "\n";
   }

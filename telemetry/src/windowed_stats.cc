@@ -189,6 +189,8 @@ struct WindowedStats::TaskState {
   Clock::time_point last_reading{};
   std::deque<SecondStats> history;
   TaskWindow window;
+  TaskStatsSnapshot stats;        // the executor's statistics read with the histograms
+  std::uint64_t resets_seen = 0;  // TaskStatsSnapshot::resets at the last tick
 };
 
 namespace {
@@ -427,8 +429,12 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
   // Read without the state's lock: only this thread writes the series.
   const Clock::time_point now = Clock::now();
-  const Snapshot latency = Read(t.latency(), &latency_buckets_);
+  // Execution first, then latency, then the counters: the RT thread records latency before
+  // execution, so the latency reading counts at least the cycles the execution reading does
+  // (see TaskReading::stats).
   const Snapshot execution = Read(t.execution(), &execution_buckets_);
+  const Snapshot latency = Read(t.latency(), &latency_buckets_);
+  const TaskStatsSnapshot stats = hub_.Stats(t.id());
   const WindowSummary latency_total = SummarizeReading(latency, latency_buckets_);
   const WindowSummary execution_total = SummarizeReading(execution, execution_buckets_);
   const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -442,8 +448,14 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
   state->latency_total = latency_total;
   state->execution_total = execution_total;
   state->reading_unix_ms = unix_ms;
+  state->stats = stats;
   const Clock::duration since_last = now - state->last_reading;
   state->last_reading = now;
+  // A statistics reset since the last tick (the epoch the executor's TaskStats counts): the
+  // window restarts empty, this tick included (it holds values from before the reset). The
+  // history keeps its seconds: it is a time series, not a statistic.
+  const bool reset = stats.resets != state->resets_seen;
+  state->resets_seen = stats.resets;
   if (baseline) return;
   const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
   const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
@@ -455,6 +467,14 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
                             .execution_max_ns = se.max_ns,
                             .execution_p99_ns = se.p99_ns});
   while (state->history.size() > history_ticks) state->history.pop_front();
+  if (reset) {
+    state->latency.ticks.clear();
+    state->execution.ticks.clear();
+    state->spans.clear();
+    state->window = TaskWindow{};
+    state->window.id = t.id();
+    return;
+  }
   state->latency.ticks.push_back(std::move(dl));
   state->execution.ticks.push_back(std::move(de));
   state->spans.push_back(since_last);
@@ -493,6 +513,7 @@ TaskReading WindowedStats::Reading(TaskId id, bool with_buckets,
   r.unix_ms = state->reading_unix_ms;
   r.latency.total = state->latency_total;
   r.execution.total = state->execution_total;
+  r.stats = state->stats;
   if (with_buckets) {
     r.latency.buckets = ExportReading(state->latency.prev);
     r.execution.buckets = ExportReading(state->execution.prev);

@@ -2,7 +2,10 @@
 //
 //   rtloop-top [ADDR] [--interval SECONDS] [--once] [--json [--watch]] [--token-file FILE]
 //              [--tls-ca FILE]
+//   rtloop-top [ADDR] --reset --token-file FILE     statistics reset of every task, then exit
 //
+// --reset: the server's ResetStats call (min/max and windows cleared, totals kept; it needs the
+// server's token): 0 reset, 2 refused or unreachable (one line on stderr says why).
 // Exit codes: 0 done (a snapshot printed, interrupted, or a --json --watch run ended), 2 bad
 // usage, or in one-snapshot mode (--once, --json): server unreachable, bad token, TLS mismatch
 // (one line on stderr says which). --json prints one snapshot unless --watch asks for one per
@@ -61,6 +64,9 @@ constexpr char kUsage[] =
     "  --watch              with --json: a snapshot every interval, until interrupted or until\n"
     "                       nothing listens at ADDR any more (the run ended: exit 0)\n"
     "  --no-histogram       leave out the per-task latency histograms\n"
+    "  --reset              reset every task's statistics (min/max and the windows; counts,\n"
+    "                       sums, averages and histograms are kept) and exit; needs the\n"
+    "                       server's token (--token-file)\n"
     "  --token-file FILE    bearer token for a server that requires one\n"
     "  --tls-ca FILE        use TLS; FILE holds the PEM root certificate of the server\n"
     "  --tls-server-name N  name to check in the server certificate (default: ADDR's host)\n"
@@ -74,6 +80,7 @@ struct Options {
   bool json = false;
   bool watch = false;  // --json: keep printing
   bool histogram = true;
+  bool reset = false;
   double timeout_s = 3.0;
   std::string token_file;
   std::string tls_ca;
@@ -125,6 +132,8 @@ Options ParseArgs(int argc, char** argv) {
       o.watch = true;
     } else if (arg == "--no-histogram") {
       o.histogram = false;
+    } else if (arg == "--reset") {
+      o.reset = true;
     } else if (arg == "--interval") {
       o.interval_s = ParseSeconds(arg, next().c_str(), 0.01, 3600);
     } else if (arg == "--timeout") {
@@ -147,6 +156,9 @@ Options ParseArgs(int argc, char** argv) {
   }
   if (o.watch && o.once) UsageError("--watch and --once contradict each other: give one");
   if (o.watch && !o.json) UsageError("--watch is for --json (the screen is live anyway)");
+  if (o.reset && (o.json || o.once || o.watch)) {
+    UsageError("--reset resets and exits: give it without --json, --once or --watch");
+  }
   return o;
 }
 
@@ -174,6 +186,18 @@ void SleepInterruptible(double seconds) {
   }
 }
 
+// --reset: the exit status.
+int Reset(tt::Client& client) {
+  rtloop::Result<tt::v1::ResetStatsResponse> r = client.ResetStats({});
+  if (!r.ok()) {
+    std::fprintf(stderr, "rtloop-top: %s\n", r.status().message().c_str());
+    return 2;
+  }
+  std::printf("rtloop-top: statistics of %d task%s reset at %s\n", r->task_ids_size(),
+              r->task_ids_size() == 1 ? "" : "s", client.address().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,6 +223,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rtloop-top: %s\n", client.status().message().c_str());
     return 2;
   }
+
+  if (o.reset) return Reset(**client);
 
   const bool tty = !o.json && isatty(STDOUT_FILENO) == 1;
   tt::top::Snapshot snap;

@@ -9,6 +9,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -116,9 +117,15 @@ struct Cell {
 std::string Number(std::uint64_t v) { return std::to_string(v); }
 Cell Micros(std::optional<double> ns) { return {FormatMicros(ns, 0), true}; }
 Cell Micros(std::int64_t ns) { return Micros(std::optional<double>(static_cast<double>(ns))); }
-Cell Micros(double ns) { return Micros(std::optional<double>(ns)); }
-Cell Jitter(const Row& r, std::int64_t ns) {
-  if (r.stats.cycles() < 2) return {"-", true};  // jitter needs two wake-ups
+// A figure with presence (proto3 optional): "no data"/"-" when the server left it out (no cycle
+// yet, or a reset since), never 0.
+Cell Present(bool has, std::int64_t ns) {
+  if (!has) return {FormatMicros(std::nullopt, 0), true};
+  return Micros(ns);
+}
+Cell Present(bool has, double ns) { return Micros(has ? std::optional<double>(ns) : std::nullopt); }
+Cell Jitter(bool has, std::int64_t ns) {
+  if (!has) return {"-", true};  // jitter needs two wake-ups (and one since a reset)
   return Micros(ns);
 }
 
@@ -165,17 +172,34 @@ constexpr Column kColumns[] = {
     {"STATE", 8, 0, true, [](const Row& r) { return Cell{StateName(r.stats.state())}; }},
     {"FAULTS", 6, 0, false, [](const Row& r) { return Cell{Number(r.stats.faults())}; }},
     {"CYCLES", 12, 2, false, [](const Row& r) { return Cell{Number(r.stats.cycles())}; }},
-    {"LAT_MIN", 8, 4, false, [](const Row& r) { return Micros(r.stats.latency().min_ns()); }},
-    {"LAT_AVG", 8, 1, false, [](const Row& r) { return Micros(r.stats.latency().avg_ns()); }},
+    {"LAT_MIN", 8, 4, false,
+     [](const Row& r) {
+       return Present(r.stats.latency().has_min_ns(), r.stats.latency().min_ns());
+     }},
+    {"LAT_AVG", 8, 1, false,
+     [](const Row& r) {
+       return Present(r.stats.latency().has_avg_ns(), r.stats.latency().avg_ns());
+     }},
     {"LAT_P99", 8, 1, false,
      [](const Row& r) { return Micros(PercentileNs(r.stats.latency(), 99.0)); }},
     {"P99.99", 8, 3, false,
      [](const Row& r) { return Micros(PercentileNs(r.stats.latency(), 99.99)); }},
-    {"LAT_MAX", 8, 0, false, [](const Row& r) { return Micros(r.stats.latency().max_ns()); }},
-    {"EXEC_AVG", 8, 6, false, [](const Row& r) { return Micros(r.stats.execution().avg_ns()); }},
-    {"EXEC_MAX", 8, 3, false, [](const Row& r) { return Micros(r.stats.execution().max_ns()); }},
-    {"JIT_MIN", 8, 6, false, [](const Row& r) { return Jitter(r, r.stats.jitter_min_ns()); }},
-    {"JIT_MAX", 8, 6, false, [](const Row& r) { return Jitter(r, r.stats.jitter_max_ns()); }},
+    {"LAT_MAX", 8, 0, false,
+     [](const Row& r) {
+       return Present(r.stats.latency().has_max_ns(), r.stats.latency().max_ns());
+     }},
+    {"EXEC_AVG", 8, 6, false,
+     [](const Row& r) {
+       return Present(r.stats.execution().has_avg_ns(), r.stats.execution().avg_ns());
+     }},
+    {"EXEC_MAX", 8, 3, false,
+     [](const Row& r) {
+       return Present(r.stats.execution().has_max_ns(), r.stats.execution().max_ns());
+     }},
+    {"JIT_MIN", 8, 6, false,
+     [](const Row& r) { return Jitter(r.stats.has_jitter_min_ns(), r.stats.jitter_min_ns()); }},
+    {"JIT_MAX", 8, 6, false,
+     [](const Row& r) { return Jitter(r.stats.has_jitter_max_ns(), r.stats.jitter_max_ns()); }},
     {"OVERRUNS", 9, 2, false, [](const Row& r) { return Cell{Number(r.stats.overruns())}; }},
     {"MISSED", 9, 3, false, [](const Row& r) { return Cell{Number(r.stats.missed_releases())}; }},
     {"DROPS", 9, 5, false, [](const Row& r) { return Cell{Number(r.stats.ring_dropped())}; }},
@@ -425,6 +449,45 @@ std::string RenderText(const Snapshot& snap, const RenderOptions& options) {
   return out;
 }
 
+namespace {
+
+// The JSON printer leaves an unset optional field out; --json prints it as null instead, so that a
+// script finds every key and cannot read a missing figure as 0. Absent fields get a sentinel no
+// measurement can have, which the printed text then turns into null.
+constexpr std::int64_t kAbsentInt = std::numeric_limits<std::int64_t>::min();
+constexpr double kAbsentDouble = -std::numeric_limits<double>::max();
+
+void MarkAbsent(v1::LatencyStats* s) {
+  if (!s->has_min_ns()) s->set_min_ns(kAbsentInt);
+  if (!s->has_max_ns()) s->set_max_ns(kAbsentInt);
+  if (!s->has_avg_ns()) s->set_avg_ns(kAbsentDouble);
+}
+
+void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text->find(from); at != std::string::npos;
+       at = text->find(from, at + to.size())) {
+    text->replace(at, from.size(), to);
+  }
+}
+
+// `stats` as JSON, absent figures as null.
+std::string StatsJson(v1::GetStatsResponse stats,
+                      const google::protobuf::util::JsonPrintOptions& options) {
+  for (v1::TaskStats& t : *stats.mutable_tasks()) {
+    MarkAbsent(t.mutable_latency());
+    MarkAbsent(t.mutable_execution());
+    if (!t.has_jitter_min_ns()) t.set_jitter_min_ns(kAbsentInt);
+    if (!t.has_jitter_max_ns()) t.set_jitter_max_ns(kAbsentInt);
+  }
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(stats, &json, options);
+  ReplaceAll(&json, "\"" + std::to_string(kAbsentInt) + "\"", "null");  // int64 is a JSON string
+  ReplaceAll(&json, "-1.7976931348623157e+308", "null");
+  return json;
+}
+
+}  // namespace
+
 std::string RenderJson(const Snapshot& snap) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
@@ -437,7 +500,7 @@ std::string RenderJson(const Snapshot& snap) {
   stats_only.clear_histograms();
   (void)google::protobuf::util::MessageToJsonString(snap.system, &system, options);
   (void)google::protobuf::util::MessageToJsonString(snap.tasks, &tasks, options);
-  (void)google::protobuf::util::MessageToJsonString(stats_only, &stats, options);
+  stats = StatsJson(std::move(stats_only), options);
   std::string bins = "[";
   bool first_task = true;
   for (const v1::TaskStats& t : snap.stats.tasks()) {

@@ -190,9 +190,15 @@ TEST_F(PlcProgramTest, InjectedOverrunTripsTheWatchdogMakesOutputsSafeAndFaultsT
   // And on the HTTP endpoint: the logic task's state series says fault, its fault is counted.
   const std::string http = plc.WaitForHttpAddress();
   ASSERT_FALSE(http.empty()) << ReadFile(plc.err());
-  const testing::HttpReply metrics =
-      testing::HttpGet(std::atoi(http.substr(http.rfind(':') + 1).c_str()), "/metrics");
-  ASSERT_EQ(metrics.status, 200) << metrics.error;
+  // The counters are those of the endpoint's last reading (<= 1 s old, taken with the
+  // histograms): wait (bounded) for the one after the trip.
+  testing::HttpReply metrics;
+  for (int i = 0; i < 100; ++i) {
+    metrics = testing::HttpGet(std::atoi(http.substr(http.rfind(':') + 1).c_str()), "/metrics");
+    ASSERT_EQ(metrics.status, 200) << metrics.error;
+    if (HasSeries(metrics.body, "rtloop_task_faults_total{", {"task=\"logic\""}, " 1")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_TRUE(
       HasSeries(metrics.body, "rtloop_task_state{", {"task=\"logic\"", "state=\"fault\""}, " 1"))
       << metrics.body;

@@ -232,7 +232,9 @@ TEST(WatchdogExecutorTest, ExecutionWatchdogFaultsTheTaskAndCallsOnWatchdog) {
   // and everything below must name it.
   const std::uint64_t at = s.last_fault.cycle;
   EXPECT_LE(at, 2u);
-  if (at == 2) EXPECT_EQ(s.last_fault.reason, FaultReason::kWatchdogSingle);
+  if (at == 2) {
+    EXPECT_EQ(s.last_fault.reason, FaultReason::kWatchdogSingle);
+  }
   EXPECT_TRUE(s.last_fault.reason == FaultReason::kWatchdogSingle ||
               s.last_fault.reason == FaultReason::kWatchdog);
   EXPECT_EQ(t.hooks.load(), 1);

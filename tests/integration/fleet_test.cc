@@ -306,16 +306,19 @@ TEST_F(FleetTest, PrometheusScrapesARunningRtloopCyclicAndItsCountersMatchGetSta
   const v1::GetStatsResponse before = GetStats(cyclic_grpc_);
   ASSERT_EQ(before.tasks_size(), 2) << cyclic_->Output();
   const double before_s = static_cast<double>(before.unix_time_ns()) * 1e-9;
-  // The first scrape that started after `before`.
+  // The first scrape whose reading was taken after `before` (the counters and histograms of a
+  // scrape are of one reading, <= 1 s old: rtloop_task_reading_timestamp_seconds).
   double scraped_at = 0;
   ASSERT_TRUE(WaitUntil(
       [&] {
-        const json t = Query("min(timestamp(rtloop_task_cycles_total{job=\"cyclic\"}))");
-        if (t.empty()) return false;
+        const json read = Query("min(rtloop_task_reading_timestamp_seconds{job=\"cyclic\"})");
+        const json t =
+            Query("min(timestamp(rtloop_task_reading_timestamp_seconds{job=\"cyclic\"}))");
+        if (read.empty() || t.empty()) return false;
         scraped_at = Value(t[0]);
-        return scraped_at > before_s;
+        return Value(read[0]) > before_s;
       },
-      seconds(10)));
+      seconds(20)));
   const v1::GetStatsResponse after = GetStats(cyclic_grpc_);
   const auto cycles = ByTask("rtloop_task_cycles_total{job=\"cyclic\"}", scraped_at);
   const auto overruns = ByTask("rtloop_task_overruns_total{job=\"cyclic\"}", scraped_at);

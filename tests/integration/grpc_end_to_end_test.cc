@@ -180,7 +180,7 @@ TEST(GrpcEndToEnd, SystemInfoAndTaskListDescribeTheProcess) {
   EXPECT_GT(sys->process_start_unix_ns(), 0);
   EXPECT_EQ(sys->server_address(), rig.address());
   // The readiness findings are rtloop-bench doctor's, in its order, each non-OK one with a fix.
-  const ReadinessReport doctor = CheckReadiness({.root = "", .probe = false});
+  const ReadinessReport doctor = CheckReadiness({.root = "", .probe = false, .rt_cpus = {}});
   ASSERT_EQ(sys->readiness_size(), static_cast<int>(doctor.findings.size()));
   for (int i = 0; i < sys->readiness_size(); ++i) {
     const v1::ReadinessFinding& f = sys->readiness(i);

@@ -39,6 +39,7 @@ using testing::HttpGet;
 using testing::HttpReply;
 using testing::Rig;
 using testing::RigConfig;
+using testing::Sample;
 using testing::ScratchDir;
 
 void WriteFile(const std::filesystem::path& path, const std::string& content) {
@@ -50,17 +51,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// The value of the first sample line of /metrics that starts with `series` (a name plus the start
-// of its labels), or -1.
-double Sample(const std::string& metrics, const std::string& series) {
-  std::istringstream in(metrics);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(series, 0) == 0) return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return -1;
 }
 
 // A rig whose tasks have finished, a WindowedStats ticked by the test, and an HTTP server.
@@ -485,8 +475,18 @@ TEST(HttpRuntimeTest, RuntimeServesMetricsAndThePageWhenHttpIsSetAndStopsItWithT
   EXPECT_EQ((*rt)->http_address(), "127.0.0.1:" + std::to_string(port));
   ASSERT_TRUE((*rt)->Start().ok());
   (*rt)->executor().Wait();
-  const HttpReply m = HttpGet(port, "/metrics");
-  ASSERT_EQ(m.status, 200) << m.error;
+  // The counters are those of the last reading (<= 1 s old, with the histograms): wait for the
+  // reading that has the whole run.
+  HttpReply m;
+  for (int i = 0; i < 200; ++i) {
+    m = HttpGet(port, "/metrics");
+    ASSERT_EQ(m.status, 200) << m.error;
+    if (Sample(m.body, "rtloop_task_cycles_total{task=\"velocity\"") == 400.0 &&
+        Sample(m.body, "rtloop_task_cycles_total{task=\"position\"") == 400.0) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
   EXPECT_EQ(Sample(m.body, "rtloop_task_cycles_total{task=\"position\""), 400.0);
   EXPECT_EQ(Sample(m.body, "rtloop_task_cycles_total{task=\"velocity\""), 400.0);
   EXPECT_NE(m.body.find("rtloop_task_subscriber_lost_samples_total{task=\"position\""),

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -137,6 +138,17 @@ inline std::string ListFds() {
     closedir(d);
   }
   return out;
+}
+
+// The value of the first sample line of a /metrics text that starts with `series` (a name plus
+// the start of its labels), or -1.
+inline double Sample(const std::string& metrics, const std::string& series) {
+  std::istringstream in(metrics);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series, 0) == 0) return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
 }
 
 }  // namespace rtloop::telemetry::testing

@@ -278,8 +278,8 @@ def main():
                 next_sandwich += 5
                 try:
                     before = stub.GetStats(tpb.GetStatsRequest(), timeout=5)
-                    # /metrics's maxima are those of the last reading of its windows, taken every
-                    # second: the reading it shows is younger than `before` after 2 s.
+                    # /metrics's counters and maxima are those of the last reading of its windows,
+                    # taken every second: the reading it shows is younger than `before` after 2 s.
                     time.sleep(2)
                     text = http_get("http://%s/metrics" % http_addr)
                     after = stub.GetStats(tpb.GetStatsRequest(), timeout=5)

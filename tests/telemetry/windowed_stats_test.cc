@@ -52,6 +52,35 @@ TEST_F(WindowedStatsTest, FirstTickOnlySetsTheBaseline) {
   EXPECT_TRUE(w.History(0).empty());
 }
 
+// Issue 19: a statistics reset (the task's reset count changes) restarts the window at the next
+// tick, that tick's values (from before the reset) included; the all-time reading and the history
+// are kept, and the reading carries the counters read with the histograms.
+TEST_F(WindowedStatsTest, AResetRestartsTheWindowAndKeepsTheReadingAndTheHistory) {
+  TaskStats stats;
+  hub_.SetStatsSource([&stats](TaskId) { return stats.Snapshot(); });
+  WindowedStats w(hub_);
+  w.Tick();
+  for (int i = 0; i < 10; ++i) {
+    stats.Record(9000, 1000, 0, i == 0, false, 0);
+    Record(9000);
+  }
+  w.Tick();
+  ASSERT_EQ(w.Window(0).latency.count, 10u);
+  EXPECT_EQ(w.Reading(0).stats.cycles, 10u);
+  EXPECT_EQ(w.Reading(0).latency.total.count, 10u);
+  stats.RequestReset();
+  for (int i = 0; i < 3; ++i) Record(9000);  // recorded before the reset reached the RT thread
+  w.Tick();
+  EXPECT_FALSE(w.Window(0).latency.valid) << "the window restarts empty";
+  EXPECT_EQ(w.Window(0).latency.count, 0u);
+  EXPECT_EQ(w.Reading(0).latency.total.count, 13u) << "the all-time reading is kept";
+  EXPECT_EQ(w.History(0).size(), 2u) << "and so is the history";
+  for (int i = 0; i < 4; ++i) Record(1500);
+  w.Tick();
+  EXPECT_EQ(w.Window(0).latency.count, 4u);
+  EXPECT_EQ(w.Window(0).latency.max_ns, 1500);
+}
+
 TEST_F(WindowedStatsTest, EachTickHoldsExactlyTheValuesRecordedSinceThePreviousOne) {
   WindowedStats w(hub_);
   for (int i = 0; i < 50; ++i) Record(9'999'999);  // before the baseline: in no tick

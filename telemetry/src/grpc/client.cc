@@ -319,6 +319,17 @@ Result<v1::GetStatsResponse> Client::GetStats(const std::vector<std::uint32_t>& 
   return response;
 }
 
+Result<v1::ResetStatsResponse> Client::ResetStats(const std::vector<std::uint32_t>& task_ids) {
+  grpc::ClientContext context;
+  impl_->Prepare(context, true);
+  v1::ResetStatsRequest request;
+  for (const std::uint32_t id : task_ids) request.add_task_ids(id);
+  v1::ResetStatsResponse response;
+  grpc::Status s = impl_->stub->ResetStats(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s, "ResetStats", impl_->config.address);
+  return response;
+}
+
 std::unique_ptr<StatsStream> Client::WatchStats(const v1::WatchStatsRequest& request) {
   auto impl = std::make_unique<StatsStream::Impl>("WatchStats", impl_->config.address);
   impl_->Prepare(impl->context, false);

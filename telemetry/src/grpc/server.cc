@@ -391,7 +391,7 @@ void Server::Stop() {
 }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, TelemetryHub& hub,
-                                              Collector& collector, const Executor* executor) {
+                                              Collector& collector, Executor* executor) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
   // The hub keeps no statistics of its own: they come from the executor.
   if (!hub.has_stats_source()) {

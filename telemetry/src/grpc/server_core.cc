@@ -451,6 +451,16 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* ResetStats(grpc::CallbackServerContext* context,
+                                       const v1::ResetStatsRequest* request,
+                                       v1::ResetStatsResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::Status status = core_->Admit(context);
+    if (status.ok()) status = core_->ResetStats(request->task_ids(), response);
+    reactor->Finish(status);
+    return reactor;
+  }
+
   grpc::ServerWriteReactor<v1::GetStatsResponse>* WatchStats(
       grpc::CallbackServerContext* context, const v1::WatchStatsRequest* request) override {
     using Error = ErrorReactor<v1::GetStatsResponse>;
@@ -501,7 +511,7 @@ class TelemetryService final : public v1::Telemetry::CallbackService {
 // ServerCore
 
 ServerCore::ServerCore(const ServerConfig& config, std::string token, TelemetryHub& hub,
-                       Collector& collector, const Executor* executor)
+                       Collector& collector, Executor* executor)
     : config_(config),
       token_(std::move(token)),
       hub_(hub),
@@ -551,6 +561,26 @@ grpc::Status ServerCore::Admit(const grpc::CallbackServerContext* context) {
         "characters)");
   }
   if (!internal::ConstantTimeEquals(*given, token_)) return Unauthenticated("wrong bearer token");
+  return grpc::Status::OK;
+}
+
+grpc::Status ServerCore::ResetStats(const google::protobuf::RepeatedField<std::uint32_t>& ids,
+                                    v1::ResetStatsResponse* out) {
+  if (token_.empty()) {
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "ResetStats changes the statistics: this server has no bearer token, so it is "
+            "read-only — start it with a token (ServerConfig::token_file, e.g. rtloop-cyclic "
+            "--token-file FILE) and call with it"};
+  }
+  if (executor_ == nullptr) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "this server has no executor to reset (Server::Start without one)"};
+  }
+  Result<std::vector<TaskId>> resolved = internal::ResolveTaskIds(hub_, ids);
+  if (!resolved.ok()) return ToGrpc(resolved.status());
+  for (const TaskId id : *resolved) {
+    if (executor_->ResetStats(id)) out->add_task_ids(id);
+  }
   return grpc::Status::OK;
 }
 

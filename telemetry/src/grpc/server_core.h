@@ -65,7 +65,7 @@ class StreamBase {
 class ServerCore {
  public:
   ServerCore(const ServerConfig& config, std::string token, TelemetryHub& hub, Collector& collector,
-             const Executor* executor);
+             Executor* executor);
   ~ServerCore();
 
   const ServerConfig& config() const { return config_; }
@@ -74,6 +74,11 @@ class ServerCore {
   TelemetryHub& hub() { return hub_; }
   Collector& collector() { return collector_; }
   const Executor* executor() const { return executor_; }
+  // The ResetStats call after Admit(): PERMISSION_DENIED on a server without a token (it is the
+  // one call that changes something; read-only unless a token is configured), FAILED_PRECONDITION
+  // without an executor, NOT_FOUND for an unknown task id; else resets `ids` (all when empty).
+  grpc::Status ResetStats(const google::protobuf::RepeatedField<std::uint32_t>& ids,
+                          v1::ResetStatsResponse* out);
 
   // Every call's first check. RESOURCE_EXHAUSTED when the client's address started more calls
   // than max_calls_per_second allows (before the token: probing tokens is rate-limited too);
@@ -121,7 +126,7 @@ class ServerCore {
   const std::string token_;
   TelemetryHub& hub_;
   Collector& collector_;
-  const Executor* const executor_;
+  Executor* const executor_;
   internal::RateLimiter rate_limiter_;
 
   mutable std::mutex mu_;

@@ -86,9 +86,17 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
                      std::vector<MetricFamily>* out, std::vector<int>* rt_tids) {
   const std::string window = std::to_string(in.windows->config().window.count()) + "s";
 
-  MetricFamily cycles = Family("rtloop_task_cycles_total", "Step() calls", MetricType::Counter);
+  MetricFamily cycles = Family("rtloop_task_cycles_total",
+                               "Measured Step() calls, as of the reading the histograms come from "
+                               "(equal to rtloop_task_wakeup_latency_seconds_count)",
+                               MetricType::Counter);
+  MetricFamily reading_time =
+      Family("rtloop_task_reading_timestamp_seconds",
+             "Unix time of the reading the task's counters and histograms come from (<= 1 s old)",
+             MetricType::Gauge);
   MetricFamily overruns =
-      Family("rtloop_task_overruns_total", "Cycles whose step ended after the next release",
+      Family("rtloop_task_overruns_total",
+             "Cycles whose step ended after the next release (as of the histograms' reading)",
              MetricType::Counter);
   MetricFamily missed = Family("rtloop_task_missed_releases_total",
                                "Releases skipped because of an overrun", MetricType::Counter);
@@ -146,12 +154,19 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
                            {"policy", t.policy},
                            {"priority", std::to_string(t.priority)}};
     if (t.stats.tid != 0) rt_tids->push_back(t.stats.tid);
-    AddCounter(&cycles, labels, static_cast<double>(t.stats.cycles));
-    AddCounter(&overruns, labels, static_cast<double>(t.stats.overruns));
-    AddCounter(&missed, labels, static_cast<double>(t.stats.missed_releases));
-    AddCounter(&faults, labels, static_cast<double>(t.stats.faults));
+    // The counters and the histograms come from one reading (WindowedStats' last tick), so that a
+    // scrape agrees with itself: cycles_total is the latency histogram's _count, and the other
+    // counters were read with it. A task not read yet has the live counters and no histogram.
+    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, kHistogramBoundsNs);
+    const TaskStatsSnapshot& counted = r.valid ? r.stats : t.stats;
+    const std::uint64_t cycle_count = r.valid ? r.latency.total.count : t.stats.cycles;
+    AddCounter(&cycles, labels, static_cast<double>(cycle_count));
+    AddCounter(&overruns, labels, static_cast<double>(counted.overruns));
+    AddCounter(&missed, labels, static_cast<double>(counted.missed_releases));
+    AddCounter(&faults, labels, static_cast<double>(counted.faults));
+    if (r.valid) AddGauge(&reading_time, labels, static_cast<double>(r.unix_ms) * 1e-3);
     if (t.watchdog.time.count() > 0) {
-      AddCounter(&watchdog_trips, labels, static_cast<double>(t.stats.watchdog_trips));
+      AddCounter(&watchdog_trips, labels, static_cast<double>(counted.watchdog_trips));
     }
     AddGauge(&state, With(labels, "state", TaskStateName(t.stats.state)), 1.0);
     AddCounter(&dropped, labels, static_cast<double>(t.ring_dropped));
@@ -159,7 +174,6 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
     AddGauge(&fallback, labels, t.rt_fallback ? 1.0 : 0.0);
     AddGauge(&period, labels, Seconds(t.period_ns));
 
-    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, kHistogramBoundsNs);
     if (r.valid) {
       AddHistogram(&latency, labels, r.latency);
       AddHistogram(&execution, labels, r.execution);
@@ -171,9 +185,9 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
     AddSpan(&execution_max, &execution_q, labels, window.c_str(), w.execution);
   }
 
-  for (MetricFamily* f :
-       {&cycles, &overruns, &missed, &faults, &watchdog_trips, &state, &dropped, &lost, &fallback,
-        &period, &latency, &execution, &latency_max, &latency_q, &execution_max, &execution_q}) {
+  for (MetricFamily* f : {&cycles, &reading_time, &overruns, &missed, &faults, &watchdog_trips,
+                          &state, &dropped, &lost, &fallback, &period, &latency, &execution,
+                          &latency_max, &latency_q, &execution_max, &execution_q}) {
     if (!f->metric.empty()) out->push_back(std::move(*f));
   }
 }

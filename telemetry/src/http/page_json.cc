@@ -87,14 +87,16 @@ void IntOrNull(Json& j, bool valid, long long v) {
   }
 }
 
-void Stat(Json& j, const char* name, bool has_data, std::int64_t last, std::int64_t min,
-          std::optional<double> avg, std::int64_t max, const WindowSummary& total,
+// `has_min_max`: TaskStatsSnapshot::has_min_max() (false after a statistics reset until the next
+// cycle: min/max null while last/avg stay).
+void Stat(Json& j, const char* name, bool has_data, bool has_min_max, std::int64_t last,
+          std::int64_t min, std::optional<double> avg, std::int64_t max, const WindowSummary& total,
           const WindowSummary& window) {
   j.Key(name).Begin('{');
   j.Key("last");
   IntOrNull(j, has_data, last);
   j.Key("min");
-  IntOrNull(j, has_data, min);
+  IntOrNull(j, has_min_max, min);
   j.Key("avg");
   if (has_data && avg.has_value()) {
     j.Number(*avg);
@@ -102,7 +104,7 @@ void Stat(Json& j, const char* name, bool has_data, std::int64_t last, std::int6
     j.Null();
   }
   j.Key("max");
-  IntOrNull(j, has_data, max);
+  IntOrNull(j, has_min_max, max);
   j.Key("p99");
   IntOrNull(j, total.valid, total.p99_ns);
   j.Key("p99_99");
@@ -206,16 +208,16 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     j.Key("ring_dropped").Int(static_cast<long long>(t.ring_dropped));
     j.Key("subscriber_lost");
     IntOrNull(j, t.has_subscriber_lost, static_cast<long long>(t.subscriber_lost));
-    Stat(j, "latency", has_data, s.latency_last_ns, s.latency_min_ns, s.latency_avg_ns(),
-         s.latency_max_ns, r.latency.total, w.latency);
-    Stat(j, "execution", has_data, s.execution_last_ns, s.execution_min_ns, s.execution_avg_ns(),
-         s.execution_max_ns, r.execution.total, w.execution);
+    Stat(j, "latency", has_data, s.has_min_max(), s.latency_last_ns, s.latency_min_ns,
+         s.latency_avg_ns(), s.latency_max_ns, r.latency.total, w.latency);
+    Stat(j, "execution", has_data, s.has_min_max(), s.execution_last_ns, s.execution_min_ns,
+         s.execution_avg_ns(), s.execution_max_ns, r.execution.total, w.execution);
     const bool has_jitter = s.cycles > 1;
     j.Key("jitter").Begin('{');
     j.Key("min");
-    IntOrNull(j, has_jitter, s.jitter_min_ns);
+    IntOrNull(j, s.has_jitter_min_max(), s.jitter_min_ns);
     j.Key("max");
-    IntOrNull(j, has_jitter, s.jitter_max_ns);
+    IntOrNull(j, s.has_jitter_min_max(), s.jitter_max_ns);
     j.Key("last");
     IntOrNull(j, has_jitter, s.jitter_last_ns);
     j.End('}');

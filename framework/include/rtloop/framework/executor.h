@@ -131,6 +131,10 @@ class Executor {
   std::size_t TaskCount() const noexcept;
   TaskStatsSnapshot Stats(TaskId id) const noexcept;
   TaskState State(TaskId id) const noexcept;
+  // Statistics reset of task `id` (TaskStats::RequestReset: min/max restart at its next cycle;
+  // every count, sum and average is kept). False for an unknown id. Any thread, RT-safe: the RT
+  // thread is never waited for.
+  bool ResetStats(TaskId id) noexcept;
   // Not RT-safe (copies strings). Any thread before Start() or after it has returned (a
   // fallback to SCHED_OTHER is decided on the task's thread during Start()).
   TaskInfo Info(TaskId id) const;

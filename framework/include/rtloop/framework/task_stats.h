@@ -20,6 +20,16 @@
 // may already include (part of) the next cycle, e.g. latency_sum_ns one cycle ahead of cycles. The
 // last fault is a SeqLockValue (the RT thread never waits; Snapshot() makes a few bounded
 // attempts). All counters are 64-bit.
+//
+// Statistics reset (RequestReset(), Executor::ResetStats(), rtloop::Runtime::ResetStats(), the
+// gRPC ResetStats call): clears the min/max figures (wake-up latency, execution time, period
+// jitter) and keeps every total: cycles, warm-up cycles, overruns, missed releases, faults and
+// the last fault, watchdog violations and trips, the sums (so the averages stay the exact
+// all-time means), the last values, the state. The RT thread never waits for it: a reset is a
+// request counter any thread bumps; the RT thread compares it with the one it applied at its next
+// Record() (one relaxed load per cycle) and restarts min/max from that cycle. Until then (and for a
+// task that runs no more cycles) Snapshot() reports the min/max as absent (has_min_max false),
+// never the figures from before the reset.
 #pragma once
 
 #include <atomic>
@@ -103,12 +113,25 @@ struct TaskStatsSnapshot {
   // watchdog time, and trips (kWatchdog and kWatchdogSingle faults). 0 while it is off.
   std::uint64_t watchdog_violations = 0;
   std::uint64_t watchdog_trips = 0;
+  // Statistics resets requested so far (TaskStats::RequestReset). The min/max fields cover the
+  // cycles since the last one (all cycles when 0).
+  std::uint64_t resets = 0;
+  // A reset cleared the latency/execution min/max and no cycle has recorded new ones yet (the
+  // fields hold 0, which is not a measurement); the jitter min/max likewise. Read them through
+  // has_min_max() / has_jitter_min_max().
+  bool min_max_cleared = false;
+  bool jitter_min_max_cleared = false;
 
   // RT-safe, all of them.
   // At least one cycle ran: the latency and execution figures exist.
   bool has_data() const noexcept { return cycles > 0; }
   // Two wake-ups, the second one measured: the jitter figures exist.
   bool has_jitter() const noexcept { return cycles > 0 && cycles + warmup_cycles > 1; }
+  // The latency/execution min/max fields hold figures: a measured cycle ran since the start or
+  // the last reset (has_data() alone does not say so after a reset). Show "no data" otherwise.
+  bool has_min_max() const noexcept { return has_data() && !min_max_cleared; }
+  // The same for the jitter min/max.
+  bool has_jitter_min_max() const noexcept { return has_jitter() && !jitter_min_max_cleared; }
   // Mean wake-up latency / execution time; nullopt without data.
   std::optional<double> latency_avg_ns() const noexcept {
     if (!has_data()) return std::nullopt;
@@ -118,9 +141,9 @@ struct TaskStatsSnapshot {
     if (!has_data()) return std::nullopt;
     return static_cast<double>(execution_sum_ns) / static_cast<double>(cycles);
   }
-  // max - min of the period jitter; nullopt before two cycles.
+  // max - min of the period jitter; nullopt before two cycles (or after a reset until the next).
   std::optional<std::int64_t> jitter_range_ns() const noexcept {
-    if (!has_jitter()) return std::nullopt;
+    if (!has_jitter_min_max()) return std::nullopt;
     return jitter_max_ns - jitter_min_ns;
   }
 };
@@ -138,6 +161,9 @@ class TaskStats {
   void RecordFault(const FaultRecord& fault) noexcept;
   // RT-safe. Counts one cycle whose execution time exceeded the watchdog time.
   void RecordWatchdogViolation() noexcept;
+  // Any thread, RT-safe (one atomic increment; the RT thread is never waited for). Asks the RT
+  // thread to restart min/max (see "Statistics reset" above); applied at its next Record().
+  void RequestReset() noexcept { reset_requested_.fetch_add(1, std::memory_order_acq_rel); }
   // RT-safe. Set by the executor on the task's thread as its lifecycle moves on.
   void SetState(TaskState state) noexcept { state_.store(state, std::memory_order_release); }
   void SetTid(int tid) noexcept { tid_.store(tid, std::memory_order_relaxed); }
@@ -169,6 +195,9 @@ class TaskStats {
   U64 watchdog_violations_{0};
   U64 watchdog_trips_{0};
   SeqLockValue<FaultRecord> last_fault_;  // written before faults_ is counted
+  // Reset requests (any thread) and the last one the RT thread applied (RT thread only).
+  U64 reset_requested_{0};
+  U64 reset_applied_{0};
 };
 
 }  // namespace rtloop

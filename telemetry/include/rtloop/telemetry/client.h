@@ -122,6 +122,10 @@ class Client {
   // `task_ids` empty: all tasks.
   Result<v1::GetStatsResponse> GetStats(const std::vector<std::uint32_t>& task_ids,
                                         bool include_histogram);
+  // Resets the statistics of `task_ids` (empty: all; what a reset keeps: telemetry.proto,
+  // ResetStats). Needs the server's token (ClientConfig); a server without one refuses it
+  // (kPermissionDenied).
+  Result<v1::ResetStatsResponse> ResetStats(const std::vector<std::uint32_t>& task_ids);
 
   // Server streams. They never fail here: errors (bad request, token, stream limit) come back from
   // Finish() once Next() returned false.

@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "rtloop/framework/executor.h"
+#include "rtloop/framework/housekeeping_thread.h"
 #include "rtloop/framework/periodic_task.h"
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/task_config.h"
@@ -129,6 +130,8 @@ struct TelemetryConfig {
   std::size_t thread_stack_size = 256 * 1024;
 };
 
+class Runtime;
+
 struct RuntimeConfig {
   // Prefix of every line the runtime prints (stderr), and the tool name in the sample log.
   std::string app_name = "rtloop";
@@ -147,6 +150,17 @@ struct RuntimeConfig {
   // Called on that thread (not RT: it may allocate, log, notify a supervisor) after the line,
   // with the task's report (stats.last_fault, stats.faults). Empty: none.
   std::function<void(const TaskReport&)> on_fault;
+  // The task monitor, opt-in: on this signal (e.g. SIGUSR1; 0: off) a non-RT thread prints
+  // monitor_text() on stdout, from Create() until Stop(); `kill -USR1 PID` then shows the task
+  // table while the program runs. The signal is blocked in every thread the runtime creates and
+  // taken by that thread with sigtimedwait (HousekeepingThread): no handler runs on an RT thread.
+  // A thread of the application that does not block it gets it forwarded (the default action
+  // would end the process); rtloop::BlockSignal(signal) first in main() saves that hop.
+  // SIGUSR1, SIGUSR2, SIGHUP, SIGWINCH or SIGRTMIN..SIGRTMAX but SIGRTMIN+3 (the executor's).
+  int monitor_signal = 0;
+  // What the monitor prints (on the monitor thread: read shared data thread-safely); empty:
+  // FormatTaskReport(runtime.Reports()). A PLC prints its own view around the task table.
+  std::function<std::string(const Runtime& runtime)> monitor_text;
 };
 
 // Exit statuses for main() (ExitCode()): 0 the run ended and no task faulted; 1 the runtime
@@ -213,6 +227,28 @@ class Runtime {
   // thread.
   std::vector<TaskReport> FaultedTasks() const;
 
+  // Statistics reset (CODESYS's "reset" of the task monitor), of every task / of task `id`:
+  //  - clears: the min/max of wake-up latency, execution time and period jitter (each task
+  //    restarts them at its next cycle; until then they are absent: "-" in the report, absent in
+  //    gRPC, null in JSON), and the sliding windows of /metrics and the page (at their next tick,
+  //    <= 1 s: the window restarts empty);
+  //  - keeps: the exact totals: cycles, warm-up cycles, overruns, missed releases, faults, the
+  //    sums and so the averages (all-time means), the last values, the state, the all-time
+  //    histograms and their percentiles (Prometheus counters never go down), the per-second
+  //    history, ring and subscriber accounting.
+  // TaskStatsSnapshot::resets counts the resets. The RT threads never wait for it (a request
+  // counter each applies at its next cycle). Any thread. NotFound for an unknown id.
+  void ResetStats();
+  Status ResetStats(TaskId id);
+
+  // A periodic non-real-time job (an HMI refresh, housekeeping): `job` runs every `tick` on a
+  // thread of its own (SCHED_OTHER, named `name`, on the telemetry CPUs: see above), from Start()
+  // until Stop(). It is not a task: not measured, in no report, gRPC list or metric, so its
+  // latencies (a SCHED_OTHER thread sees 100 ms under load) never pass for real-time figures.
+  // Before Start() only; InvalidArgument for a tick below 1 ms.
+  Status AddHousekeeping(std::string name, std::chrono::nanoseconds tick,
+                         std::function<void()> job);
+
   // Everything about one task / every task (TaskReport): the executor's statistics and
   // telemetry's percentiles and sample accounting. Any thread.
   TaskReport Report(TaskId id) const;
@@ -243,6 +279,8 @@ class Runtime {
   std::vector<int> ChooseTelemetryCpus() const;
   Status StartCollector();
   Status StopLocked(bool abandon);  // mu_ held
+  void PrintMonitor();              // the monitor thread's job
+  Status StartHousekeeping();       // Start(), mu_ held
 
   const RuntimeConfig config_;
   std::vector<int> process_cpus_;  // the controlling thread's affinity at Create()
@@ -262,6 +300,15 @@ class Runtime {
   std::optional<telemetry::OutputFile> record_file_;
   telemetry::SampleLogConfig record_header_;
   std::vector<int> telemetry_cpus_;
+  // The monitor (RuntimeConfig::monitor_signal), from Create() to Stop(), and the housekeeping
+  // jobs (AddHousekeeping) with their threads from Start() to Stop().
+  std::unique_ptr<HousekeepingThread> monitor_;
+  struct HousekeepingJob {
+    HousekeepingConfig config;
+    std::function<void()> job;
+  };
+  std::vector<HousekeepingJob> housekeeping_;                              // guarded by mu_
+  std::vector<std::unique_ptr<HousekeepingThread>> housekeeping_threads_;  // guarded by mu_
   // Serialises Start() and Stop() (Stop() may come from another thread).
   std::mutex mu_;
   Phase phase_ = Phase::kCreated;  // guarded by mu_

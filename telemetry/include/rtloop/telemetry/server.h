@@ -151,13 +151,13 @@ class Server {
  public:
   // Validates the config, reads the token and TLS files (input_file.h: bounded, never blocking),
   // binds and starts serving. `hub` and
-  // `collector` (and `executor`, optional: effective scheduling after a fallback) must outlive the
+  // `collector` (and `executor`, optional: effective scheduling after a fallback, and the target
+  // of the ResetStats call, which without it answers FAILED_PRECONDITION) must outlive the
   // server. A hub without a stats source is attached to `executor`; with neither, Start() fails
   // (FailedPrecondition). Errors say what failed and how to fix it: bad address, port in use,
   // unreadable or invalid TLS/token file, bad limits.
   static Result<std::unique_ptr<Server>> Start(const ServerConfig& config, TelemetryHub& hub,
-                                               Collector& collector,
-                                               const Executor* executor = nullptr);
+                                               Collector& collector, Executor* executor = nullptr);
 
   ~Server();  // Stop()
   Server(const Server&) = delete;

@@ -9,6 +9,10 @@
 //   if (w.latency.count > 0) printf("max %lld ns in the last 10 s\n", (long long)w.latency.max_ns);
 //   std::vector<SecondStats> minutes = windows.History(id);  // one entry a second, oldest first
 //
+// Statistics reset (TaskStats::RequestReset, Runtime::ResetStats): at the first tick that sees the
+// task's reset count change, its window restarts empty (that tick's second, which holds values
+// from before the reset, included); the cumulative readings and the per-second history are kept.
+//
 // How: once a second (Tick()), the thread reads each task's cumulative latency and execution
 // histograms (LatencyHistogram::ExportBuckets, relaxed loads, the RT thread is never waited for
 // and never writes anything extra) and subtracts the previous reading bucket by bucket. Bucket
@@ -48,6 +52,7 @@
 
 #include "rtloop/framework/cycle_observer.h"
 #include "rtloop/framework/status.h"
+#include "rtloop/framework/task_stats.h"
 #include "rtloop/telemetry/latency_histogram.h"
 
 namespace rtloop::telemetry {
@@ -108,12 +113,20 @@ struct HistogramReading {
   std::vector<std::uint64_t> bins;
 };
 
+// One tick's reading of a task: its histograms and the executor's counters, read together (the
+// execution histogram, then the latency histogram, then the counters), so that an exporter takes
+// all of them from one reading (/metrics: rtloop_task_cycles_total is latency.total.count).
+// Relations that hold in every reading, the task running or not: latency.total.count <=
+// stats.cycles, and execution.total.count <= latency.total.count (the RT thread records the
+// counters, then latency, then execution). They differ only by the cycles that ran while the
+// reading was taken (0 for a stopped task, rarely more than 1).
 struct TaskReading {
   TaskId id = 0;
   bool valid = false;        // read at least once
   std::int64_t unix_ms = 0;  // wall-clock time of the reading
   HistogramReading latency;
   HistogramReading execution;
+  TaskStatsSnapshot stats;  // the executor's statistics, read right after the histograms
 };
 
 class WindowedStats {
