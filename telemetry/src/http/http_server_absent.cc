@@ -1,16 +1,35 @@
 // HttpServer of a build without the HTTP endpoint (-DRTLOOP_HTTP=OFF): the single-file static
 // tools (cmake/README.md, "Static tools"). Debian 12 ships no static civetweb or prometheus-cpp
-// library, so those tools are linked without them; Start() says so and names what to use instead.
+// library, so those tools are linked without them; Start() and CheckHttpAddress() say so and name
+// what to use instead.
 // Everything else of rtloop (gRPC telemetry, recordings, reports) is unchanged.
 //
 // Example: `rtloop-cyclic --metrics` from the static tarball stops with the
 // message below. Thread contract: as http_server.h (no HttpServer is ever created).
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "rtloop/telemetry/http_server.h"
 
 namespace rtloop::telemetry {
+
+namespace {
+
+Status NotInThisBuild(std::string_view address) {
+  return Status(StatusCode::kFailedPrecondition,
+                "the HTTP endpoint (" + std::string(address) +
+                    ") is not in this build of rtloop (RTLOOP_HTTP=OFF: the single-file static "
+                    "tools, since Debian 12 has no static civetweb/prometheus-cpp); use the "
+                    "rtloop Debian package for /metrics and the live page, or gRPC telemetry "
+                    "(--telemetry) here");
+}
+
+}  // namespace
+
+// Every address is refused, with the reason: a command line or a Runtime asking for the endpoint
+// stops at its checks, before any server starts.
+Status CheckHttpAddress(std::string_view address) { return NotInThisBuild(address); }
 
 class HttpServer::Impl {};
 
@@ -20,12 +39,7 @@ HttpServer::~HttpServer() = default;
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
                                                       const TelemetryHub& /*hub*/,
                                                       const HttpSources& /*sources*/) {
-  return Status(StatusCode::kFailedPrecondition,
-                "the HTTP endpoint (" + config.address +
-                    ") is not in this build of rtloop (RTLOOP_HTTP=OFF: the single-file static "
-                    "tools, since Debian 12 has no static civetweb/prometheus-cpp); use the "
-                    "rtloop Debian package for /metrics and the live page, or gRPC telemetry "
-                    "(--telemetry) here");
+  return NotInThisBuild(config.address);
 }
 
 // Unreachable: no HttpServer exists in this build.
