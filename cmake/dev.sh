@@ -211,6 +211,11 @@ check_static_tools() {
     die "static rtloop-cyclic failed in an empty root: $out"
   printf '%s\n' "$out" >&2
   grep -q 'Max:' <<<"$out" || die "static rtloop-cyclic printed no summary in an empty root"
+  # No HTTP endpoint in these tools: --metrics is refused up front, with the reason.
+  if out=$(chroot "$root" "${run[@]}" /rtloop-cyclic -t1 -i1000 -l10 -q --metrics=127.0.0.1:0 2>&1) ||
+    ! grep -q 'not in this build' <<<"$out"; then
+    die "static rtloop-cyclic --metrics: expected a refusal naming the missing endpoint, got: $out"
+  fi
   echo "cmake/dev.sh: static rtloop-bench doctor in an empty root:" >&2
   local rc=0
   chroot "$root" "${run[@]}" /rtloop-bench doctor >&2 || rc=$?
