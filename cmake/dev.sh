@@ -11,7 +11,8 @@
 #                                into build-ARCH/, written to build-ARCH/packages/ (cmake/README.md)
 #   cmake/dev.sh test --arch=arm64|armhf
 #                                the test suite built for ARCH in build-ARCH/, run under
-#                                qemu-user (cmake/README.md: what skips there and why)
+#                                qemu-user (cmake/README.md: what skips there and why; .ci/run
+#                                runs 4 executables of it for arm64 and package for armhf)
 #
 # Environment: BUILD_DIR (default build; build-ARCH with --arch), RTLOOP_CMAKE_ARGS (extra -D
 # options), JOBS; with test --arch, TEST_TARGETS (only these test executables, e.g.
@@ -188,8 +189,9 @@ ensure_binfmt() {
 
 # check_static_tools ARCH: each static tool runs in an empty root (a directory holding only the
 # binary, and for another architecture the static qemu-user that runs it when binfmt_misc does
-# not), as on a board with nothing installed: rtloop-cyclic prints its summary, rtloop-bench
-# doctor runs and judges (its exit status is the judgement of this machine, not checked here).
+# not), as on a board with nothing installed: rtloop-cyclic prints its summary and refuses
+# --metrics naming the missing HTTP endpoint, rtloop-bench doctor runs and judges (its exit
+# status is the judgement of this machine, not checked here).
 check_static_tools() {
   local arch=$1 dir=$BUILD_DIR/static root qemu out
   qemu=$(qemu_for "$arch")
