@@ -11,7 +11,8 @@
 #                                into build-ARCH/, written to build-ARCH/packages/ (cmake/README.md)
 #   cmake/dev.sh test --arch=arm64|armhf
 #                                the test suite built for ARCH in build-ARCH/, run under
-#                                qemu-user (cmake/README.md: what skips there and why)
+#                                qemu-user (cmake/README.md: what skips there and why; .ci/run
+#                                runs 4 executables of it for arm64 and package for armhf)
 #
 # Environment: BUILD_DIR (default build; build-ARCH with --arch), RTLOOP_CMAKE_ARGS (extra -D
 # options), JOBS; with test --arch, TEST_TARGETS (only these test executables, e.g.

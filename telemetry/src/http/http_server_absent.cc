@@ -1,6 +1,7 @@
 // HttpServer of a build without the HTTP endpoint (-DRTLOOP_HTTP=OFF): the single-file static
 // tools (cmake/README.md, "Static tools"). Debian 12 ships no static civetweb or prometheus-cpp
-// library, so those tools are linked without them; Start() says so and names what to use instead.
+// library, so those tools are linked without them; Start() and CheckHttpAddress() say so and name
+// what to use instead.
 // Everything else of rtloop (gRPC telemetry, recordings, reports) is unchanged.
 //
 // Example: `rtloop-cyclic --metrics` from the static tarball stops with the
