@@ -480,7 +480,7 @@ TEST(GrpcEndToEnd, CancelAfterTheStreamEndedKeepsItsRealStatus) {
   EXPECT_NE(s.message().find("max_streams"), std::string::npos) << s.ToString();
 }
 
-TEST(GrpcEndToEnd, StopEndsOpenStreamsWithinOneSecond) {
+TEST(GrpcEndToEnd, StopEndsOpenStreamsWithoutWaitingForAStalledClient) {
   Rig rig;
   RigConfig rc = Cfg(1, std::chrono::microseconds(100), 0);
   rc.server.stream_buffer_samples = 1024;
@@ -502,7 +502,10 @@ TEST(GrpcEndToEnd, StopEndsOpenStreamsWithinOneSecond) {
   const auto start = steady_clock::now();
   rig.server().Stop();
   const auto took = steady_clock::now() - start;
-  EXPECT_LT(took, milliseconds(1000));
+  // Stop() must not wait for the client that reads nothing (its stall_timeout is 30 s). Here it
+  // takes about 0.1 s; the bound is far below 30 s and far above a loaded machine's delays (a
+  // full ctest -j2 with the hackbench tests beside it, load average 36, once took over 1 s).
+  EXPECT_LT(took, std::chrono::seconds(5));
   EXPECT_EQ(rig.server().open_streams(), 0u);
   reader.join();
   EXPECT_EQ(reading->Finish().code(), StatusCode::kUnavailable);
