@@ -23,17 +23,13 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
+using testing::Golden;
 using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
 const std::string kBench = RTLOOP_BENCH_BINARY;
 const std::string kCyclic = RTLOOP_CYCLIC_BINARY;
-
-std::string Golden(const std::string& name) {
-  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
-  return text.substr(text.find('\n') + 1);
-}
 
 // Issue 18: on a board, every tool rtloop-bench starts is the board's own; each one missing is
 // named with the Debian package that brings it, before anything starts (run) or instead of the

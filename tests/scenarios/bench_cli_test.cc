@@ -23,17 +23,13 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::Child;
+using testing::Golden;
 using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
 const std::string kBench = RTLOOP_BENCH_BINARY;
 const std::string kCyclic = RTLOOP_CYCLIC_BINARY;
-
-std::string Golden(const std::string& name) {
-  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
-  return text.substr(text.find('\n') + 1);
-}
 
 bool Root() { return geteuid() == 0; }
 #define RTLOOP_REQUIRE_ROOT() \

@@ -21,16 +21,12 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
+using testing::Golden;
 using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
 const std::string kBench = RTLOOP_BENCH_BINARY;
-
-std::string Golden(const std::string& name) {
-  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
-  return text.substr(text.find('\n') + 1);
-}
 
 class BenchCompare : public ::testing::Test {
  protected:

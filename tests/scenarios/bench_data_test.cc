@@ -13,12 +13,8 @@
 namespace rtloop::bench {
 namespace {
 
+using testing::Golden;
 using testing::ReadFile;
-
-std::string Golden(const std::string& name) {
-  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
-  return text.substr(text.find('\n') + 1);  // the first line is the command
-}
 
 TEST(LatencyData, ParsesTheRtTests24HistogramLayout) {
   Result<LatencyData> d = ParseHistogramText(Golden("17-histfile.txt"));

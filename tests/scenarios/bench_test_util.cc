@@ -257,6 +257,11 @@ TempDir::~TempDir() {
   }
 }
 
+std::string Golden(const std::string& name) {
+  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
+  return text.substr(text.find('\n') + 1);  // the first line is the command
+}
+
 std::string CheckGolden(const std::string& actual, const std::string& name) {
   const std::string path = std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/" + name;
   if (std::getenv("RTLOOP_UPDATE_GOLDEN") != nullptr) {

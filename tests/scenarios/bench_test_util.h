@@ -62,6 +62,9 @@ std::string ValidateSchema(const nlohmann::json& value, const nlohmann::json& sc
 bool PngSize(const std::string& path, int* width, int* height);
 
 std::string ReadFile(const std::string& path);
+// The output of a real cyclictest run kept in tests/cyclic/golden/NAME, without its first line
+// (the command that made it).
+std::string Golden(const std::string& name);
 
 // Compares `actual` byte for byte with tests/scenarios/golden/NAME: "" when equal, else what
 // differs (the first differing line). With RTLOOP_UPDATE_GOLDEN=1 in the environment it writes
