@@ -61,6 +61,10 @@ void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns, std::
       a->store(std::numeric_limits<std::int64_t>::min(), std::memory_order_relaxed);
     }
     reset_applied_.store(req, std::memory_order_release);
+    // Orders the store above before every later min/max store (this cycle's and the next ones'):
+    // a reader that sees a min/max of the new run and then fences also sees this reset applied,
+    // so it never takes a new value for one of the old run (Snapshot()). Only on a reset's cycle.
+    std::atomic_thread_fence(std::memory_order_release);
   }
   Min(latency_min_, latency_ns);
   Max(latency_max_, latency_ns);
@@ -116,16 +120,28 @@ TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
   s.tid = tid_.load(std::memory_order_relaxed);
   s.cycles = cycles_.load(std::memory_order_acquire);
   s.warmup_cycles = warmup_.load(std::memory_order_relaxed);
-  s.latency_min_ns = OrZero(latency_min_.load(std::memory_order_relaxed));
-  s.latency_max_ns = OrZero(latency_max_.load(std::memory_order_relaxed));
+  // Min/max belong to one run (the cycles since one reset): reset_applied_ is read before and
+  // after them (a seqlock without the writer ever waiting), and they count only when it did not
+  // change, equals the last reset asked for, and none of them is still the unset sentinel.
+  const std::uint64_t applied_before = reset_applied_.load(std::memory_order_acquire);
+  const std::int64_t extremes[6] = {latency_min_.load(std::memory_order_relaxed),
+                                    latency_max_.load(std::memory_order_relaxed),
+                                    execution_min_.load(std::memory_order_relaxed),
+                                    execution_max_.load(std::memory_order_relaxed),
+                                    jitter_min_.load(std::memory_order_relaxed),
+                                    jitter_max_.load(std::memory_order_relaxed)};
+  std::atomic_thread_fence(std::memory_order_acquire);
+  const std::uint64_t applied_after = reset_applied_.load(std::memory_order_relaxed);
+  s.latency_min_ns = OrZero(extremes[0]);
+  s.latency_max_ns = OrZero(extremes[1]);
   s.latency_sum_ns = latency_sum_.load(std::memory_order_relaxed);
   s.latency_last_ns = latency_last_.load(std::memory_order_relaxed);
-  s.execution_min_ns = OrZero(execution_min_.load(std::memory_order_relaxed));
-  s.execution_max_ns = OrZero(execution_max_.load(std::memory_order_relaxed));
+  s.execution_min_ns = OrZero(extremes[2]);
+  s.execution_max_ns = OrZero(extremes[3]);
   s.execution_sum_ns = execution_sum_.load(std::memory_order_relaxed);
   s.execution_last_ns = execution_last_.load(std::memory_order_relaxed);
-  s.jitter_min_ns = OrZero(jitter_min_.load(std::memory_order_relaxed));
-  s.jitter_max_ns = OrZero(jitter_max_.load(std::memory_order_relaxed));
+  s.jitter_min_ns = OrZero(extremes[4]);
+  s.jitter_max_ns = OrZero(extremes[5]);
   s.jitter_last_ns = jitter_last_.load(std::memory_order_relaxed);
   s.overruns = overruns_.load(std::memory_order_relaxed);
   s.missed_releases = missed_.load(std::memory_order_relaxed);
@@ -135,19 +151,14 @@ TaskStatsSnapshot TaskStats::Snapshot() const noexcept {
   // A fault is rare and its Store() short: a few bounded attempts (RT-safe); on a collision with
   // a fault being recorded right now the record stays kNone for this snapshot only.
   if (s.faults != 0) (void)last_fault_.TryLoad(s.last_fault, 8);
-  // Min/max exist when the RT thread applied the last reset asked for and recorded a value since
-  // (an unset min still holds its sentinel, which OrZero() made 0 above).
   s.resets = reset_requested_.load(std::memory_order_acquire);
-  const bool current = reset_applied_.load(std::memory_order_acquire) == s.resets;
-  const bool extremes =
-      current &&
-      latency_min_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::max() &&
-      latency_max_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::min();
-  const bool jitter_extremes =
-      current &&
-      jitter_min_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::max() &&
-      jitter_max_.load(std::memory_order_relaxed) != std::numeric_limits<std::int64_t>::min();
-  s.min_max_cleared = s.has_data() && !extremes;
+  constexpr std::int64_t kUnsetMin = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kUnsetMax = std::numeric_limits<std::int64_t>::min();
+  const bool current = applied_before == applied_after && applied_after == s.resets;
+  const bool latency_extremes = current && extremes[0] != kUnsetMin && extremes[1] != kUnsetMax &&
+                                extremes[2] != kUnsetMin && extremes[3] != kUnsetMax;
+  const bool jitter_extremes = current && extremes[4] != kUnsetMin && extremes[5] != kUnsetMax;
+  s.min_max_cleared = s.has_data() && !latency_extremes;
   s.jitter_min_max_cleared = s.has_jitter() && !jitter_extremes;
   if (!s.has_min_max()) {
     s.latency_min_ns = s.latency_max_ns = s.execution_min_ns = s.execution_max_ns = 0;
