@@ -221,13 +221,19 @@ Status Runtime::Init() {
   Result<std::unique_ptr<Executor>> ex = Executor::Create(config_.executor);
   if (!ex.ok()) return ex.status();
   executor_ = std::move(*ex);
+  if (config_.telemetry.enabled) RTLOOP_RETURN_IF_ERROR(InitTelemetry());
+  // Last: the monitor's job reads what the lines above build (the hub, the servers), and its
+  // thread may run it as soon as it exists (TSan caught the hub being assigned meanwhile).
   if (config_.monitor_signal != 0) {
     monitor_ = std::make_unique<HousekeepingThread>(
         HousekeepingConfig{.signal = config_.monitor_signal, .name = "rtloop-monitor"},
         [this](HousekeepingThread::Wake) { PrintMonitor(); });
     if (!monitor_->ok()) return About("monitor_signal", monitor_->status());
   }
-  if (!config_.telemetry.enabled) return Status::Ok();
+  return Status::Ok();
+}
+
+Status Runtime::InitTelemetry() {
   RTLOOP_RETURN_IF_ERROR(SetDefaultThreadStack(config_.telemetry.thread_stack_size));
   telemetry::TelemetryHubConfig hc;
   hc.max_tasks = config_.telemetry.max_tasks;

@@ -273,6 +273,7 @@ class Runtime {
   enum class Phase { kCreated, kStarted, kStopped };
   explicit Runtime(const RuntimeConfig& config);
   Status Init();
+  Status InitTelemetry();  // Init()'s hub, collector and servers
   Status StartServer();
   Status StartHttp();
   Status OpenSampleLog();
