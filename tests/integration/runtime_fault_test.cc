@@ -228,14 +228,23 @@ TEST(RuntimeFaultTest, EveryViewShowsTheSameStateAndFaultsWhileRunningAndAfter) 
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
   }
-  // Cycles 4 and 5 exceed the watchdog time by design: the trip is at cycle 5 (a cycle slowed by
-  // a loaded machine may trip it earlier, or by the single-cycle rule: the views must agree with
-  // each other either way).
-  const Views running = Look(*rt, 0);
-  EXPECT_TRUE(running.report.starts_with("running 1 watchdog")) << running.report;
+  // Cycles 4 and 5 exceed the watchdog time by design: the trip is at cycle 5. A cycle slowed by
+  // a loaded machine (preempted for over 2 ms, as under TSan in CI) may trip it earlier or again,
+  // by the single-cycle rule, while the task keeps running: the views must agree with each other
+  // on whatever count they show, so they are read between two equal counts (bounded retries).
+  Views running;
+  std::uint64_t faults = 0;
+  for (int i = 0; i < 20; ++i) {
+    faults = rt->executor().Stats(0).faults;
+    running = Look(*rt, 0);
+    if (rt->executor().Stats(0).faults == faults) break;
+  }
+  ASSERT_GE(faults, 1u);
+  EXPECT_TRUE(running.report.starts_with("running " + std::to_string(faults) + " watchdog"))
+      << running.report;
   EXPECT_EQ(running.grpc, running.report);
   EXPECT_EQ(running.json, running.report);
-  EXPECT_EQ(running.metrics, "running 1");
+  EXPECT_EQ(running.metrics, "running " + std::to_string(faults));
   const Views halted = Look(*rt, 1);
   EXPECT_TRUE(halted.report.starts_with("fault 1 watchdog")) << halted.report;
   EXPECT_EQ(halted.grpc, halted.report);
@@ -251,7 +260,7 @@ TEST(RuntimeFaultTest, EveryViewShowsTheSameStateAndFaultsWhileRunningAndAfter) 
   EXPECT_TRUE(s.ok());
   EXPECT_EQ(rt->Report(0).stats.state, TaskState::kStopped) << "stopped by Stop(), not faulted";
   EXPECT_EQ(rt->Report(1).stats.state, TaskState::kFault) << "a fault stays a fault";
-  EXPECT_EQ(rt->Report(0).stats.faults, 1u);
+  EXPECT_GE(rt->Report(0).stats.faults, faults) << "a reset nobody asked for";
 }
 
 TEST(RuntimeFaultTest, CheckRefusesANonPositiveFaultCheckPeriod) {
