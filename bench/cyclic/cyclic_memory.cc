@@ -64,8 +64,7 @@ MemoryPlan PlanMemory(const CyclicOptions& o) {
   plan.per_thread_bytes = CyclicThreadStats::MemoryBytes(sc) + 2 * buckets * sizeof(std::uint64_t);
   // The telemetry hub of every run (it owns the percentiles): two histograms and a ring per task,
   // sized as the runtime sizes it (rate x 2 x its drain period, at least 8192 samples).
-  const std::uint64_t per_task =
-      2 * telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
+  const std::uint64_t per_task = 2 * telemetry::HistogramLayout().histogram_bytes();
   const std::chrono::nanoseconds drain = TelemetryConfig{}.drain_period;
   for (const ThreadPlan& t : o.threads) {
     const std::chrono::nanoseconds period =
