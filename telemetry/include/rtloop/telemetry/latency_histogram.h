@@ -139,7 +139,7 @@ class HistogramLayout {
   // The default layout: p = 10, R = 37 (28,672 buckets, 224 KiB).
   constexpr HistogramLayout() noexcept = default;
   // InvalidArgument for a field out of range, its message starting with `field_prefix` and the
-  // field's name (e.g. "RuntimeConfig::telemetry.histogram.precision_bits is 12 — use 4..10
+  // field's name (e.g. "RuntimeConfig::telemetry.histogram_layout.precision_bits is 12 — use
   // ..."). Not RT-safe: builds the message.
   static Result<HistogramLayout> Create(const HistogramLayoutConfig& config,
                                         std::string_view field_prefix = "HistogramLayoutConfig::");
