@@ -62,10 +62,16 @@ MemoryPlan PlanMemory(const CyclicOptions& o) {
   const std::uint64_t buckets = o.histogram;
   // The final report holds the histogram and (at worst) as many overflow cycle indices.
   plan.per_thread_bytes = CyclicThreadStats::MemoryBytes(sc) + 2 * buckets * sizeof(std::uint64_t);
-  // The telemetry hub of every run (it owns the percentiles): two histograms and a ring per task,
-  // sized as the runtime sizes it (rate x 2 x its drain period, at least 8192 samples).
-  const std::uint64_t per_task =
-      2 * telemetry::LatencyHistogram::kBucketCount * sizeof(std::uint64_t);
+  // The telemetry hub of every run (it owns the percentiles): two histograms of --hdr-layout's
+  // layout and a ring per task, sized as the runtime sizes it (rate x 2 x its drain period, at
+  // least 8192 samples). With --metrics, the windowed statistics' previous reading of both
+  // histograms per task, and their merge and export buffers once (bench/footprint/README.md).
+  const std::uint64_t histogram = o.hdr_layout.histogram_bytes();
+  const std::uint64_t buckets_and_edges = o.hdr_layout.bucket_count() + 2;
+  const std::uint64_t per_task = (o.metrics ? 4 : 2) * histogram;
+  if (o.metrics) {
+    plan.telemetry_bytes = histogram + 2 * buckets_and_edges * sizeof(telemetry::HistogramBucket);
+  }
   const std::chrono::nanoseconds drain = TelemetryConfig{}.drain_period;
   for (const ThreadPlan& t : o.threads) {
     const std::chrono::nanoseconds period =

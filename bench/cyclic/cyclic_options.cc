@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <limits>
 #include <string_view>
 #include <utility>
@@ -312,6 +313,26 @@ Status ApplyFailPercentile(Parser& p, const OptionSpec& spec, const Value& arg) 
   return Status::Ok();
 }
 
+// --hdr-layout=P:R, checked as TelemetryConfig::histogram_layout is (HistogramLayout::Create).
+Status ApplyHdrLayout(Parser& p, const OptionSpec& spec, const Value& arg) {
+  const std::string& value = *arg;
+  const std::size_t colon = value.find(':');
+  const char* why =
+      "expected PRECISION_BITS:RANGE_BITS, e.g. 7:30 (0.8 % up to 1.07 s; default 10:37)";
+  if (colon == std::string::npos) return BadValue(spec, value, why);
+  const std::optional<std::int64_t> bits = ParseStrictInt(value.substr(0, colon));
+  const std::optional<std::int64_t> range = ParseStrictInt(value.substr(colon + 1));
+  constexpr std::int64_t kAny = 1000;  // beyond every bound, and a value an int holds
+  if (!bits || !range || std::abs(*bits) > kAny || std::abs(*range) > kAny) {
+    return BadValue(spec, value, why);
+  }
+  Result<telemetry::HistogramLayout> layout = telemetry::HistogramLayout::Create(
+      {.precision_bits = static_cast<int>(*bits), .range_bits = static_cast<int>(*range)}, "");
+  if (!layout.ok()) return BadValue(spec, value, layout.status().message());
+  p.o.hdr_layout = *layout;
+  return Status::Ok();
+}
+
 Status ApplyHistogramStyle(Parser& p, const OptionSpec& spec, const Value& arg) {
   if (*arg == "2.4") {
     p.o.histogram_style = HistogramStyle::kFull;
@@ -429,6 +450,7 @@ constexpr OptionSpec kOptions[] = {
                    p.o.max_window_ms = v;
                  }}),
     Flag(0, "keep-distance", &O::keep_distance),
+    Custom(0, "hdr-layout", kReq, ApplyHdrLayout),
     Flag(0, "check-options", &O::check_options),
     Text(0, "token-file", kReq, {"the file holding the token",
               [](O& o, const Value& v) { o.token_file = v.value_or(""); }}),

@@ -38,6 +38,7 @@
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/task_config.h"
 #include "rtloop/framework/time.h"
+#include "rtloop/telemetry/latency_histogram.h"
 
 namespace rtloop::cyclic {
 
@@ -159,7 +160,9 @@ struct CyclicOptions {
   std::string max_over_time_path;                          // --max-over-time=FILE (max_over_time.h)
   std::int64_t max_window_ms = 1000;                       // --max-window=MS
   bool keep_distance = false;  // --keep-distance: -d still applies under -h
-  bool help = false;           // --help or -?: print UsageText() and exit 0
+  // --hdr-layout=P:R: the telemetry histograms' precision and range bits (the percentiles').
+  telemetry::HistogramLayout hdr_layout{};
+  bool help = false;  // --help or -?: print UsageText() and exit 0
   // --check-options: the whole command line checked as for a run (exit 2 with the message), then
   // exit 0 measuring nothing, opening and creating nothing: how rtloop-bench checks the
   // measurement it will start before it starts anything.

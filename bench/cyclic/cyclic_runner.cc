@@ -252,6 +252,7 @@ Status Run::CreateRuntime() {
   // they fill while no client or sample log reads them). The servers only when asked.
   TelemetryConfig& tc = rc.telemetry;
   tc.max_tasks = std::max<std::size_t>(o_.threads.size(), 1);
+  tc.histogram_layout = o_.hdr_layout.config();
   tc.serve_grpc = o_.telemetry;
   if (!o_.telemetry_address.empty()) tc.grpc.address = o_.telemetry_address;
   tc.grpc.token_file = o_.token_file;

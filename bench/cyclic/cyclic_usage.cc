@@ -83,6 +83,10 @@ rtloop extensions:
          --max-over-time=FILE     write each thread's max latency per time window to FILE
          --max-window=MS          the --max-over-time window, default 1000 ms
          --keep-distance          keep -d's interval distance under -h (cyclictest drops it)
+         --hdr-layout=P:R         the percentiles' histograms: P precision bits 4..10 (within
+                                  2^-P: 10 = 0.1 %, 7 = 0.8 %), values below 2^R ns bucketed,
+                                  R 20..37 (37 = 137 s, 30 = 1.07 s); default 10:37 (224 KiB a
+                                  histogram, 2 per thread, 4 with --metrics); 7:30 takes 24 KiB
          --check-options          check the command line as for a run, then exit 0 (or 2)
                                   without measuring or creating anything
 

@@ -12,7 +12,8 @@ maps the same files. VmLck is the size of every locked mapping, resident or not 
 Targets (exit 1 when one is missed; 2 when a program did not run):
   rtloop-cyclic -m -t1                          VmRSS <= 2 x cyclictest -m -t1's VmRSS
   with --telemetry --metrics, rtloop-quickstart
-  --metrics, and 4 tasks with both servers      VmRSS <= 32 MiB and VmLck <= 48 MiB
+  --metrics, and 4 tasks with both servers (also
+  with small histograms, --hdr-layout=7:30)     VmRSS <= 32 MiB and VmLck <= 48 MiB
 
   flock /tmp/rtloop-measure.lock python3 bench/footprint/footprint.py --bin build/bin
   python3 bench/footprint/footprint.py --json footprint.json   # also the figures as JSON
@@ -56,6 +57,9 @@ def rows(bin_dir, cyclictest, lock):
                 [cyclic, "-m", "-t1", "-q"] + SERVERS, small))
     out.append(("rtloop-cyclic -m -t4 --telemetry --metrics (4 tasks)",
                 [cyclic, "-m", "-t4", "-q"] + SERVERS, small))
+    # A small board's histograms (bench/footprint/README.md, "Memory per task"): 0.8 % up to 1.07 s.
+    out.append(("rtloop-cyclic -m -t4 --telemetry --metrics --hdr-layout=7:30",
+                [cyclic, "-m", "-t4", "-q", "--hdr-layout=7:30"] + SERVERS, small))
     out.append(("rtloop-quickstart --metrics",
                 [quickstart, "127.0.0.1:0", "--metrics=127.0.0.1:0"], small))
     return out
@@ -146,13 +150,15 @@ def main():
             ap.error(f"no {name} in {args.bin}: build it, or give --bin DIR")
 
     results, missed, failed, reference = [], 0, 0, None
-    print(f"{'program':54} {'VmRSS':>7} {'RssAnon':>7} {'RssFile':>7} {'VmLck':>7} {'thr':>3}"
+    table = rows(args.bin, args.cyclictest, not args.unlocked)
+    w = max(len(label) for label, _, _ in table)
+    print(f"{'program':{w}} {'VmRSS':>7} {'RssAnon':>7} {'RssFile':>7} {'VmLck':>7} {'thr':>3}"
           "  targets (MiB)")
-    for label, argv, targets in rows(args.bin, args.cyclictest, not args.unlocked):
+    for label, argv, targets in table:
         figures, why = measure(argv, args.settle)
         if figures is None:
             failed += 1
-            print(f"{label:54} did not run: {why}")
+            print(f"{label:{w}} did not run: {why}")
             results.append({"program": label, "command": argv, "error": why})
             continue
         if label.startswith("cyclictest"):
@@ -160,7 +166,7 @@ def main():
         verdicts = judge(targets, figures, reference) if (reference or not targets) else []
         missed += sum(1 for _, ok in verdicts if not ok)
         text = "; ".join(f"{t}: {'ok' if ok else 'MISSED'}" for t, ok in verdicts)
-        print(f"{label:54} {mib(figures['VmRSS'])} {mib(figures['RssAnon'])} "
+        print(f"{label:{w}} {mib(figures['VmRSS'])} {mib(figures['RssAnon'])} "
               f"{mib(figures['RssFile'])} {mib(figures['VmLck'])} {figures['Threads']:3}  {text}")
         results.append({"program": label, "command": argv, **figures,
                         "targets": [{"target": t, "met": ok} for t, ok in verdicts]})

@@ -3,7 +3,11 @@
 //                              ring push (median <= 50 ns). The statistics are the executor's,
 //                              counted in rtloop_bench_executor's BM_CycleBookkeeping.
 //   BM_HistogramRecord         one LatencyHistogram::Record (median <= 10 ns)
+//   BM_HistogramRecordLayout/P/R   the same with the layout P precision bits, range 2^R ns
+//                              (TelemetryConfig::histogram_layout): 10/37 is the default, 7/30 a
+//                              small board's; what a layout chosen at run time costs, if anything
 //   BM_HistogramSummary        count/min/max/mean + 6 percentiles over a full histogram (<= 100 us)
+//   BM_HistogramSummaryLayout/P/R  the same with that layout (the scan is linear in the buckets)
 //   BM_CollectorDrain          samples/s the collector drains and fans out (>= 5 M samples/s)
 //
 //   rtloop_bench_telemetry --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
@@ -103,19 +107,45 @@ void BM_HistogramRecord(benchmark::State& state) {
 }
 BENCHMARK(BM_HistogramRecord);
 
-void BM_HistogramSummary(benchmark::State& state) {
-  LatencyHistogram h;
-  // Every bucket non-empty: the worst case for a scan.
-  for (std::size_t i = 0; i < LatencyHistogram::kBucketCount; ++i) {
-    h.Record(LatencyHistogram::BucketLower(i));
+// The layout of the benchmark's two arguments (precision bits, range bits); a bad one skips it.
+HistogramLayout LayoutOf(benchmark::State& state) {
+  Result<HistogramLayout> layout =
+      HistogramLayout::Create({.precision_bits = static_cast<int>(state.range(0)),
+                               .range_bits = static_cast<int>(state.range(1))});
+  if (!layout.ok()) state.SkipWithError(layout.status().message().c_str());
+  return layout.ok() ? *layout : HistogramLayout();
+}
+
+void BM_HistogramRecordLayout(benchmark::State& state) {
+  LatencyHistogram h(LayoutOf(state));
+  const std::vector<std::int64_t> v = LatencyValues(4096);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    h.Record(v[i++ & 4095]);
   }
+  benchmark::DoNotOptimize(h.count());
+  state.counters["buckets"] = static_cast<double>(h.layout().bucket_count());
+}
+BENCHMARK(BM_HistogramRecordLayout)->Args({10, 37})->Args({7, 30});
+
+void SummaryOfAFullHistogram(benchmark::State& state, const HistogramLayout& layout) {
+  LatencyHistogram h(layout);
+  // Every bucket non-empty: the worst case for a scan.
+  for (std::size_t i = 0; i < layout.bucket_count(); ++i) h.Record(layout.BucketLower(i));
   for (std::int64_t x : LatencyValues(1'000'000)) h.Record(x);
   for (auto _ : state) {
     HistogramSummary s = h.Summary();
     benchmark::DoNotOptimize(s);
   }
 }
+
+void BM_HistogramSummary(benchmark::State& state) { SummaryOfAFullHistogram(state, {}); }
 BENCHMARK(BM_HistogramSummary)->Unit(benchmark::kMicrosecond);
+
+void BM_HistogramSummaryLayout(benchmark::State& state) {
+  SummaryOfAFullHistogram(state, LayoutOf(state));
+}
+BENCHMARK(BM_HistogramSummaryLayout)->Args({7, 30})->Unit(benchmark::kMicrosecond);
 
 // Drains `tasks` full rings of 32768 samples each through the collector (one pass), with
 // `subscribers` all-task subscriptions. Filling the rings is not timed.

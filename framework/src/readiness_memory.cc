@@ -20,6 +20,8 @@ namespace {
 constexpr std::uint64_t kMiB = 1u << 20;
 // Heap without tasks (gRPC, protobuf and the runtime at rest), and per task with telemetry and
 // --metrics: histograms 448 KiB, ring 256 KiB, windowed statistics <= 650 KiB, stack 256 KiB.
+// Those are the default histogram layout's; the doctor cannot know an application's
+// TelemetryConfig::histogram_layout, and a smaller one only lowers the need (bench/footprint).
 constexpr std::uint64_t kBaseHeap = 2 * kMiB;
 constexpr std::uint64_t kPerTask = 1640u << 10;
 // Code and data mapped by a process with both servers, at least: rtloop-cyclic --telemetry

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace rtloop::telemetry {
 namespace {
@@ -14,10 +15,11 @@ static_assert(std::atomic<std::int64_t>::is_always_lock_free);
 
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
-constexpr std::size_t kSubBuckets = std::size_t{1} << LatencyHistogram::kSubBucketBits;
-constexpr int kFirstExponent = 11;  // 2^11 == kExactLimit
 
-static_assert(LatencyHistogram::kBucketCount * sizeof(std::uint64_t) <= 256 * 1024,
+// The largest layout the bounds allow is the default, and it must stay within 256 KiB.
+static_assert(HistogramLayout().precision_bits() == HistogramLayout::kMaxPrecisionBits &&
+              HistogramLayout().range_bits() == HistogramLayout::kMaxRangeBits);
+static_assert(HistogramLayout().histogram_bytes() <= 256 * 1024,
               "a histogram must stay within 256 KB");
 
 // Single-writer increment: no read-modify-write instruction is needed because only the owning
@@ -78,41 +80,41 @@ std::uint64_t NearestRank(double percentile, std::uint64_t total) noexcept {
   return rank;
 }
 
-std::size_t LatencyHistogram::BucketIndex(std::int64_t value_ns) noexcept {
-  if (value_ns < kExactLimit) return static_cast<std::size_t>(value_ns < 0 ? 0 : value_ns);
-  const auto v = static_cast<std::uint64_t>(value_ns);
-  const int k = static_cast<int>(std::bit_width(v)) - 1;  // kFirstExponent .. kMaxExponent-1
-  const int shift = k - kSubBucketBits;
-  const std::size_t sub = static_cast<std::size_t>(v >> shift) - kSubBuckets;
-  return static_cast<std::size_t>(kExactLimit) +
-         static_cast<std::size_t>(k - kFirstExponent) * kSubBuckets + sub;
+Result<HistogramLayout> HistogramLayout::Create(const HistogramLayoutConfig& c,
+                                                std::string_view field_prefix) {
+  const std::string prefix(field_prefix);
+  if (c.precision_bits < kMinPrecisionBits || c.precision_bits > kMaxPrecisionBits) {
+    return InvalidArgumentError(
+        prefix + "precision_bits is " + std::to_string(c.precision_bits) + " — use " +
+        std::to_string(kMinPrecisionBits) + ".." + std::to_string(kMaxPrecisionBits) +
+        " (percentiles within 2^-bits: 10 = 0.1 %, the default; 7 = 0.8 %; 4 = 6.3 %)");
+  }
+  if (c.range_bits < kMinRangeBits || c.range_bits > kMaxRangeBits) {
+    return InvalidArgumentError(
+        prefix + "range_bits is " + std::to_string(c.range_bits) + " — use " +
+        std::to_string(kMinRangeBits) + ".." + std::to_string(kMaxRangeBits) +
+        " (values below 2^bits ns are bucketed: 37 = 137 s, the default; 30 = 1.07 s; 20 = 1.05 "
+        "ms; larger values count as overflow, their exact max kept)");
+  }
+  return HistogramLayout(c.precision_bits, c.range_bits);
 }
 
-std::int64_t LatencyHistogram::BucketLower(std::size_t index) noexcept {
-  if (index < static_cast<std::size_t>(kExactLimit)) return static_cast<std::int64_t>(index);
-  const std::size_t j = index - static_cast<std::size_t>(kExactLimit);
-  const int k = kFirstExponent + static_cast<int>(j / kSubBuckets);
-  const std::size_t sub = j % kSubBuckets;
-  return static_cast<std::int64_t>((kSubBuckets + sub) << (k - kSubBucketBits));
-}
-
-std::int64_t LatencyHistogram::BucketUpper(std::size_t index) noexcept {
-  if (index < static_cast<std::size_t>(kExactLimit)) return static_cast<std::int64_t>(index) + 1;
-  const std::size_t j = index - static_cast<std::size_t>(kExactLimit);
-  const int k = kFirstExponent + static_cast<int>(j / kSubBuckets);
-  return BucketLower(index) + (std::int64_t{1} << (k - kSubBucketBits));
-}
-
-LatencyHistogram::LatencyHistogram()
-    : buckets_(new Counter[kBucketCount]()), min_(kI64Max), max_(kI64Min) {
+LatencyHistogram::LatencyHistogram(const HistogramLayout& layout)
+    : layout_(layout),
+      buckets_(new Counter[layout.bucket_count()]()),
+      min_(kI64Max),
+      max_(kI64Min) {
   // Value-initialised: every page is written now, at set-up.
-  for (std::size_t i = 0; i < kBucketCount; ++i) buckets_[i].store(0, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < layout_.bucket_count(); ++i) {
+    buckets_[i].store(0, std::memory_order_relaxed);
+  }
 }
 
 LatencyHistogram::~LatencyHistogram() = default;
 
 LatencyHistogram::LatencyHistogram(LatencyHistogram&& other) noexcept
-    : buckets_(std::move(other.buckets_)),
+    : layout_(other.layout_),
+      buckets_(std::move(other.buckets_)),
       count_(other.count_.load()),
       negative_count_(other.negative_count_.load()),
       overflow_count_(other.overflow_count_.load()),
@@ -123,6 +125,7 @@ LatencyHistogram::LatencyHistogram(LatencyHistogram&& other) noexcept
 
 LatencyHistogram& LatencyHistogram::operator=(LatencyHistogram&& other) noexcept {
   if (this != &other) {
+    layout_ = other.layout_;
     buckets_ = std::move(other.buckets_);
     count_.store(other.count_.load());
     negative_count_.store(other.negative_count_.load());
@@ -139,10 +142,10 @@ void LatencyHistogram::Record(std::int64_t value_ns) noexcept {
   if (value_ns < 0) {
     Bump(negative_count_);
     AddI64(negative_sum_, value_ns);
-  } else if (value_ns >= kMaxTrackable) {
+  } else if (value_ns >= layout_.max_trackable()) {
     Bump(overflow_count_);
   } else {
-    Bump(buckets_[BucketIndex(value_ns)]);
+    Bump(buckets_[layout_.BucketIndex(value_ns)]);
   }
   AddI64(sum_, value_ns);
   if (value_ns < min_.load(std::memory_order_relaxed)) {
@@ -157,7 +160,8 @@ void LatencyHistogram::Record(std::int64_t value_ns) noexcept {
 }
 
 void LatencyHistogram::Reset() noexcept {
-  for (std::size_t i = 0; i < kBucketCount; ++i) buckets_[i].store(0, std::memory_order_relaxed);
+  const std::size_t n = layout_.bucket_count();
+  for (std::size_t i = 0; i < n; ++i) buckets_[i].store(0, std::memory_order_relaxed);
   count_.store(0, std::memory_order_relaxed);
   negative_count_.store(0, std::memory_order_relaxed);
   overflow_count_.store(0, std::memory_order_relaxed);
@@ -167,10 +171,12 @@ void LatencyHistogram::Reset() noexcept {
   max_.store(kI64Min, std::memory_order_relaxed);
 }
 
-void LatencyHistogram::Merge(const LatencyHistogram& other) noexcept {
+bool LatencyHistogram::Merge(const LatencyHistogram& other) noexcept {
+  if (other.layout_ != layout_) return false;
+  const std::size_t n = layout_.bucket_count();
   if (&other == this) {
     // Doubling: every count twice, sums twice, min/max unchanged.
-    for (std::size_t i = 0; i < kBucketCount; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
       Bump(buckets_[i], buckets_[i].load(std::memory_order_relaxed));
     }
     Bump(negative_count_, negative_count());
@@ -178,10 +184,10 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) noexcept {
     AddI64(negative_sum_, negative_sum_.load(std::memory_order_relaxed));
     AddI64(sum_, sum_ns());
     count_.store(2 * count_.load(std::memory_order_relaxed), std::memory_order_release);
-    return;
+    return true;
   }
   const std::uint64_t other_count = other.count();  // acquire: its min/max are visible
-  for (std::size_t i = 0; i < kBucketCount; ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t c = other.buckets_[i].load(std::memory_order_relaxed);
     if (c != 0) Bump(buckets_[i], c);
   }
@@ -194,12 +200,15 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) noexcept {
   if (omin < min_.load(std::memory_order_relaxed)) min_.store(omin, std::memory_order_relaxed);
   if (omax > max_.load(std::memory_order_relaxed)) max_.store(omax, std::memory_order_relaxed);
   count_.store(count_.load(std::memory_order_relaxed) + other_count, std::memory_order_release);
+  return true;
 }
 
-void LatencyHistogram::CopyFrom(const LatencyHistogram& other) noexcept {
-  if (&other == this) return;
+bool LatencyHistogram::CopyFrom(const LatencyHistogram& other) noexcept {
+  if (other.layout_ != layout_) return false;
+  if (&other == this) return true;
   const std::uint64_t other_count = other.count();  // acquire: its min/max are visible
-  for (std::size_t i = 0; i < kBucketCount; ++i) {
+  const std::size_t n = layout_.bucket_count();
+  for (std::size_t i = 0; i < n; ++i) {
     buckets_[i].store(other.buckets_[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   negative_count_.store(other.negative_count(), std::memory_order_relaxed);
@@ -210,6 +219,7 @@ void LatencyHistogram::CopyFrom(const LatencyHistogram& other) noexcept {
   min_.store(other.min_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   max_.store(other.max_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   count_.store(other_count, std::memory_order_release);
+  return true;
 }
 
 // The count decides emptiness, not the sentinels: INT64_MAX (or INT64_MIN) is a valid recorded
@@ -257,7 +267,8 @@ void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles, 
   // Two passes over the atomics (total, then ranks) instead of a copy: no allocation.
   const std::uint64_t negatives = negative_count();
   std::uint64_t in_buckets = 0;
-  for (std::size_t i = 0; i < kBucketCount; ++i) {
+  const std::size_t n = layout_.bucket_count();
+  for (std::size_t i = 0; i < n; ++i) {
     in_buckets += buckets_[i].load(std::memory_order_relaxed);
   }
   const std::uint64_t total = negatives + in_buckets + overflow_count();
@@ -279,13 +290,13 @@ void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles, 
   }
   std::uint64_t cumulative = negatives;
   // A bucket may have grown since the first pass; ranks beyond the second pass's total fall to max.
-  for (std::size_t i = 0; i < kBucketCount && want != 0; ++i) {
+  for (std::size_t i = 0; i < n && want != 0; ++i) {
     const std::uint64_t c = buckets_[i].load(std::memory_order_relaxed);
     if (c == 0) continue;
     cumulative += c;
     if (cumulative < want) continue;
-    const std::int64_t lower = BucketLower(i);
-    const std::int64_t mid = lower + (BucketUpper(i) - lower) / 2;
+    const std::int64_t lower = layout_.BucketLower(i);
+    const std::int64_t mid = lower + (layout_.BucketUpper(i) - lower) / 2;
     const std::int64_t v = ClampTo(mid, lo, hi);
     while (want != 0 && want <= cumulative) want = advance(v);
   }
@@ -295,14 +306,15 @@ void LatencyHistogram::ValuesAtPercentiles(std::span<const double> percentiles, 
 void LatencyHistogram::ExportBuckets(std::vector<HistogramBucket>* out) const {
   const std::uint64_t negatives = negative_count();
   if (negatives > 0) out->push_back({min_ns(), 0, negatives});
-  for (std::size_t i = 0; i < kBucketCount; ++i) {
+  const std::size_t n = layout_.bucket_count();
+  for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t c = buckets_[i].load(std::memory_order_relaxed);
-    if (c != 0) out->push_back({BucketLower(i), BucketUpper(i), c});
+    if (c != 0) out->push_back({layout_.BucketLower(i), layout_.BucketUpper(i), c});
   }
   const std::uint64_t overflow = overflow_count();
   if (overflow > 0) {
     const std::int64_t max = max_ns();
-    out->push_back({kMaxTrackable, max == kI64Max ? kI64Max : max + 1, overflow});
+    out->push_back({layout_.max_trackable(), max == kI64Max ? kI64Max : max + 1, overflow});
   }
 }
 

@@ -116,6 +116,11 @@ Status CheckValues(const RuntimeConfig& c) {
         "RuntimeConfig::telemetry.ring_capacity is " + std::to_string(t.ring_capacity) +
         " samples — use 256..2147483648, or 0 to size rings by the task rate");
   }
+  if (Result<telemetry::HistogramLayout> layout = telemetry::HistogramLayout::Create(
+          t.histogram_layout, "RuntimeConfig::telemetry.histogram_layout.");
+      !layout.ok()) {
+    return layout.status();
+  }
   if (t.thread_stack_size != 0 &&
       (t.thread_stack_size < kMinThreadStack || t.thread_stack_size > kMaxThreadStack)) {
     return InvalidArgumentError("RuntimeConfig::telemetry.thread_stack_size is " +
@@ -240,6 +245,10 @@ Status Runtime::InitTelemetry() {
   hc.drain_period = config_.telemetry.drain_period;
   hc.min_ring_capacity = config_.telemetry.min_ring_capacity;
   hc.ring_capacity = config_.telemetry.ring_capacity;
+  Result<telemetry::HistogramLayout> layout =
+      telemetry::HistogramLayout::Create(config_.telemetry.histogram_layout);
+  RTLOOP_RETURN_IF_ERROR(layout.status());  // Check() refused a bad one already
+  hc.histogram_layout = *layout;
   hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
   hub_->AttachExecutor(*executor_);
   collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period

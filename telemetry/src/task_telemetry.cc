@@ -7,8 +7,9 @@
 
 namespace rtloop::telemetry {
 
-TaskTelemetry::TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring)
-    : id_(id), config_(config), ring_(std::move(ring)) {}
+TaskTelemetry::TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring,
+                             const HistogramLayout& layout)
+    : id_(id), config_(config), ring_(std::move(ring)), latency_(layout), execution_(layout) {}
 
 void TaskTelemetry::OnRtThreadStart() { ring_->writer().AttachToCurrentThread(); }
 
@@ -57,7 +58,8 @@ Status TelemetryHub::AddTask(TaskId id, const TaskConfig& config) {
                                             " (set TelemetryHubConfig::ring_capacity or a shorter "
                                             "drain_period)");
   }
-  auto task = std::make_unique<TaskTelemetry>(id, config, std::move(ring).value());
+  auto task = std::make_unique<TaskTelemetry>(id, config, std::move(ring).value(),
+                                              config_.histogram_layout);
   slots_[id].store(task.get(), std::memory_order_release);
   owned_.push_back(std::move(task));
   return Status::Ok();

@@ -21,9 +21,10 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 
 // A histogram's cumulative counts as of its last reading, dense by bucket index. Allocated once,
-// at the first reading (kBucketCount counts, 224 KiB), then updated in place by each tick: what a
-// task's statistics take does not grow as its latency tail finds buckets it never used before (a
-// sparse copy of the non-empty buckets, rebuilt every second, did, by up to 0.7 MB a histogram).
+// at the first reading (the layout's bucket_count(), 224 KiB by default), then updated in place by
+// each tick: what a task's statistics take does not grow as its latency tail finds buckets it never
+// used before (a sparse copy of the non-empty buckets, rebuilt every second, did, by up to 0.7 MB a
+// histogram).
 struct CumulativeReading {
   bool taken = false;
   std::vector<std::uint64_t> counts;  // by layout index; empty until the first reading
@@ -63,19 +64,20 @@ struct Delta {
   std::int64_t max_ns = 0;  // meaningful when count > 0 (see the header's "Accuracy")
 };
 
-bool InRange(const HistogramBucket& b) {
-  return b.lower_ns >= 0 && b.lower_ns < LatencyHistogram::kMaxTrackable;
+bool InRange(const HistogramBucket& b, const HistogramLayout& layout) {
+  return b.lower_ns >= 0 && b.lower_ns < layout.max_trackable();
 }
 
 // A buffer for ExportBuckets that never grows again: room for every bucket, the negatives' and
 // the overflow's, its pages touched once.
-void PrepareExportBuffer(std::vector<HistogramBucket>* buffer) {
-  if (buffer->capacity() >= LatencyHistogram::kBucketCount + 2) return;
-  buffer->resize(LatencyHistogram::kBucketCount + 2);
+void PrepareExportBuffer(std::vector<HistogramBucket>* buffer, const HistogramLayout& layout) {
+  if (buffer->capacity() >= layout.bucket_count() + 2) return;
+  buffer->resize(layout.bucket_count() + 2);
   buffer->clear();
 }
 
 Snapshot Read(const LatencyHistogram& h, std::vector<HistogramBucket>* buckets) {
+  const HistogramLayout& layout = h.layout();
   Snapshot r;
   r.negative_sum = h.negative_sum_ns();
   r.sum_ns = h.sum_ns();
@@ -86,10 +88,10 @@ Snapshot Read(const LatencyHistogram& h, std::vector<HistogramBucket>* buckets) 
     if (b.lower_ns < 0) {
       r.negatives = b.count;
       r.negative_min = b.lower_ns;
-    } else if (b.lower_ns >= LatencyHistogram::kMaxTrackable) {
+    } else if (b.lower_ns >= layout.max_trackable()) {
       r.overflow = b.count;
     } else {
-      highest = LatencyHistogram::BucketIndex(b.lower_ns) + 1;
+      highest = layout.BucketIndex(b.lower_ns) + 1;
     }
   }
   // The max after the buckets, and at least as new as they are: the writer bumps a value's bucket
@@ -101,9 +103,9 @@ Snapshot Read(const LatencyHistogram& h, std::vector<HistogramBucket>* buckets) 
   // instructions from storing it; bounded, should it have been preempted there).
   const bool any = h.count() > 0 || highest > 0 || r.negatives > 0 || r.overflow > 0;
   r.max_ns = any ? h.max_ns() : kI64Min;
-  const auto stale = [&r, highest] {
-    if (highest == 0 || r.max_ns >= LatencyHistogram::kMaxTrackable) return false;
-    return r.max_ns < 0 || LatencyHistogram::BucketIndex(r.max_ns) + 1 < highest;
+  const auto stale = [&r, &layout, highest] {
+    if (highest == 0 || r.max_ns >= layout.max_trackable()) return false;
+    return r.max_ns < 0 || layout.BucketIndex(r.max_ns) + 1 < highest;
   };
   for (int tries = 0; tries < 10'000 && stale(); ++tries) {
     std::this_thread::yield();
@@ -117,12 +119,12 @@ Snapshot Read(const LatencyHistogram& h, std::vector<HistogramBucket>* buckets) 
 // touched once (counts never shrink: every bucket that was non-empty is among them). The first
 // call allocates `r`'s counts and returns everything as added.
 Delta Advance(const Snapshot& now, const std::vector<HistogramBucket>& buckets,
-              CumulativeReading* r) {
-  if (r->counts.empty()) r->counts.assign(LatencyHistogram::kBucketCount, 0);
+              const HistogramLayout& layout, CumulativeReading* r) {
+  if (r->counts.empty()) r->counts.assign(layout.bucket_count(), 0);
   Delta d;
   for (const HistogramBucket& b : buckets) {
-    if (!InRange(b)) continue;
-    const std::size_t i = LatencyHistogram::BucketIndex(b.lower_ns);
+    if (!InRange(b, layout)) continue;
+    const std::size_t i = layout.BucketIndex(b.lower_ns);
     std::uint64_t& count = r->counts[i];
     if (b.count > count) {
       const std::uint64_t n = std::min<std::uint64_t>(b.count - count, UINT32_MAX);
@@ -151,10 +153,10 @@ Delta Advance(const Snapshot& now, const std::vector<HistogramBucket>& buckets,
     } else if (!d.buckets.empty()) {
       const std::size_t top = d.buckets.back().index;
       const bool raised = now.max_ns > r->max_ns;
-      if (raised && LatencyHistogram::BucketIndex(now.max_ns) == top) {
+      if (raised && layout.BucketIndex(now.max_ns) == top) {
         d.max_ns = now.max_ns;  // this tick holds the all-time max: exact
       } else {
-        d.max_ns = std::min(LatencyHistogram::BucketUpper(top) - 1, now.max_ns);
+        d.max_ns = std::min(layout.BucketUpper(top) - 1, now.max_ns);
       }
     } else {
       d.max_ns = -1;  // only early wake-ups: all below 0
@@ -195,12 +197,13 @@ struct WindowedStats::TaskState {
 
 namespace {
 
-// The statistics of values made of `negatives` (summing to `negative_sum`), the layout buckets
+// The statistics of values made of `negatives` (summing to `negative_sum`), the `layout` buckets
 // that `for_each_bucket(visit)` visits in ascending order as visit(index, count), and `overflow`
 // values; `max` is their max (exact or the documented bound).
 template <typename ForEachBucket>
-WindowSummary Rank(std::uint64_t negatives, std::int64_t negative_sum, std::uint64_t overflow,
-                   std::int64_t max, ForEachBucket for_each_bucket) {
+WindowSummary Rank(const HistogramLayout& layout, std::uint64_t negatives,
+                   std::int64_t negative_sum, std::uint64_t overflow, std::int64_t max,
+                   ForEachBucket for_each_bucket) {
   WindowSummary s;
   std::uint64_t total = negatives + overflow;
   for_each_bucket([&](std::size_t, std::uint64_t c) { total += c; });
@@ -225,17 +228,17 @@ WindowSummary Rank(std::uint64_t negatives, std::int64_t negative_sum, std::uint
   }
   for_each_bucket([&](std::size_t i, std::uint64_t c) {
     cumulative += c;
-    const std::int64_t lower = LatencyHistogram::BucketLower(i);
-    fill(lower + (LatencyHistogram::BucketUpper(i) - lower) / 2, cumulative);
+    const std::int64_t lower = layout.BucketLower(i);
+    fill(lower + (layout.BucketUpper(i) - lower) / 2, cumulative);
   });
   fill(max, total);  // ranks among the overflow values
   return s;
 }
 
-// Summarises `deltas` (one or several ticks) with `scratch` (dense, kBucketCount, all zero on
-// entry and exit) and `touched` (its set indices).
-WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::uint64_t>* scratch,
-                        std::vector<std::uint32_t>* touched) {
+// Summarises `deltas` (one or several ticks of `layout`) with `scratch` (dense, one count per
+// bucket, all zero on entry and exit) and `touched` (its set indices).
+WindowSummary Summarize(const HistogramLayout& layout, std::span<const Delta* const> deltas,
+                        std::vector<std::uint64_t>* scratch, std::vector<std::uint32_t>* touched) {
   std::uint64_t negatives = 0;
   std::int64_t negative_sum = 0;
   std::uint64_t overflow = 0;
@@ -256,7 +259,7 @@ WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::u
     }
   }
   std::sort(touched->begin(), touched->end());
-  WindowSummary s = Rank(negatives, negative_sum, overflow, max, [&](auto visit) {
+  WindowSummary s = Rank(layout, negatives, negative_sum, overflow, max, [&](auto visit) {
     for (const std::uint32_t i : *touched) visit(i, (*scratch)[i]);
   });
   if (s.valid) s.sum_ns = sum;
@@ -265,71 +268,82 @@ WindowSummary Summarize(std::span<const Delta* const> deltas, std::vector<std::u
 }
 
 // The since-start statistics of a reading (its buckets ascending: no scratch needed).
-WindowSummary SummarizeReading(const Snapshot& r, const std::vector<HistogramBucket>& buckets) {
-  WindowSummary s = Rank(r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
-    for (const HistogramBucket& b : buckets) {
-      if (InRange(b)) visit(LatencyHistogram::BucketIndex(b.lower_ns), b.count);
-    }
-  });
+WindowSummary SummarizeReading(const HistogramLayout& layout, const Snapshot& r,
+                               const std::vector<HistogramBucket>& buckets) {
+  WindowSummary s =
+      Rank(layout, r.negatives, r.negative_sum, r.overflow, r.max_ns, [&](auto visit) {
+        for (const HistogramBucket& b : buckets) {
+          if (InRange(b, layout)) visit(layout.BucketIndex(b.lower_ns), b.count);
+        }
+      });
   if (s.valid) s.sum_ns = r.sum_ns;
   return s;
 }
 
-std::vector<HistogramBucket> ExportReading(const CumulativeReading& r) {
+std::vector<HistogramBucket> ExportReading(const CumulativeReading& r,
+                                           const HistogramLayout& layout) {
   std::vector<HistogramBucket> out;
   if (r.negatives > 0) out.push_back({r.negative_min, 0, r.negatives});
   for (std::size_t i = r.begin; i < r.end; ++i) {
     if (r.counts[i] == 0) continue;
-    out.push_back(
-        {LatencyHistogram::BucketLower(i), LatencyHistogram::BucketUpper(i), r.counts[i]});
+    out.push_back({layout.BucketLower(i), layout.BucketUpper(i), r.counts[i]});
   }
   if (r.overflow > 0) {
-    out.push_back({LatencyHistogram::kMaxTrackable,
-                   r.max_ns == INT64_MAX ? INT64_MAX : r.max_ns + 1, r.overflow});
+    out.push_back(
+        {layout.max_trackable(), r.max_ns == INT64_MAX ? INT64_MAX : r.max_ns + 1, r.overflow});
   }
   return out;
 }
 
 // The reading's buckets summed into the bins of `bounds` (see HistogramReading::bins; bounds
 // ascending and >= 0). The buckets whose every value is <= b are exactly those below the bucket
-// holding b + 1: one pass over the non-empty range for all the bounds.
-std::vector<std::uint64_t> Bin(const CumulativeReading& r, std::span<const std::int64_t> bounds) {
+// holding b + 1: one pass over the non-empty range for all the bounds. The overflow bucket
+// [max_trackable, max + 1) goes, by the same rule, to the first bound >= the max (a bound beyond
+// the layout's range, e.g. /metrics' le="2" over a 2^30 ns range), else to the last bin.
+std::vector<std::uint64_t> Bin(const CumulativeReading& r, const HistogramLayout& layout,
+                               std::span<const std::int64_t> bounds) {
   std::vector<std::uint64_t> bins;
   bins.reserve(bounds.size() + 1);
   std::uint64_t before = 0;                 // values counted in earlier bins
   std::uint64_t at_or_below = r.negatives;  // values in the buckets below i, negatives included
+  std::uint64_t overflow = r.overflow;      // not counted yet
   std::size_t i = r.begin;
   for (const std::int64_t bound : bounds) {
-    const std::size_t first_above = bound + 1 >= LatencyHistogram::kMaxTrackable
-                                        ? LatencyHistogram::kBucketCount
-                                        : LatencyHistogram::BucketIndex(bound + 1);
+    const std::size_t first_above =
+        bound + 1 >= layout.max_trackable() ? layout.bucket_count() : layout.BucketIndex(bound + 1);
     for (; i < r.end && i < first_above; ++i) at_or_below += r.counts[i];
+    if (overflow > 0 && r.max_ns <= bound) {
+      at_or_below += overflow;
+      overflow = 0;
+    }
     bins.push_back(at_or_below - before);
     before = at_or_below;
   }
   for (; i < r.end; ++i) at_or_below += r.counts[i];
-  bins.push_back(at_or_below + r.overflow - before);  // the rest, overflow (>= 2^37 ns) included
+  bins.push_back(at_or_below + overflow - before);  // the rest, overflow beyond the bounds included
   return bins;
 }
 
-WindowSummary SummarizeOne(const Delta& d, std::vector<std::uint64_t>* scratch,
+WindowSummary SummarizeOne(const HistogramLayout& layout, const Delta& d,
+                           std::vector<std::uint64_t>* scratch,
                            std::vector<std::uint32_t>* touched) {
   const Delta* one[] = {&d};
-  return Summarize(one, scratch, touched);
+  return Summarize(layout, one, scratch, touched);
 }
 
-WindowSummary SummarizeWindow(const Series& series, std::vector<std::uint64_t>* scratch,
+WindowSummary SummarizeWindow(const HistogramLayout& layout, const Series& series,
+                              std::vector<std::uint64_t>* scratch,
                               std::vector<std::uint32_t>* touched) {
   std::vector<const Delta*> all;
   all.reserve(series.ticks.size());
   for (const Delta& d : series.ticks) all.push_back(&d);
-  return Summarize(all, scratch, touched);
+  return Summarize(layout, all, scratch, touched);
 }
 
 }  // namespace
 
 WindowedStats::WindowedStats(const TelemetryHub& hub, const WindowedStatsConfig& config)
-    : hub_(hub), config_(config) {}
+    : hub_(hub), config_(config), layout_(hub.config().histogram_layout) {}
 
 WindowedStats::~WindowedStats() { Stop(); }
 
@@ -401,9 +415,9 @@ WindowedStats::TaskState* WindowedStats::StateFor(TaskId id) const {
 }
 
 void WindowedStats::Tick() {
-  if (scratch_.empty()) scratch_.assign(LatencyHistogram::kBucketCount, 0);
-  PrepareExportBuffer(&latency_buckets_);
-  PrepareExportBuffer(&execution_buckets_);
+  if (scratch_.empty()) scratch_.assign(layout_.bucket_count(), 0);
+  PrepareExportBuffer(&latency_buckets_, layout_);
+  PrepareExportBuffer(&execution_buckets_, layout_);
   for (const TaskId id : hub_.TaskIds()) {
     const TaskTelemetry* t = hub_.task(id);
     if (t == nullptr) continue;
@@ -435,16 +449,16 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
   const Snapshot execution = Read(t.execution(), &execution_buckets_);
   const Snapshot latency = Read(t.latency(), &latency_buckets_);
   const TaskStatsSnapshot stats = hub_.Stats(t.id());
-  const WindowSummary latency_total = SummarizeReading(latency, latency_buckets_);
-  const WindowSummary execution_total = SummarizeReading(execution, execution_buckets_);
+  const WindowSummary latency_total = SummarizeReading(layout_, latency, latency_buckets_);
+  const WindowSummary execution_total = SummarizeReading(layout_, execution, execution_buckets_);
   const std::int64_t unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count();
   // Under the lock from here: the readers see the new reading, totals, window and history at once.
   std::lock_guard<std::mutex> lock(state->mu);
   const bool baseline = !state->latency.prev.taken;  // the first reading only sets the baseline
-  Delta dl = Advance(latency, latency_buckets_, &state->latency.prev);
-  Delta de = Advance(execution, execution_buckets_, &state->execution.prev);
+  Delta dl = Advance(latency, latency_buckets_, layout_, &state->latency.prev);
+  Delta de = Advance(execution, execution_buckets_, layout_, &state->execution.prev);
   state->latency_total = latency_total;
   state->execution_total = execution_total;
   state->reading_unix_ms = unix_ms;
@@ -457,8 +471,8 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
   const bool reset = stats.resets != state->resets_seen;
   state->resets_seen = stats.resets;
   if (baseline) return;
-  const WindowSummary sl = SummarizeOne(dl, &scratch_, &touched_);
-  const WindowSummary se = SummarizeOne(de, &scratch_, &touched_);
+  const WindowSummary sl = SummarizeOne(layout_, dl, &scratch_, &touched_);
+  const WindowSummary se = SummarizeOne(layout_, de, &scratch_, &touched_);
   state->history.push_back({.unix_ms = unix_ms,
                             .latency_count = sl.count,
                             .latency_max_ns = sl.max_ns,
@@ -483,8 +497,8 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
     state->execution.ticks.pop_front();
     state->spans.pop_front();
   }
-  state->window.latency = SummarizeWindow(state->latency, &scratch_, &touched_);
-  state->window.execution = SummarizeWindow(state->execution, &scratch_, &touched_);
+  state->window.latency = SummarizeWindow(layout_, state->latency, &scratch_, &touched_);
+  state->window.execution = SummarizeWindow(layout_, state->execution, &scratch_, &touched_);
   Clock::duration span{0};
   for (const Clock::duration d : state->spans) span += d;
   state->window.span = std::chrono::duration_cast<std::chrono::nanoseconds>(span);
@@ -515,12 +529,12 @@ TaskReading WindowedStats::Reading(TaskId id, bool with_buckets,
   r.execution.total = state->execution_total;
   r.stats = state->stats;
   if (with_buckets) {
-    r.latency.buckets = ExportReading(state->latency.prev);
-    r.execution.buckets = ExportReading(state->execution.prev);
+    r.latency.buckets = ExportReading(state->latency.prev, layout_);
+    r.execution.buckets = ExportReading(state->execution.prev, layout_);
   }
   if (!bin_bounds_ns.empty()) {
-    r.latency.bins = Bin(state->latency.prev, bin_bounds_ns);
-    r.execution.bins = Bin(state->execution.prev, bin_bounds_ns);
+    r.latency.bins = Bin(state->latency.prev, layout_, bin_bounds_ns);
+    r.execution.bins = Bin(state->execution.prev, layout_, bin_bounds_ns);
   }
   return r;
 }

@@ -59,6 +59,9 @@ TEST_F(CyclicCliTest, BadInputExitsTwoWithOneLineMessageAndNoOutputFile) {
       {{"-a", "100000"}, "CPU 100000 does not exist"},
       {{"--bogus"}, "unknown option '--bogus'"},
       {{"-q", "stray"}, "unexpected argument 'stray'"},
+      {{"--hdr-layout=3:30"}, "'3:30' for --hdr-layout: precision_bits is 3 — use 4..10"},
+      {{"--hdr-layout=7:40"}, "'7:40' for --hdr-layout: range_bits is 40 — use 20..37"},
+      {{"--hdr-layout=7"}, "'7' for --hdr-layout: expected PRECISION_BITS:RANGE_BITS"},
   };
   if (sysconf(_SC_NPROCESSORS_CONF) <= 64) bad.push_back({{"-a", "64"}, "CPU 64 does not exist"});
   for (const auto& [args, message] : bad) {
@@ -114,6 +117,15 @@ TEST_F(CyclicCliTest, QuietWithHistogramPrintsOnlyTheHistogramBlock) {
 
 TEST_F(CyclicCliTest, PercentilesGoToStderrUnderQuiet) {
   const Outcome r = Run({"-q", "-i500", "-l20", "--default-system", "--percentiles"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
+  EXPECT_NE(r.err.find("99.9"), std::string::npos) << r.err;
+}
+
+// Issue 18 §4: a run with a small histogram layout measures and reports its percentiles.
+TEST_F(CyclicCliTest, ASmallHdrLayoutRunsAndReportsPercentiles) {
+  const Outcome r =
+      Run({"-q", "-i500", "-l20", "--default-system", "--percentiles", "--hdr-layout=7:30"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.out).size(), 1u) << r.out;
   EXPECT_NE(r.err.find("99.9"), std::string::npos) << r.err;

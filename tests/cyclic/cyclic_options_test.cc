@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cyclic_memory.h"
 #include "cyclic_option_values.h"
 
 namespace rtloop::cyclic {
@@ -379,6 +380,57 @@ TEST(CyclicOptionsTest, MetricsServesTheHttpEndpointAtTheDefaultOrTheGivenAddres
   EXPECT_EQ(ParseOk({"--metrics=127.0.0.1:9101"}).metrics_address, "127.0.0.1:9101");
   EXPECT_FALSE(ParseOk({}).metrics);
   EXPECT_NE(ParseError({"--metrics="}).find("--metrics"), std::string::npos);
+}
+
+// Issue 18 §4: --hdr-layout=P:R chooses the telemetry histograms' layout (HistogramLayout).
+TEST(CyclicOptionsTest, HdrLayoutChoosesTheHistogramsLayout) {
+  EXPECT_EQ(ParseOk({}).hdr_layout, telemetry::HistogramLayout());
+  const CyclicOptions o = ParseOk({"--hdr-layout=7:30"});
+  EXPECT_EQ(o.hdr_layout.precision_bits(), 7);
+  EXPECT_EQ(o.hdr_layout.range_bits(), 30);
+  EXPECT_EQ(ParseOk({"--hdr-layout=10:37"}).hdr_layout, telemetry::HistogramLayout());
+  EXPECT_EQ(ParseOk({"--hdr-layout", "4:20"}).hdr_layout.bucket_count(), 17u * 16u);
+  EXPECT_NE(UsageText().find("--hdr-layout=P:R"), std::string::npos);
+}
+
+TEST(CyclicOptionsTest, HdrLayoutOutOfRangeOrMalformedIsRejectedWithTheReason) {
+  const struct {
+    const char* arg;
+    const char* message;
+  } bad[] = {
+      {"--hdr-layout=3:30",
+       "invalid value '3:30' for --hdr-layout: precision_bits is 3 — use 4..10"},
+      {"--hdr-layout=11:37", "precision_bits is 11 — use 4..10"},
+      {"--hdr-layout=7:19", "invalid value '7:19' for --hdr-layout: range_bits is 19 — use 20..37"},
+      {"--hdr-layout=7:38", "range_bits is 38 — use 20..37 (values below 2^bits ns are bucketed"},
+      {"--hdr-layout=7", "expected PRECISION_BITS:RANGE_BITS, e.g. 7:30"},
+      {"--hdr-layout=7:", "expected PRECISION_BITS:RANGE_BITS"},
+      {"--hdr-layout=:30", "expected PRECISION_BITS:RANGE_BITS"},
+      {"--hdr-layout=7:30s", "expected PRECISION_BITS:RANGE_BITS"},
+      {"--hdr-layout=4294967303:30", "expected PRECISION_BITS:RANGE_BITS"},  // not wrapped to 7
+      {"--hdr-layout=", "--hdr-layout"},
+  };
+  for (const auto& b : bad) {
+    const std::string e = ParseError({b.arg});
+    EXPECT_NE(e.find(b.message), std::string::npos) << b.arg << ": " << e;
+  }
+}
+
+// The memory rtloop-cyclic checks before it allocates follows the layout: 2 histograms a thread,
+// 4 with --metrics (the windowed statistics' previous reading) plus its buffers once.
+TEST(CyclicOptionsTest, MemoryPlanCountsTheHistogramsOfTheChosenLayout) {
+  const std::uint64_t big = telemetry::HistogramLayout().histogram_bytes();  // 224 KiB
+  const std::uint64_t small = 3072 * 8;                                      // 7:30: 24 KiB
+  const MemoryPlan plain = PlanMemory(ParseOk({"-t2"}));
+  const MemoryPlan smaller = PlanMemory(ParseOk({"-t2", "--hdr-layout=7:30"}));
+  EXPECT_EQ(plain.telemetry_bytes - smaller.telemetry_bytes, 2 * 2 * (big - small));
+  EXPECT_EQ(plain.total_bytes - smaller.total_bytes, 2 * 2 * (big - small));
+  const MemoryPlan metrics = PlanMemory(ParseOk({"-t2", "--metrics"}));
+  const MemoryPlan metrics_small = PlanMemory(ParseOk({"-t2", "--metrics", "--hdr-layout=7:30"}));
+  EXPECT_EQ(metrics.telemetry_bytes - plain.telemetry_bytes,
+            2 * 2 * big + big + 2 * (28'672 + 2) * sizeof(telemetry::HistogramBucket));
+  EXPECT_EQ(metrics_small.telemetry_bytes - smaller.telemetry_bytes,
+            2 * 2 * small + small + 2 * (3072 + 2) * sizeof(telemetry::HistogramBucket));
 }
 
 TEST(CyclicOptionsTest, ServerAddressesAreCheckedAlikeAndPortOnlyMeansLoopback) {

@@ -20,6 +20,7 @@
 #include "alloc_counter.h"
 #include "http_test_util.h"
 #include "metrics.h"
+#include "page_json.h"
 #include "port_holder.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
@@ -95,6 +96,16 @@ class HttpServerTest : public ::testing::Test {
   std::unique_ptr<HttpServer> http_;
 };
 
+// `n` cycles of task 0 with wake-up latency `v`, numbered from *seq on.
+void RecordLatency(TelemetryHub& hub, std::uint64_t* seq, std::int64_t v, int n) {
+  for (int i = 0; i < n; ++i) {
+    CycleSample c;
+    c.seq = (*seq)++;
+    c.wakeup_latency_ns = v;
+    hub.OnCycle(c);
+  }
+}
+
 TEST(HttpMetricsTest, HdrBucketsCountTowardsTheFirstBoundaryThatHoldsAllTheirValues) {
   using internal::kHistogramBoundsNs;
   TelemetryHub hub;
@@ -102,14 +113,7 @@ TEST(HttpMetricsTest, HdrBucketsCountTowardsTheFirstBoundaryThatHoldsAllTheirVal
   hub.OnRtThreadStart(0);
   WindowedStats windows(hub);
   std::uint64_t seq = 0;
-  auto record = [&](std::int64_t v, int n) {
-    for (int i = 0; i < n; ++i) {
-      CycleSample c;
-      c.seq = seq++;
-      c.wakeup_latency_ns = v;
-      hub.OnCycle(c);
-    }
-  };
+  auto record = [&](std::int64_t v, int n) { RecordLatency(hub, &seq, v, n); };
   record(-50, 3);             // early wake-ups: <= every boundary
   record(1000, 5);            // exact region: le=1us
   record(1001, 7);            // > 1 us: le=2us
@@ -130,6 +134,58 @@ TEST(HttpMetricsTest, HdrBucketsCountTowardsTheFirstBoundaryThatHoldsAllTheirVal
     EXPECT_DOUBLE_EQ(internal::kHistogramBoundsSeconds[i],
                      static_cast<double>(kHistogramBoundsNs[i]) * 1e-9);
   }
+}
+
+// Issue 18 §4: with a small histogram layout (7 bits: values below 2^30 ns bucketed), /metrics'
+// fixed boundaries beyond the range still count what they hold (the overflow bucket [2^30, max]
+// at the first boundary >= its max), and the page's bins end at the top of the range (its
+// overflow bin is left out, as before: the max shows it).
+TEST(HttpMetricsTest, ASmallHistogramLayoutKeepsMetricsAndPageBinsRightBeyondItsRange) {
+  using internal::kHistogramBoundsNs;
+  const Result<HistogramLayout> small =
+      HistogramLayout::Create({.precision_bits = 7, .range_bits = 30});
+  ASSERT_TRUE(small.ok());
+  TelemetryHub hub({.histogram_layout = *small});
+  ASSERT_TRUE(hub.AddTask(0, TaskConfig{}).ok());
+  hub.OnRtThreadStart(0);
+  WindowedStats windows(hub);
+  windows.Tick();
+  std::uint64_t seq = 0;
+  auto record = [&](std::int64_t v, int n) { RecordLatency(hub, &seq, v, n); };
+  constexpr std::int64_t kTop = std::int64_t{1} << 30;
+  record(999, 3);            // bucket [996, 1000): le=1us
+  record(1000, 5);           // bucket [1000, 1004) straddles 1 us in this layout: le=2us
+  record(kTop - 1, 7);       // the top bucket [2^30 - 2^22, 2^30): all <= 2 s, not <= 1 s
+  record(1'500'000'000, 2);  // overflow, the max: <= 2 s
+  windows.Tick();
+  const std::vector<std::uint64_t> bins =
+      windows.Reading(0, false, kHistogramBoundsNs).latency.bins;
+  ASSERT_EQ(bins.size(), kHistogramBoundsNs.size() + 1);
+  ASSERT_EQ(kHistogramBoundsNs[18], 1'000'000'000);
+  ASSERT_EQ(kHistogramBoundsNs[19], 2'000'000'000);
+  EXPECT_EQ(bins[0], 3u);        // le=1e-06
+  EXPECT_EQ(bins[1], 5u);        // le=2e-06
+  EXPECT_EQ(bins[18], 0u);       // le=1
+  EXPECT_EQ(bins[19], 7u + 2u);  // le=2: the top bucket and the overflow
+  EXPECT_EQ(bins.back(), 0u);    // +Inf: nothing beyond 2 s
+  const internal::MetricsInput in{.hub = &hub, .windows = &windows};
+  const std::string m = internal::RenderMetrics(in);
+  const std::size_t le2 = m.find("rtloop_task_wakeup_latency_seconds_bucket{");
+  ASSERT_NE(le2, std::string::npos) << m;
+  const std::string line2 = "le=\"2\"} 17";  // cumulative: 3 + 5 + 9
+  EXPECT_NE(m.find(line2, le2), std::string::npos) << m;
+  // The page: bins up to 2^30 ns, the top bucket in the last one, the overflow left out.
+  const std::vector<std::int64_t> bounds = internal::PageBinBounds(*small);
+  EXPECT_EQ(bounds.front(), 256);
+  EXPECT_EQ(bounds.back(), kTop);
+  EXPECT_EQ(internal::PageBinBounds(HistogramLayout()).back(), std::int64_t{1} << 37);
+  const std::string json = internal::RenderTasksJson(in, 0);
+  const std::string top_bin =
+      "[" + std::to_string(bounds[bounds.size() - 2]) + "," + std::to_string(kTop) + ",7]]";
+  ASSERT_EQ(bounds[16], 1024);  // 2^(80/8): 999 and 1000..1003 are in its bin
+  EXPECT_NE(json.find("\"histogram\":[[" + std::to_string(bounds[15]) + ",1024,8]," + top_bin),
+            std::string::npos)
+      << json;
 }
 
 TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {

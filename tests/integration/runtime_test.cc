@@ -304,6 +304,37 @@ TEST(RuntimeTest, RingSizesAreConfigurableWithinTheirRange) {
       << s.message();
 }
 
+// Issue 18 §4: a small board's histograms: the layout reaches every task's histograms; out of
+// range is a clear error naming the field, its range and what it means, before anything starts.
+TEST(RuntimeTest, HistogramLayoutIsConfigurableWithinItsRange) {
+  RuntimeConfig c = TestConfig();
+  c.telemetry.serve_grpc = false;
+  c.telemetry.histogram_layout = {.precision_bits = 7, .range_bits = 30};
+  {
+    auto rt = MakeRuntime(c);
+    Idle a;
+    ASSERT_TRUE(rt->AddTask(a, OtherTask("small", milliseconds(1), 0)).ok());
+    EXPECT_EQ(rt->hub()->config().histogram_layout.bucket_count(), 3072u);
+    EXPECT_EQ(rt->hub()->task(0)->latency().layout(), rt->hub()->config().histogram_layout);
+    EXPECT_EQ(rt->hub()->task(0)->execution().layout().max_trackable(), std::int64_t{1} << 30);
+  }
+  c.telemetry.histogram_layout = {.precision_bits = 12, .range_bits = 30};
+  Status s = Runtime::Check(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().rfind(
+                "RuntimeConfig::telemetry.histogram_layout.precision_bits is 12 — use 4..10", 0),
+            0u)
+      << s.message();
+  c.telemetry.histogram_layout = {.precision_bits = 7, .range_bits = 40};
+  s = Runtime::Create(c).status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message().rfind("RuntimeConfig::telemetry.histogram_layout.range_bits is 40 — use "
+                              "20..37 (values below 2^bits ns are bucketed",
+                              0),
+            0u)
+      << s.message();
+}
+
 TEST(RuntimeTest, DurationEndsRunUntilSignal) {
   RuntimeConfig c = TestConfig();
   c.duration = milliseconds(200);

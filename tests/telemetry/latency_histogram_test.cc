@@ -15,8 +15,11 @@ namespace {
 static_assert(noexcept(std::declval<LatencyHistogram&>().Record(0)));
 static_assert(noexcept(std::declval<const LatencyHistogram&>().Summary()));
 static_assert(noexcept(std::declval<const LatencyHistogram&>().ValueAtPercentile(99.0)));
-static_assert(LatencyHistogram::kBucketCount * sizeof(std::uint64_t) <= 256 * 1024);
-static_assert(LatencyHistogram::kMaxTrackable >= 100'000'000'000);
+static_assert(HistogramLayout().histogram_bytes() <= 256 * 1024);
+static_assert(HistogramLayout().max_trackable() >= 100'000'000'000);
+static_assert(noexcept(std::declval<const HistogramLayout&>().BucketIndex(0)));
+
+constexpr HistogramLayout kDefault;
 
 // Nearest-rank percentile of sorted values, the definition the histogram follows: the value of
 // rank ceil(p / 100 * n), computed in integers (p in thousandths of a percent) so that no rounding
@@ -29,8 +32,11 @@ std::int64_t ExactPercentile(const std::vector<std::int64_t>& sorted, double p) 
   return sorted[rank - 1];
 }
 
-void ExpectPercentilesWithinError(const std::vector<std::int64_t>& values) {
-  LatencyHistogram h;
+void ExpectPercentilesWithinError(const std::vector<std::int64_t>& values,
+                                  const HistogramLayout& layout = {}) {
+  // 0.1 % with the default layout (its buckets are 1/1024 wide, their midpoints half of that off).
+  const double error = std::max(0.001, layout.max_relative_error());
+  LatencyHistogram h(layout);
   for (std::int64_t v : values) h.Record(v);
   std::vector<std::int64_t> sorted = values;
   std::sort(sorted.begin(), sorted.end());
@@ -46,41 +52,49 @@ void ExpectPercentilesWithinError(const std::vector<std::int64_t>& values) {
     const std::int64_t exact = ExactPercentile(sorted, p);
     const std::int64_t got = s.percentiles.at(i);
     EXPECT_EQ(got, h.ValueAtPercentile(p)) << "p" << p;
-    if (exact < LatencyHistogram::kExactLimit) {
+    if (exact < layout.exact_limit()) {
       EXPECT_EQ(got, exact) << "p" << p;
     } else {
       const double rel = std::abs(static_cast<double>(got - exact)) / static_cast<double>(exact);
-      EXPECT_LE(rel, 0.001) << "p" << p << " exact " << exact << " got " << got;
+      EXPECT_LE(rel, error) << "p" << p << " exact " << exact << " got " << got;
     }
   }
   for (double p : {1.0, 10.0, 25.0, 75.0, 95.0, 100.0}) {
     const std::int64_t exact = ExactPercentile(sorted, p);
     const std::int64_t got = h.ValueAtPercentile(p);
     EXPECT_LE(std::abs(static_cast<double>(got - exact)),
-              std::max(0.0, static_cast<double>(exact) * 0.001))
+              std::max(0.0, static_cast<double>(exact) * error))
         << "p" << p;
   }
 }
 
 constexpr std::size_t kN = 1'000'000;
 
-TEST(LatencyHistogramTest, BucketLayoutIsContiguousExactBelow2048AndWithinRelativeError) {
-  EXPECT_EQ(LatencyHistogram::BucketLower(0), 0);
-  for (std::size_t i = 0; i + 1 < LatencyHistogram::kBucketCount; ++i) {
-    const std::int64_t lo = LatencyHistogram::BucketLower(i);
-    const std::int64_t hi = LatencyHistogram::BucketUpper(i);
-    ASSERT_EQ(hi, LatencyHistogram::BucketLower(i + 1)) << i;
-    ASSERT_EQ(LatencyHistogram::BucketIndex(lo), i);
-    ASSERT_EQ(LatencyHistogram::BucketIndex(hi - 1), i);
-    if (lo < LatencyHistogram::kExactLimit) {
+// Every bucket of `layout`: contiguous from 0 to max_trackable(), each value's index its bucket's,
+// one value per bucket below exact_limit(), within max_relative_error() above.
+void ExpectContiguousLayout(const HistogramLayout& layout) {
+  EXPECT_EQ(layout.BucketLower(0), 0);
+  for (std::size_t i = 0; i + 1 < layout.bucket_count(); ++i) {
+    const std::int64_t lo = layout.BucketLower(i);
+    const std::int64_t hi = layout.BucketUpper(i);
+    ASSERT_EQ(hi, layout.BucketLower(i + 1)) << i;
+    ASSERT_EQ(layout.BucketIndex(lo), i);
+    ASSERT_EQ(layout.BucketIndex(hi - 1), i);
+    if (lo < layout.exact_limit()) {
       ASSERT_EQ(hi - lo, 1);
     } else {
       ASSERT_LE(static_cast<double>(hi - lo) / static_cast<double>(lo),
-                LatencyHistogram::kMaxRelativeError);
+                layout.max_relative_error());
     }
   }
-  EXPECT_EQ(LatencyHistogram::BucketUpper(LatencyHistogram::kBucketCount - 1),
-            LatencyHistogram::kMaxTrackable);
+  EXPECT_EQ(layout.BucketUpper(layout.bucket_count() - 1), layout.max_trackable());
+}
+
+TEST(LatencyHistogramTest, BucketLayoutIsContiguousExactBelow2048AndWithinRelativeError) {
+  ExpectContiguousLayout(kDefault);
+  EXPECT_EQ(kDefault.bucket_count(), 28'672u);
+  EXPECT_EQ(kDefault.exact_limit(), 2048);
+  EXPECT_DOUBLE_EQ(kDefault.max_relative_error(), 1.0 / 1024);
 }
 
 TEST(LatencyHistogramTest, EmptyHistogramHasNoValidPercentiles) {
@@ -145,7 +159,7 @@ TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
     (i % 3 == 0 ? a : b).Record(x);
     all.Record(x);
   }
-  a.Merge(b);
+  ASSERT_TRUE(a.Merge(b));
   std::vector<HistogramBucket> merged, expected;
   a.ExportBuckets(&merged);
   all.ExportBuckets(&expected);
@@ -169,7 +183,7 @@ TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
 TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
   LatencyHistogram a, b;
   for (int i = 0; i < 5000; ++i) a.Record(i * 37);
-  b.CopyFrom(a);
+  ASSERT_TRUE(b.CopyFrom(a));
   EXPECT_EQ(b.Summary().percentiles, a.Summary().percentiles);
   EXPECT_EQ(b.count(), a.count());
   b.Reset();
@@ -230,30 +244,30 @@ TEST(LatencyHistogramTest, PercentileRanksFollowTheNearestRankDefinitionExactly)
 }
 
 TEST(LatencyHistogramTest, BucketBoundariesAtTheExactLimitPowersOfTwoAndTheTopOfTheRange) {
-  using H = LatencyHistogram;
-  EXPECT_EQ(H::BucketIndex(2047), 2047u);  // last exact bucket
-  EXPECT_EQ(H::BucketIndex(2048), 2048u);  // first log bucket: [2048, 2050)
-  EXPECT_EQ(H::BucketLower(2048), 2048);
-  EXPECT_EQ(H::BucketUpper(2048), 2050);
-  EXPECT_EQ(H::BucketIndex(2049), 2048u);
-  for (int k = 11; k < H::kMaxExponent; ++k) {
+  const HistogramLayout& l = kDefault;
+  EXPECT_EQ(l.BucketIndex(2047), 2047u);  // last exact bucket
+  EXPECT_EQ(l.BucketIndex(2048), 2048u);  // first log bucket: [2048, 2050)
+  EXPECT_EQ(l.BucketLower(2048), 2048);
+  EXPECT_EQ(l.BucketUpper(2048), 2050);
+  EXPECT_EQ(l.BucketIndex(2049), 2048u);
+  for (int k = 11; k < l.range_bits(); ++k) {
     const std::int64_t p = std::int64_t{1} << k;
-    const std::size_t at = H::BucketIndex(p);
-    EXPECT_EQ(H::BucketLower(at), p) << "2^" << k << " starts a bucket";
-    EXPECT_EQ(H::BucketIndex(p - 1), at - 1) << "2^" << k << " - 1 ends the previous one";
+    const std::size_t at = l.BucketIndex(p);
+    EXPECT_EQ(l.BucketLower(at), p) << "2^" << k << " starts a bucket";
+    EXPECT_EQ(l.BucketIndex(p - 1), at - 1) << "2^" << k << " - 1 ends the previous one";
   }
-  EXPECT_EQ(H::BucketIndex(H::kMaxTrackable - 1), H::kBucketCount - 1);
-  EXPECT_EQ(H::BucketIndex(-1), 0u);  // out of contract, but never out of bounds
+  EXPECT_EQ(l.BucketIndex(l.max_trackable() - 1), l.bucket_count() - 1);
+  EXPECT_EQ(l.BucketIndex(-1), 0u);  // out of contract, but never out of bounds
   LatencyHistogram h;
-  h.Record(H::kMaxTrackable - 1);  // last bucket
-  h.Record(H::kMaxTrackable);      // first overflow value
+  h.Record(l.max_trackable() - 1);  // last bucket
+  h.Record(l.max_trackable());      // first overflow value
   EXPECT_EQ(h.overflow_count(), 1u);
   std::vector<HistogramBucket> buckets;
   h.ExportBuckets(&buckets);
   ASSERT_EQ(buckets.size(), 2u);
-  EXPECT_EQ(buckets[0].upper_ns, H::kMaxTrackable);
-  EXPECT_EQ(buckets[1].lower_ns, H::kMaxTrackable);
-  EXPECT_EQ(buckets[1].upper_ns, H::kMaxTrackable + 1);
+  EXPECT_EQ(buckets[0].upper_ns, l.max_trackable());
+  EXPECT_EQ(buckets[1].lower_ns, l.max_trackable());
+  EXPECT_EQ(buckets[1].upper_ns, l.max_trackable() + 1);
 }
 
 TEST(LatencyHistogramTest, ExtremeValuesAreReportedExactly) {
@@ -267,7 +281,7 @@ TEST(LatencyHistogramTest, ExtremeValuesAreReportedExactly) {
   std::vector<HistogramBucket> buckets;
   only_max.ExportBuckets(&buckets);  // upper bound max + 1 saturates instead of overflowing
   ASSERT_EQ(buckets.size(), 1u);
-  EXPECT_EQ(buckets[0].lower_ns, LatencyHistogram::kMaxTrackable);
+  EXPECT_EQ(buckets[0].lower_ns, kDefault.max_trackable());
   EXPECT_EQ(buckets[0].upper_ns, kMax);
   LatencyHistogram only_min;
   only_min.Record(kMin);
@@ -323,6 +337,162 @@ TEST(LatencyHistogramTest, ValuesBeyondTheRangeGoToOverflowAndReportTheExactMax)
   EXPECT_EQ(h.ValueAtPercentile(100.0), std::numeric_limits<std::int64_t>::max() / 4);
   const std::int64_t p10 = h.ValueAtPercentile(10.0);
   EXPECT_LE(std::abs(static_cast<double>(p10) - 1e11), 1e11 * 0.001);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18 §4: the layout chosen at set-up (HistogramLayout).
+
+HistogramLayout Layout(int precision_bits, int range_bits) {
+  Result<HistogramLayout> l =
+      HistogramLayout::Create({.precision_bits = precision_bits, .range_bits = range_bits});
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  return l.ok() ? *l : HistogramLayout();
+}
+
+TEST(HistogramLayoutTest, CreateRefusesFieldsOutOfRangeNamingTheFieldTheRangeAndTheEffect) {
+  struct Bad {
+    HistogramLayoutConfig config;
+    const char* message;
+  };
+  const Bad bad[] = {
+      {{.precision_bits = 3, .range_bits = 30}, "X.precision_bits is 3 — use 4..10 (percentiles"},
+      {{.precision_bits = 11, .range_bits = 37}, "X.precision_bits is 11 — use 4..10"},
+      {{.precision_bits = -1, .range_bits = 37}, "X.precision_bits is -1 — use 4..10"},
+      {{.precision_bits = 7, .range_bits = 19}, "X.range_bits is 19 — use 20..37 (values below"},
+      {{.precision_bits = 7, .range_bits = 38}, "X.range_bits is 38 — use 20..37"},
+      {{.precision_bits = 10, .range_bits = 0}, "X.range_bits is 0 — use 20..37"},
+  };
+  for (const Bad& b : bad) {
+    const Result<HistogramLayout> l = HistogramLayout::Create(b.config, "X.");
+    ASSERT_FALSE(l.ok()) << b.message;
+    EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(l.status().message().rfind(b.message, 0), 0u) << l.status().message();
+  }
+  // Without a prefix the message names the config type.
+  EXPECT_EQ(HistogramLayout::Create({.precision_bits = 2})
+                .status()
+                .message()
+                .rfind("HistogramLayoutConfig::precision_bits is 2", 0),
+            0u);
+  // The config's defaults are the default layout.
+  const Result<HistogramLayout> d = HistogramLayout::Create({});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, HistogramLayout());
+  EXPECT_EQ(d->config().precision_bits, 10);
+  EXPECT_EQ(d->config().range_bits, 37);
+}
+
+TEST(HistogramLayoutTest, EveryValidLayoutIsContiguousWithinItsErrorAndSizedByTheFormula) {
+  for (int p = HistogramLayout::kMinPrecisionBits; p <= HistogramLayout::kMaxPrecisionBits; ++p) {
+    for (int r = HistogramLayout::kMinRangeBits; r <= HistogramLayout::kMaxRangeBits; ++r) {
+      SCOPED_TRACE("p " + std::to_string(p) + " R " + std::to_string(r));
+      const HistogramLayout l = Layout(p, r);
+      EXPECT_EQ(l.bucket_count(), static_cast<std::size_t>(r - p + 1) << p);
+      EXPECT_EQ(l.exact_limit(), std::int64_t{2} << p);
+      EXPECT_EQ(l.max_trackable(), std::int64_t{1} << r);
+      EXPECT_LE(l.histogram_bytes(), kDefault.histogram_bytes());
+      ExpectContiguousLayout(l);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  // The worked example of bench/footprint/README.md: 7 bits, 2^30 ns.
+  const HistogramLayout small = Layout(7, 30);
+  EXPECT_EQ(small.bucket_count(), 3072u);
+  EXPECT_EQ(small.histogram_bytes(), 24u * 1024);
+  EXPECT_EQ(small.exact_limit(), 256);
+  EXPECT_DOUBLE_EQ(small.max_relative_error(), 1.0 / 128);
+}
+
+TEST(HistogramLayoutTest, SmallLayoutBucketsPercentilesAndOverflowAtTheEdgesOfItsRange) {
+  const HistogramLayout l = Layout(7, 30);
+  constexpr std::int64_t kTop = std::int64_t{1} << 30;
+  EXPECT_EQ(l.BucketIndex(255), 255u);  // last exact value
+  EXPECT_EQ(l.BucketLower(256), 256);   // first log bucket: [256, 258)
+  EXPECT_EQ(l.BucketUpper(256), 258);
+  EXPECT_EQ(l.BucketIndex(257), 256u);
+  EXPECT_EQ(l.BucketIndex(kTop - 1), l.bucket_count() - 1);
+  EXPECT_EQ(l.BucketLower(l.bucket_count() - 1), kTop - (kTop >> 8));
+  EXPECT_EQ(l.BucketIndex(-7), 0u);  // out of contract, never out of bounds
+  LatencyHistogram h(l);
+  EXPECT_EQ(h.layout(), l);
+  h.Record(-40);
+  h.Record(-20);
+  h.Record(255);
+  h.Record(kTop - 1);       // the last bucket
+  h.Record(kTop);           // the first overflow value
+  h.Record(1'500'000'000);  // 1.5 s: overflow, the exact max
+  const HistogramSummary s = h.Summary();
+  EXPECT_EQ(s.count, 6u);
+  EXPECT_EQ(s.negative_count, 2u);
+  EXPECT_EQ(s.overflow_count, 2u);
+  EXPECT_EQ(s.min_ns, -40);
+  EXPECT_EQ(s.max_ns, 1'500'000'000);
+  EXPECT_EQ(s.sum_ns, -60 + 255 + (kTop - 1) + kTop + 1'500'000'000);
+  EXPECT_EQ(h.ValueAtPercentile(20.0), -30);  // rank 2 of 6: among the negatives, their mean
+  EXPECT_EQ(h.ValueAtPercentile(50.0), 255);  // rank 3: exact
+  const std::int64_t p4 = h.ValueAtPercentile(60.0);  // rank 4: the last bucket's midpoint
+  EXPECT_LE(std::abs(static_cast<double>(p4 - (kTop - 1))), static_cast<double>(kTop) / 128);
+  EXPECT_LT(p4, kTop);
+  EXPECT_EQ(h.ValueAtPercentile(100.0), 1'500'000'000);  // overflow: the exact max
+  std::vector<HistogramBucket> buckets;
+  h.ExportBuckets(&buckets);
+  ASSERT_EQ(buckets.size(), 4u);
+  EXPECT_EQ(buckets[0].lower_ns, -40);  // the negatives
+  EXPECT_EQ(buckets[0].upper_ns, 0);
+  EXPECT_EQ(buckets[1].lower_ns, 255);
+  EXPECT_EQ(buckets[1].upper_ns, 256);
+  EXPECT_EQ(buckets[2].lower_ns, kTop - (kTop >> 8));  // the layout's last bucket
+  EXPECT_EQ(buckets[2].upper_ns, kTop);
+  EXPECT_EQ(buckets[3].lower_ns, kTop);  // overflow from the layout's range on
+  EXPECT_EQ(buckets[3].upper_ns, 1'500'000'001);
+  EXPECT_EQ(buckets[3].count, 2u);
+}
+
+TEST(HistogramLayoutTest, SmallLayoutPercentilesAreWithinItsRelativeError) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> dist(std::log(15'000.0), 0.9);
+  std::vector<std::int64_t> v(200'000);
+  for (auto& x : v) x = static_cast<std::int64_t>(dist(rng));
+  ExpectPercentilesWithinError(v, Layout(7, 30));
+  ExpectPercentilesWithinError(v, Layout(4, 20));  // 6.25 %; the tail beyond 1 ms is overflow
+}
+
+TEST(HistogramLayoutTest, MergeAndCopyFromRefuseAnotherLayoutAndLeaveTheTargetUnchanged) {
+  LatencyHistogram big;
+  LatencyHistogram small(Layout(7, 30));
+  LatencyHistogram small2(Layout(7, 30));
+  LatencyHistogram other_range(Layout(7, 31));
+  big.Record(5000);
+  small.Record(7000);
+  small2.Record(9000);
+  other_range.Record(11000);
+  EXPECT_FALSE(big.Merge(small));
+  EXPECT_FALSE(small.Merge(big));
+  EXPECT_FALSE(small.Merge(other_range));
+  EXPECT_FALSE(small.CopyFrom(big));
+  EXPECT_FALSE(big.CopyFrom(small));
+  EXPECT_EQ(big.count(), 1u);
+  EXPECT_EQ(big.max_ns(), 5000);
+  EXPECT_EQ(small.count(), 1u);
+  EXPECT_EQ(small.max_ns(), 7000);
+  ASSERT_TRUE(small.Merge(small2));  // the same layout
+  EXPECT_EQ(small.count(), 2u);
+  EXPECT_EQ(small.max_ns(), 9000);
+  ASSERT_TRUE(small2.CopyFrom(small));
+  EXPECT_EQ(small2.Summary().percentiles, small.Summary().percentiles);
+}
+
+TEST(HistogramLayoutTest, AMovedHistogramKeepsItsLayout) {
+  LatencyHistogram a(Layout(6, 24));
+  a.Record(100);
+  LatencyHistogram b(std::move(a));
+  EXPECT_EQ(b.layout(), Layout(6, 24));
+  LatencyHistogram c;
+  c = std::move(b);
+  EXPECT_EQ(c.layout(), Layout(6, 24));
+  c.Record(std::int64_t{1} << 24);  // overflow in this layout
+  EXPECT_EQ(c.overflow_count(), 1u);
+  EXPECT_EQ(c.count(), 2u);
 }
 
 }  // namespace

@@ -356,6 +356,35 @@ TEST_F(SampleLogTest, ReaderRejectsAFileThatIsNotARecording) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// Issue 18 §4: the gRPC histogram carries the bounds of the histogram's own layout (a client
+// needs no constant): with 7 bits up to 2^30 ns, 2 ns buckets above 256 ns and the overflow bucket
+// from 2^30 on; the LatencyStats count it as overflow.
+TEST(ProtoConvertTest, HistogramBucketsFollowTheHistogramsLayout) {
+  const Result<HistogramLayout> small =
+      HistogramLayout::Create({.precision_bits = 7, .range_bits = 30});
+  ASSERT_TRUE(small.ok());
+  LatencyHistogram h(*small);
+  constexpr std::int64_t kTop = std::int64_t{1} << 30;
+  for (const std::int64_t v : {std::int64_t{-9}, std::int64_t{300}, kTop - 1, kTop + 7}) {
+    h.Record(v);
+  }
+  v1::Histogram pb;
+  ToProto(4, v1::QUANTITY_WAKEUP_LATENCY, h, &pb);
+  ASSERT_EQ(pb.buckets_size(), 4);
+  EXPECT_EQ(pb.buckets(0).lower_ns(), -9);
+  EXPECT_EQ(pb.buckets(0).upper_ns(), 0);
+  EXPECT_EQ(pb.buckets(1).lower_ns(), 300);
+  EXPECT_EQ(pb.buckets(1).upper_ns(), 302);
+  EXPECT_EQ(pb.buckets(2).lower_ns(), kTop - (kTop >> 8));
+  EXPECT_EQ(pb.buckets(2).upper_ns(), kTop);
+  EXPECT_EQ(pb.buckets(3).lower_ns(), kTop);
+  EXPECT_EQ(pb.buckets(3).upper_ns(), kTop + 8);
+  v1::LatencyStats stats;
+  ToProto(h.Summary(), &stats);
+  EXPECT_EQ(stats.overflow_count(), 1u);
+  EXPECT_EQ(stats.max_ns(), kTop + 7);
+}
+
 TEST(ProtoConvertTest, SampleBatchRoundTripsAndOutOfRangeColumnsAreRejected) {
   std::vector<Sample> in(3);
   for (std::size_t i = 0; i < in.size(); ++i) {

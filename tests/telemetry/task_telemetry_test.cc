@@ -169,7 +169,7 @@ TEST(TelemetryHubTest, CyclesTouchOnlyMemoryPrefaultedAtSetUp) {
   const long before = MinorFaultsOfThisThread();
   // Every histogram bucket (latency 0 .. 2^37 ns, both histograms) and every ring slot, then more.
   std::uint64_t seq = 1;
-  for (std::int64_t v = 1; v < LatencyHistogram::kMaxTrackable; v += 1 + v / 2048, ++seq) {
+  for (std::int64_t v = 1; v < HistogramLayout().max_trackable(); v += 1 + v / 2048, ++seq) {
     hub.OnCycle(MakeCycle(0, seq, v, v));
   }
   ASSERT_GT(seq, 16384u);
@@ -194,15 +194,15 @@ class AllocationProbe final : public PeriodicTask {
   std::atomic<std::uint64_t> to_{0};
 };
 
-TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadyState) {
-  if (!rtloop::testing::AllocationCountingEnabled()) {
-    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
-  }
+// A Runtime with `layout`, one task of 3000 cycles: no heap allocation on its thread in steady
+// state, every sample accounted for.
+void ExpectRuntimeTaskMakesNoHeapAllocations(const HistogramLayoutConfig& layout) {
   // The Runtime's wiring (hub as the task's observer, stats source, collector), without gRPC.
   RuntimeConfig rc;
   rc.executor.lock_memory = false;
   rc.executor.start_delay = std::chrono::milliseconds(5);
   rc.telemetry.serve_grpc = false;
+  rc.telemetry.histogram_layout = layout;
   Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
   ASSERT_TRUE(rt.ok()) << rt.status().ToString();
   AllocationProbe probe;
@@ -228,6 +228,63 @@ TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadySt
   EXPECT_EQ(snap->ring_pushed, snap->delivered);  // the collector's Stop() drained the rest
   EXPECT_EQ(snap->latency.count, 3000u);
   EXPECT_EQ(snap->stats.cycles, 3000u);  // from the executor
+  EXPECT_EQ((*rt)->hub()->task(*id)->latency().layout().config().precision_bits,
+            layout.precision_bits);
+  EXPECT_EQ((*rt)->hub()->task(*id)->execution().layout().config().range_bits, layout.range_bits);
+}
+
+TEST(TelemetryHubTest, RealExecutorWithTelemetryMakesNoHeapAllocationsInSteadyState) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  ExpectRuntimeTaskMakesNoHeapAllocations({});
+}
+
+// Issue 18 §4: TelemetryConfig::histogram_layout reaches every task's histograms, and a small
+// layout keeps the RT path allocation-free.
+TEST(TelemetryHubTest, RealExecutorWithASmallHistogramLayoutMakesNoHeapAllocations) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  ExpectRuntimeTaskMakesNoHeapAllocations({.precision_bits = 7, .range_bits = 30});
+}
+
+// Every bucket of a small layout, its overflow and negatives, from the RT path: no allocation and
+// no page fault (the histograms of the layout are allocated and written at AddTask()).
+TEST(TelemetryHubTest, ASmallLayoutsEveryBucketIsRecordedWithoutAllocationOrPageFault) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under sanitizers";
+  }
+  if (const char* emulator = std::getenv("RTLOOP_TEST_EMULATED")) {
+    GTEST_SKIP() << "under " << emulator << ": the page-fault counters include the emulator's";
+  }
+  Result<HistogramLayout> small = HistogramLayout::Create({.precision_bits = 7, .range_bits = 30});
+  ASSERT_TRUE(small.ok());
+  TelemetryHub hub({.ring_capacity = 1024, .histogram_layout = *small});
+  ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
+  EXPECT_EQ(hub.task(0)->latency().layout(), *small);
+  EXPECT_EQ(hub.task(0)->execution().layout(), *small);
+  hub.OnRtThreadStart(0);
+  hub.OnCycle(MakeCycle(0, 0, 1, 1));  // the code's own pages
+  std::uint64_t seq = 1;
+  rtloop::testing::AllocationCounter counter;
+  const long before = MinorFaultsOfThisThread();
+  for (std::int64_t v = 0; v < small->max_trackable(); v += 1 + v / 256, ++seq) {
+    hub.OnCycle(MakeCycle(0, seq, v, v));
+  }
+  for (const std::int64_t v :
+       {small->max_trackable(), small->max_trackable() * 4, std::int64_t{-3}}) {
+    hub.OnCycle(MakeCycle(0, seq++, v, v));
+  }
+  EXPECT_EQ(MinorFaultsOfThisThread() - before, 0);
+  EXPECT_EQ(counter.Allocations(), 0u);
+  const LatencyHistogram& h = hub.task(0)->latency();
+  EXPECT_EQ(h.overflow_count(), 2u);
+  EXPECT_EQ(h.negative_count(), 1u);
+  EXPECT_EQ(h.max_ns(), small->max_trackable() * 4);
+  std::vector<HistogramBucket> buckets;
+  h.ExportBuckets(&buckets);
+  EXPECT_EQ(buckets.size(), small->bucket_count() + 2);  // every bucket, negatives, overflow
 }
 
 }  // namespace

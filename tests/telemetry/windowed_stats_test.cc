@@ -24,6 +24,8 @@ using std::chrono::seconds;
 using testing::MakeCycle;
 using testing::MakeTaskConfig;
 
+constexpr HistogramLayout kDefault;  // the hub's unless a test says otherwise
+
 // A hub with one task (id 0) that a test feeds cycle by cycle.
 class WindowedStatsTest : public ::testing::Test {
  protected:
@@ -35,8 +37,8 @@ class WindowedStatsTest : public ::testing::Test {
     hub_.OnCycle(MakeCycle(0, seq_++, latency_ns, execution_ns));
   }
   static std::int64_t Width(std::int64_t v) {
-    const std::size_t i = LatencyHistogram::BucketIndex(v);
-    return LatencyHistogram::BucketUpper(i) - LatencyHistogram::BucketLower(i);
+    const std::size_t i = kDefault.BucketIndex(v);
+    return kDefault.BucketUpper(i) - kDefault.BucketLower(i);
   }
 
   TelemetryHub hub_;
@@ -136,10 +138,10 @@ TEST_F(WindowedStatsTest, MaxBelowTheAllTimeMaxIsTheTopOfItsBucketAtMostABucketA
   Record(999'000);  // not a new all-time max: only its bucket is known
   w.Tick();
   const std::int64_t reported = w.History(0).back().latency_max_ns;
-  const std::size_t i = LatencyHistogram::BucketIndex(999'000);
-  EXPECT_EQ(reported, LatencyHistogram::BucketUpper(i) - 1);
+  const std::size_t i = kDefault.BucketIndex(999'000);
+  EXPECT_EQ(reported, kDefault.BucketUpper(i) - 1);
   EXPECT_GE(reported, 999'000);
-  EXPECT_LE(static_cast<double>(reported - 999'000), 999'000 * LatencyHistogram::kMaxRelativeError);
+  EXPECT_LE(static_cast<double>(reported - 999'000), 999'000 * kDefault.max_relative_error());
 }
 
 TEST_F(WindowedStatsTest, WindowPercentilesMatchAHistogramOfTheSameValuesWithinABucket) {
@@ -267,9 +269,8 @@ TEST_F(WindowedStatsTest, BinsCountEveryValueOnceInTheFirstBinThatHoldsIt) {
       std::size_t b = bounds.size();
       if (v < 0) {
         b = 0;
-      } else if (v < LatencyHistogram::kMaxTrackable) {
-        const std::int64_t top =
-            LatencyHistogram::BucketUpper(LatencyHistogram::BucketIndex(v)) - 1;
+      } else if (v < kDefault.max_trackable()) {
+        const std::int64_t top = kDefault.BucketUpper(kDefault.BucketIndex(v)) - 1;
         for (b = 0; b < bounds.size() && top > bounds[b]; ++b) {
         }
       }
@@ -282,7 +283,7 @@ TEST_F(WindowedStatsTest, BinsCountEveryValueOnceInTheFirstBinThatHoldsIt) {
   EXPECT_EQ(w.Reading(0, false, bounds).latency.bins, expected(values));
   // New buckets below, between and above the first ones, and beyond the buckets.
   const std::vector<std::int64_t> more = {-5,     3,         2500,
-                                          70'000, 2'000'000, LatencyHistogram::kMaxTrackable + 5};
+                                          70'000, 2'000'000, kDefault.max_trackable() + 5};
   for (const std::int64_t v : more) {
     Record(v);
     values.push_back(v);
@@ -324,6 +325,72 @@ TEST_F(WindowedStatsTest, MemoryDoesNotGrowAsValuesReachNewBuckets) {
   EXPECT_LT(after, before + 16'384) << "heap in use " << before << " -> " << after << " bytes";
   EXPECT_EQ(w.Reading(0).latency.total.count, 55u * 300u);
 #endif
+}
+
+// Issue 18 §4: with a hub of a small histogram layout (7 bits, 2^30 ns), the readings, bins,
+// windows and history follow its buckets, at and beyond the top of its range.
+TEST(WindowedStatsLayoutTest, ReadingsBinsAndWindowsFollowTheHubsLayoutAtTheEdgesOfItsRange) {
+  const Result<HistogramLayout> small =
+      HistogramLayout::Create({.precision_bits = 7, .range_bits = 30});
+  ASSERT_TRUE(small.ok());
+  TelemetryHub hub({.histogram_layout = *small});
+  ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("t")).ok());
+  hub.OnRtThreadStart(0);
+  std::uint64_t seq = 0;
+  const auto record = [&](std::int64_t v) { hub.OnCycle(MakeCycle(0, seq++, v, 1000)); };
+  WindowedStats w(hub);
+  EXPECT_EQ(w.layout(), *small);
+  w.Tick();  // the baseline
+  constexpr std::int64_t kTop = std::int64_t{1} << 30;
+  for (const std::int64_t v : {std::int64_t{-10}, std::int64_t{255}, std::int64_t{300}, kTop - 1}) {
+    record(v);
+  }
+  w.Tick();
+  EXPECT_EQ(w.Window(0).latency.count, 4u);
+  EXPECT_EQ(w.Window(0).latency.max_ns, kTop - 1);  // raised the all-time max: exact
+  record(kTop);                                     // the first value beyond the range
+  record(1'500'000'000);                            // 1.5 s: overflow, the all-time max
+  w.Tick();
+  TaskWindow tw = w.Window(0);
+  EXPECT_EQ(tw.latency.count, 6u);
+  EXPECT_EQ(tw.latency.max_ns, 1'500'000'000);
+  EXPECT_EQ(tw.latency.p99_ns, 1'500'000'000);  // a rank among the overflow: the max
+  ASSERT_EQ(w.History(0).size(), 2u);
+  EXPECT_EQ(w.History(0).back().latency_count, 2u);
+  EXPECT_EQ(w.History(0).back().latency_max_ns, 1'500'000'000);
+  // A second whose max is not the all-time max: the top of its bucket in this layout.
+  record(300'000'000);
+  w.Tick();
+  const std::int64_t reported = w.History(0).back().latency_max_ns;
+  EXPECT_EQ(reported, small->BucketUpper(small->BucketIndex(300'000'000)) - 1);
+  EXPECT_GE(reported, 300'000'000);
+  EXPECT_LE(static_cast<double>(reported - 300'000'000), 300'000'000 * small->max_relative_error());
+  EXPECT_EQ(w.Window(0).latency.count, 7u);
+  // The reading's buckets are the hub's, bounds from the layout, overflow from 2^30 on.
+  const std::vector<std::int64_t> bounds = {255, 1'000'000'000, 2'000'000'000};
+  const TaskReading r = w.Reading(0, true, bounds);
+  std::vector<HistogramBucket> hub_buckets;
+  hub.task(0)->latency().ExportBuckets(&hub_buckets);
+  ASSERT_EQ(r.latency.buckets.size(), 6u);  // negatives, 255, 300, 3e8, the top bucket, overflow
+  ASSERT_EQ(hub_buckets.size(), r.latency.buckets.size());
+  for (std::size_t i = 0; i < hub_buckets.size(); ++i) {
+    EXPECT_EQ(r.latency.buckets[i].lower_ns, hub_buckets[i].lower_ns) << i;
+    EXPECT_EQ(r.latency.buckets[i].upper_ns, hub_buckets[i].upper_ns) << i;
+    EXPECT_EQ(r.latency.buckets[i].count, hub_buckets[i].count) << i;
+  }
+  EXPECT_EQ(r.latency.buckets[2].upper_ns, 302);  // 2 ns wide above 2^8
+  EXPECT_EQ(r.latency.buckets[4].lower_ns, kTop - (kTop >> 8));
+  EXPECT_EQ(r.latency.buckets[4].upper_ns, kTop);
+  EXPECT_EQ(r.latency.buckets[5].lower_ns, kTop);
+  EXPECT_EQ(r.latency.buckets[5].upper_ns, 1'500'000'001);
+  EXPECT_EQ(r.latency.buckets[5].count, 2u);
+  EXPECT_EQ(r.latency.total.max_ns, 1'500'000'000);
+  // Bins: le 255 takes -10 and 255; le 1e9 takes 300 and 3e8; le 2e9 takes the top bucket (up to
+  // 2^30 - 1 > 1e9) and the overflow, whose max (1.5 s) is <= 2 s; nothing is left above.
+  EXPECT_EQ(r.latency.bins, (std::vector<std::uint64_t>{2, 2, 3, 0}));
+  // A bound below the max leaves the overflow above every bound.
+  const std::vector<std::int64_t> low = {1'000'000'000};
+  EXPECT_EQ(w.Reading(0, false, low).latency.bins, (std::vector<std::uint64_t>{4, 3}));
 }
 
 TEST(WindowedStatsConfigTest, ValidateNamesTheFieldOutOfRange) {

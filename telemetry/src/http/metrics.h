@@ -37,7 +37,9 @@ namespace rtloop::telemetry::internal {
 // bucket{le=L} counts exactly the values <= L except those in the one HDR bucket that straddles L
 // (values in (L - w, L], w <= L / 1024), which move to the next boundary: exact for L < 2048 ns
 // (1 us, 2 us), otherwise at most 0.1% of L too strict, never too lenient (a latency is never
-// shown below the boundary it exceeds).
+// shown below the boundary it exceeds). Those are the default layout's figures: with P precision
+// bits (TelemetryConfig::histogram_layout), w <= L / 2^P and exact below 2^(P+1) ns; the
+// overflow bucket beyond the layout's range counts at the first boundary >= its exact max.
 inline constexpr std::array<std::int64_t, 22> kHistogramBoundsNs = {
     1'000,         2'000,         5'000,         10'000,        20'000,      50'000,
     100'000,       200'000,       500'000,       1'000'000,     2'000'000,   5'000'000,

@@ -116,23 +116,22 @@ void Stat(Json& j, const char* name, bool has_data, bool has_min_max, std::int64
   j.End('}');
 }
 
-// Upper bounds (ns) of the page's log-spaced bins: kPageBinsPerOctave per power of two from
-// 256 ns to 2^37 ns; the first bin also holds everything below 256 ns (early wake-ups included).
-const std::vector<std::int64_t>& PageBinBounds() {
-  static const std::vector<std::int64_t> bounds = [] {
-    std::vector<std::int64_t> b;
-    for (int k = 8 * kPageBinsPerOctave; k <= 37 * kPageBinsPerOctave; ++k) {
-      b.push_back(std::llround(std::exp2(static_cast<double>(k) / kPageBinsPerOctave)));
-    }
-    return b;
-  }();
-  return bounds;
+}  // namespace
+
+std::vector<std::int64_t> PageBinBounds(const HistogramLayout& layout) {
+  std::vector<std::int64_t> b;
+  for (int k = 8 * kPageBinsPerOctave; k <= layout.range_bits() * kPageBinsPerOctave; ++k) {
+    b.push_back(std::llround(std::exp2(static_cast<double>(k) / kPageBinsPerOctave)));
+  }
+  return b;
 }
 
-// The non-empty bins as [lower_ns, upper_ns, count] (the overflow bin, beyond 2^37 ns, is left
-// out: the max shows it).
-void LogBins(Json& j, const std::vector<std::uint64_t>& bins) {
-  const std::vector<std::int64_t>& bounds = PageBinBounds();
+namespace {
+
+// The non-empty bins of `bounds` as [lower_ns, upper_ns, count] (the overflow bin, beyond the
+// histogram's range, is left out: the max shows it).
+void LogBins(Json& j, const std::vector<std::int64_t>& bounds,
+             const std::vector<std::uint64_t>& bins) {
   j.Key("histogram").Begin('[');
   for (std::size_t i = 0; i + 1 < bins.size(); ++i) {
     if (bins[i] == 0) continue;
@@ -177,6 +176,7 @@ void Faults(Json& j, const TaskView& t) {
 
 std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds) {
   const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+  const std::vector<std::int64_t> bounds = PageBinBounds(in.windows->layout());
   Json j;
   j.Begin('{');
   j.Key("unix_ms").Int(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -188,7 +188,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
   for (const TaskView& t : tasks) {
     const TaskStatsSnapshot& s = t.stats;
     const bool has_data = s.cycles > 0;
-    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, PageBinBounds());
+    const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, bounds);
     const TaskWindow w = in.windows->Window(t.id);
     j.Begin('{');
     j.Key("id").Int(t.id);
@@ -221,7 +221,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     j.Key("last");
     IntOrNull(j, has_jitter, s.jitter_last_ns);
     j.End('}');
-    LogBins(j, r.latency.bins);
+    LogBins(j, bounds, r.latency.bins);
     j.Key("history").Begin('[');
     if (history_seconds > 0) {
       for (const SecondStats& h : in.windows->History(t.id, history_seconds)) {

@@ -5,14 +5,22 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "metrics.h"
+#include "rtloop/telemetry/latency_histogram.h"
 
 namespace rtloop::telemetry::internal {
 
 // Bins per power of two in the page's histograms.
 inline constexpr int kPageBinsPerOctave = 8;
+
+// Upper bounds (ns) of the page's log-spaced bins: kPageBinsPerOctave per power of two from
+// 256 ns to the top of `layout`'s range (2^range_bits ns, where the overflow bin starts); the first
+// bin also holds everything below 256 ns (early wake-ups included).
+std::vector<std::int64_t> PageBinBounds(const HistogramLayout& layout);
 
 // `history_seconds`: per-second entries to include per task (0: none), the newest ones.
 std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds);

@@ -103,6 +103,12 @@ struct TelemetryConfig {
   // ring_capacity: by rate).
   std::size_t min_ring_capacity = 8192;
   std::size_t ring_capacity = 0;
+  // The layout of every task's latency and execution-time histograms, one for the process
+  // (latency_histogram.h): precision_bits 4..10 (percentiles within 2^-bits) and range_bits
+  // 20..37 (values below 2^bits ns bucketed). The default, 10 and 37, is 224 KiB a histogram, two
+  // per task, plus as much again with HTTP's windowed statistics; a small board lowers them, e.g.
+  // 7 and 30: 0.8 % up to 1.07 s, 24 KiB (bench/footprint/README.md, "Memory per task").
+  telemetry::HistogramLayoutConfig histogram_layout{};
   // Sample log to write (every sample, header and trailer: sample_log.h); empty: none. A file
   // (or /dev/null), not standard output: a program that wants the log on stdout and nothing else
   // there hands an OutputFile to RecordTo().

@@ -18,6 +18,9 @@
 // Threading: AddTask()/AttachExecutor()/SetStatsSource() are set-up calls (not RT-safe, internally
 // locked); AddTask() may be called while other tasks run (slots are published atomically).
 // OnRtThreadStart() and OnCycle() run on each task's RT thread (OnCycle() is RT-safe).
+//
+// Memory per task: two histograms of TelemetryHubConfig::histogram_layout (2 x B x 8 bytes, B =
+// its bucket_count(): 448 KiB by default) and the ring (capacity x 32 bytes).
 // Snapshot()/Describe()/task accessors may be called from any thread.
 #pragma once
 
@@ -54,6 +57,10 @@ struct TelemetryHubConfig {
   std::size_t min_ring_capacity = 8192;
   // When > 0: every ring gets exactly this capacity, whatever the task rate.
   std::size_t ring_capacity = 0;
+  // The layout of every task's latency and execution-time histograms (one per hub: histograms of
+  // one layout can be merged and compared). The default is 224 KiB a histogram; a small board
+  // takes a smaller one (HistogramLayout::Create, bench/footprint/README.md).
+  HistogramLayout histogram_layout{};
 };
 
 // Everything telemetry knows about one task at one moment.
@@ -85,7 +92,9 @@ struct TaskTelemetrySnapshot {
 // One task's telemetry state. Created by TelemetryHub::AddTask.
 class TaskTelemetry {
  public:
-  TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring);
+  // Allocates both histograms with `layout`. Not RT-safe.
+  TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring,
+                const HistogramLayout& layout = {});
   TaskTelemetry(const TaskTelemetry&) = delete;
   TaskTelemetry& operator=(const TaskTelemetry&) = delete;
 
@@ -137,9 +146,10 @@ class TelemetryHub final : public CycleObserver {
   TelemetryHub(const TelemetryHub&) = delete;
   TelemetryHub& operator=(const TelemetryHub&) = delete;
 
-  // Allocates the task's histograms and ring (sized from config.period) and publishes it. Call
-  // after Executor::AddTask returned `id` and before the executor starts. InvalidArgument for an id
-  // beyond max_tasks; AlreadyExists for an id added twice. Not RT-safe.
+  // Allocates the task's histograms (of the hub's histogram_layout) and ring (sized from
+  // config.period) and publishes it. Call after Executor::AddTask returned `id` and before the
+  // executor starts. InvalidArgument for an id beyond max_tasks; AlreadyExists for an id added
+  // twice. Not RT-safe.
   Status AddTask(TaskId id, const TaskConfig& config);
 
   // Takes task statistics (cycles, min/max, state, tid, faults, ...) from `executor`; the executor

@@ -19,19 +19,21 @@
 // counts only grow, so the difference is exactly the histogram of the values recorded in between:
 // every value lands in exactly one second. A window's histogram is the sum of its seconds'.
 //
-// Accuracy: window counts are exact. A window percentile uses the nearest-rank definition and the
-// HDR bucket midpoint, as LatencyHistogram does (within 0.1%; exact below 2048 ns). A second's max
-// is exact when it raised the task's all-time max (the hub keeps that exactly) or is below
-// 2048 ns; otherwise it is the largest value its highest bucket can hold: never below the true
-// max, at most 1/1024 above it. Negative values (early wake-ups) are counted per second with
+// Accuracy (figures of the default histogram layout; HistogramLayout has the others): window
+// counts are exact. A window percentile uses the nearest-rank definition and the HDR bucket
+// midpoint, as LatencyHistogram does (within 0.1%; exact below 2048 ns). A second's max is exact
+// when it raised the task's all-time max (the hub keeps that exactly) or is below 2048 ns;
+// otherwise it is the largest value its highest bucket can hold: never below the true max, at
+// most 1/1024 above it. Negative values (early wake-ups) are counted per second with
 // their sum: a percentile whose rank falls among them reports their mean, as the hub does.
 //
-// Memory: per histogram, the previous reading (dense: 8 bytes per bucket, 224 KiB, allocated at
-// its first tick and never grown), the window's seconds (8 bytes per bucket that changed in that
-// second: a 1 kHz task <= 8 KB a second) and the history (56 bytes a second); once, two buffers
-// for the histograms' exports (672 KiB each, touched at the first tick). So after the history is
-// full, the memory no longer grows with the values a task records. Allocated on the ticking
-// thread, never on an RT thread.
+// Memory, with B the hub's histogram_layout.bucket_count() (28,672 by default): per histogram, the
+// previous reading (dense: B x 8 bytes, 224 KiB, allocated at its first tick and never grown),
+// the window's seconds (8 bytes per bucket that changed in that second: a 1 kHz task <= 8 KB a
+// second) and the history (56 bytes a second); once, two buffers for the histograms' exports
+// ((B + 2) x 24 bytes, 672 KiB each, touched at the first tick) and one for merging (B x 8). So
+// after the history is full, the memory no longer grows with the values a task records. Allocated
+// on the ticking thread, never on an RT thread.
 //
 // Threading: Start()/Stop() for one controlling thread; Tick() is called by the thread (or by a
 // test when none was started), never concurrently with itself; Window()/History()/TaskIds() from
@@ -104,12 +106,14 @@ struct SecondStats {
 struct HistogramReading {
   WindowSummary total;  // count, sum, the exact all-time max, p99 ... (nearest rank, midpoints)
   // Non-empty buckets, ascending, as LatencyHistogram::ExportBuckets gives them (negatives as one
-  // bucket [min, 0) first, overflow as [kMaxTrackable, max + 1) last); only when asked for.
+  // bucket [min, 0) first, overflow as [layout max_trackable(), max + 1) last); only when asked
+  // for.
   std::vector<HistogramBucket> buckets;
   // Counts per bin of the bounds asked for (ascending, ns): bins[i] counts the values of the
   // buckets whose every value is <= bounds[i] and that no earlier bin took (a bucket [lower,
-  // upper) goes to the first i with upper - 1 <= bounds[i]; negatives to bin 0); the last entry,
-  // bins[bounds.size()], takes the rest. Empty when no bounds were asked for.
+  // upper) goes to the first i with upper - 1 <= bounds[i]; negatives to bin 0, the overflow
+  // bucket to the first bound >= the max); the last entry, bins[bounds.size()], takes the rest.
+  // Empty when no bounds were asked for.
   std::vector<std::uint64_t> bins;
 };
 
@@ -152,6 +156,8 @@ class WindowedStats {
   void Tick();
 
   const WindowedStatsConfig& config() const noexcept { return config_; }
+  // The hub's histogram layout, which every reading's buckets follow.
+  const HistogramLayout& layout() const noexcept { return layout_; }
   // The window of task `id`; an empty TaskWindow (id set) for a task not seen yet. Any thread.
   TaskWindow Window(TaskId id) const;
   // The last reading of task `id` (invalid for a task not read yet); `with_buckets` copies the
@@ -176,6 +182,7 @@ class WindowedStats {
 
   const TelemetryHub& hub_;
   const WindowedStatsConfig config_;
+  const HistogramLayout layout_;                   // the hub's: every task's histograms have it
   mutable std::mutex tasks_mu_;                    // guards the vector, not the states
   std::vector<std::unique_ptr<TaskState>> tasks_;  // by task id (null: not seen yet)
   std::vector<std::uint64_t> scratch_;             // window merge, dense by bucket (Tick only)
