@@ -113,13 +113,30 @@ class Child {
     return end == std::string::npos ? std::string() : e.substr(begin, end - begin);
   }
   // WaitForAddress() and ConnectClient() on it: nullptr (and a test failure) when either fails.
+  // Then waits (up to 10 s) until the program has started its tasks: its Runtime serves from
+  // Create(), before the program adds them, so a client as quick as the line sees fewer tasks
+  // (CI saw 0 of 1 and 0 of 3 on a loaded machine). All are added before Start(), so none in
+  // TASK_STATE_CREATED means all are there; after the bound, the test's own checks say what is.
   std::unique_ptr<telemetry::Client> ConnectTelemetry() const {
     const std::string address = WaitForAddress();
     if (address.empty()) {
       ADD_FAILURE() << "no \"serving on\" on stderr:\n" << ReadFile(err());
       return nullptr;
     }
-    return ConnectClient(address);
+    std::unique_ptr<telemetry::Client> client = ConnectClient(address);
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (client != nullptr && Clock::now() < deadline && !Started(*client)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return client;
+  }
+  static bool Started(telemetry::Client& client) {
+    Result<telemetry::v1::GetStatsResponse> stats = client.GetStats({}, false);
+    if (!stats.ok() || stats->tasks_size() == 0) return false;
+    for (const auto& t : stats->tasks()) {
+      if (t.state() == telemetry::v1::TASK_STATE_CREATED) return false;
+    }
+    return true;
   }
   // Waits up to `timeout` for the file at `path` (out() or err()) to contain `text` `times`
   // times; false if it did not.
