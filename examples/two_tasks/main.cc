@@ -7,7 +7,6 @@
 // state-space model with state feedback), "logger" runs at 250 Hz and samples what control
 // publishes. Both ask for SCHED_FIFO; without the privilege the runtime runs them as SCHED_OTHER
 // and says so loudly. Ctrl-C (SIGINT) or SIGTERM stops both in order; the report follows.
-#include <Eigen/Core>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "control_task.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/runtime.h"
@@ -24,41 +24,7 @@
 
 namespace {
 
-using Matrix6 = Eigen::Matrix<double, 6, 6>;  // fixed size: lives inside the task, no heap
-using Vector6 = Eigen::Matrix<double, 6, 1>;
-
-class ControlTask final : public rtloop::PeriodicTask {
- public:
-  // Set-up may allocate; nothing here does, but this is where it would.
-  rtloop::Status OnStart() override {
-    a_.setIdentity();
-    for (int i = 0; i < 5; ++i) a_(i, i + 1) = 0.001;  // chain of integrators, dt = 1 ms
-    b_.setZero();
-    b_(5) = 0.001;
-    k_ << 1.0, 2.0, 3.0, 3.0, 2.0, 1.0;
-    x_.setZero();
-    x_(0) = 1.0;
-    return rtloop::Status::Ok();
-  }
-
-  // RT-safe: fixed-size arithmetic only.
-  rtloop::StepResult Step(const rtloop::CycleContext& ctx) noexcept override {
-    const double reference = std::sin(static_cast<double>(ctx.cycle) * 0.001);
-    const double u = k_.dot(Vector6::Constant(reference) - x_);
-    x_ = a_ * x_ + b_ * u;
-    output_.store(x_(0), std::memory_order_relaxed);
-    return rtloop::StepResult::kContinue;
-  }
-
-  double output() const noexcept { return output_.load(std::memory_order_relaxed); }
-
- private:
-  Matrix6 a_;
-  Vector6 b_;
-  Vector6 k_;
-  Vector6 x_;
-  std::atomic<double> output_{0.0};
-};
+using two_tasks::ControlTask;  // control_task.h: the Eigen state-space loop
 
 class LoggerTask final : public rtloop::PeriodicTask {
  public:
