@@ -386,8 +386,13 @@ def main():
                       % (name, g.ring_pushed, g.ring_dropped, g.cycles, g.delivered))
         prom_last = [float(x["value"][1]) for x in prom_cycles
                      if x["metric"].get("task_id", x["metric"].get("task")) in (str(tid), g.task_name)]
+        # How far behind the end Prometheus's last sample may be: /metrics shows the last reading
+        # of the windows (taken once a second), scraped once a second, and both threads are
+        # non-RT among 8 FIFO threads at 4 kHz and stress-ng. A bound, not a timing: 3 s was
+        # exceeded once in CI's clean-clone run (12,129 cycles, 3.06 s at this run's rate).
+        lag_s = 5
         checks.expect(prom_last and prom_last[0] <= g.cycles and
-                      prom_last[0] >= g.cycles - 3 * 1_000_000 / a.interval_us,
+                      prom_last[0] >= g.cycles - lag_s * 1_000_000 / a.interval_us,
                       "%s: Prometheus's last cycles %s, final %d" % (name, prom_last, g.cycles))
     checks.expect(trailer is None or trailer.samples_not_recorded == 0, "samples not recorded")
     # Per sink and thread: first seq + received + lost + ring dropped = samples.
