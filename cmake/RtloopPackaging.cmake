@@ -50,7 +50,9 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)
 # The tools link rtloop's own libraries, which are in this package: dpkg-shlibdeps (run in the
 # package's staging root) finds them there.
 string(REGEX REPLACE "^/+" "" _rtloop_libdir "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}")
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_rtloop_libdir})
+# rtloop-bench-micro's programs link them too, from the `rtloop` package: dpkg-shlibdeps runs in
+# each component's staging root, so the runtime component's is named relative to it.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_rtloop_libdir} ../runtime/${_rtloop_libdir})
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")  # 0.x: no ABI promise between versions
 # rtloop-bench's loads (stress-ng, hackbench from rt-tests, iperf3) and plots (gnuplot): used
