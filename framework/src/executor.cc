@@ -274,8 +274,8 @@ CycleEngineConfig Executor::Impl::EngineConfig(Slot& slot) const {
   return ec;
 }
 
-// The RT loop, as cycle_engine.h sketches it. Nothing here allocates, locks or makes a system
-// call but the waiter's sleep and clock_gettime.
+// The RT loop, as cycle_engine.h sketches it. Nothing in the loop allocates, locks or makes a
+// system call but the waiter's sleep and clock_gettime (the signal mask is set after it ends).
 TaskState Executor::Impl::RtLoop(Slot& slot, ReleaseWaiter& waiter) noexcept {
   const Clock clock = slot.config.clock;
   CycleEngine engine(EngineConfig(slot), start_ + slot.config.phase);
@@ -297,6 +297,8 @@ TaskState Executor::Impl::RtLoop(Slot& slot, ReleaseWaiter& waiter) noexcept {
       break;
     }
   }
+  // Before in_loop reads false: a wake signal sent while the loop ran stays pending from here on.
+  internal::BlockWakeSignal();
   slot.in_loop.store(false, std::memory_order_release);
   return final_state;
 }

@@ -1,5 +1,6 @@
 #include "release_waiter.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,6 +90,13 @@ void InstallWakeHandler() {
     sa.sa_flags = 0;  // no SA_RESTART: the sleep must return EINTR
     sigaction(WakeSignal(), &sa, nullptr);
   });
+}
+
+void BlockWakeSignal() noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, WakeSignal());
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 Result<std::unique_ptr<ReleaseWaiter>> MakeReleaseWaiter(const TaskConfig& config) {

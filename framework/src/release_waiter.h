@@ -30,6 +30,13 @@ inline constexpr int kTimerSignal = SIGALRM;
 // Installs the wake signal's empty handler (without SA_RESTART), once per process. Not RT-safe.
 void InstallWakeHandler();
 
+// Blocks the wake signal on the calling thread. A task thread calls it as it leaves its RT loop,
+// before it clears Slot::in_loop: a wake signal sent while the loop ran but delivered after it
+// (signal delivery is asynchronous: under qemu-user it lagged past the loop's end) stays pending
+// and is discarded with the thread, instead of interrupting a sleep in OnStop() with EINTR.
+// A system call, but off the RT path (the loop has ended).
+void BlockWakeSignal() noexcept;
+
 class ReleaseWaiter {
  public:
   virtual ~ReleaseWaiter() = default;

@@ -24,6 +24,7 @@
 
 #include "alloc_counter.h"
 #include "executor_test_util.h"
+#include "release_waiter.h"
 #include "rtloop/framework/cyclic_task.h"
 #include "rtloop/framework/stop_signals.h"
 #include "rtloop/framework/system_info.h"
@@ -190,6 +191,46 @@ TEST(ExecutorTest, StopSendsNoWakeSignalDuringOnStop) {
     EXPECT_TRUE(task.stopped.load());
     EXPECT_FALSE(task.interrupted.load());
   }
+}
+
+// Ends its loop after one cycle, then in OnStop() publishes its thread and sleeps, recording
+// whether a signal interrupted the sleep.
+class LateSignalTask final : public CountingTask {
+ public:
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    CountingTask::Step(ctx);
+    return StepResult::kStop;
+  }
+  void OnStop() noexcept override {
+    thread = pthread_self();
+    in_on_stop.store(true);
+    timespec ts = ToTimespec(milliseconds(300));
+    interrupted.store(nanosleep(&ts, nullptr) != 0 && errno == EINTR);
+    CountingTask::OnStop();
+  }
+  pthread_t thread{};
+  std::atomic<bool> in_on_stop{false};
+  std::atomic<bool> interrupted{false};
+};
+
+// The CI's arm64 run under qemu-user: Stop() saw the thread in its loop and sent the wake
+// signal, which was delivered after the thread had left the loop, inside OnStop(). Here the
+// signal is sent in OnStop() outright: a late wake signal must stay pending, not cut OnStop() short.
+TEST(ExecutorTest, AWakeSignalDeliveredAfterTheLoopDoesNotInterruptOnStop) {
+  auto ex = MakeExecutor();
+  LateSignalTask task;
+  ASSERT_TRUE(ex->AddTask(task, OtherTask("late-signal", milliseconds(1))).ok());
+  ASSERT_TRUE(ex->Start().ok());
+  const TimePoint deadline = Now(Clock::kMonotonic) + std::chrono::seconds(10);
+  while (!task.in_on_stop.load() && Now(Clock::kMonotonic) < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_TRUE(task.in_on_stop.load()) << "OnStop() did not run within 10 s";
+  ASSERT_EQ(pthread_kill(task.thread, internal::WakeSignal()), 0);
+  EXPECT_TRUE(ex->WaitAny(std::chrono::seconds(10)));
+  EXPECT_TRUE(task.stopped.load());
+  EXPECT_FALSE(task.interrupted.load()) << "the wake signal interrupted OnStop()'s sleep";
+  EXPECT_TRUE(ex->Stop().ok());
 }
 
 // Calls Stop() and Start() on its own executor from Step(), then ends.
