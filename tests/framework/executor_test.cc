@@ -213,9 +213,9 @@ class LateSignalTask final : public CountingTask {
   std::atomic<bool> interrupted{false};
 };
 
-// The CI's arm64 run under qemu-user: Stop() saw the thread in its loop and sent the wake
-// signal, which was delivered after the thread had left the loop, inside OnStop(). Here the
-// signal is sent in OnStop() outright: a late wake signal must stay pending, not cut OnStop() short.
+// Stop() sends the wake signal while it sees the thread in its loop; delivery can lag (under
+// qemu-user it landed in OnStop()). Here the signal is sent during OnStop() outright: a late wake
+// signal must stay pending, not cut OnStop() short.
 TEST(ExecutorTest, AWakeSignalDeliveredAfterTheLoopDoesNotInterruptOnStop) {
   auto ex = MakeExecutor();
   LateSignalTask task;
