@@ -1,0 +1,119 @@
+// Explainer: the non-RT thread that turns a task's late cycles into outlier records. It reads the
+// samples a telemetry Subscription hands it (the RT threads do nothing extra for it), picks the
+// cycles whose wake-up latency (or execution time) exceeds the thresholds, and asks its evidence
+// sources, in order of preference, why each was late (outlier.h; README.md).
+//
+//   ExplainerConfig c;
+//   c.tasks = {{.task = 0, .name = "cyclic0", .tid = stats.tid, .cpu = 1}};
+//   c.latency_above_ns = 100'000;                       // rtloop-cyclic --explain-above=100
+//   std::vector<std::unique_ptr<EvidenceSource>> sources = MakeEvidenceSources(...);
+//   Result<std::unique_ptr<Explainer>> ex =
+//       Explainer::Start(c, collector->Subscribe({}), std::move(sources));
+//   ... the run ...
+//   (*ex)->Stop();                                      // after the tasks and the collector
+//   for (const OutlierRecord& r : (*ex)->Records()) ...
+//
+// How a window is explained: on each tick (ExplainerConfig::poll_period) every source is polled,
+// the new samples are read, and every pending window is offered to the sources in order. The first
+// that returns true makes the record. A source of kind kCounters answers only once it sampled
+// after the window, so it is asked again on later ticks; any other source is asked once per
+// window. A window that no source explained within give_up_after is recorded with the evidence
+// kNone and every source's note, so no outlier is ever silently missing. Beyond max_records the
+// outliers are counted (ExplainerStats::dropped), not recorded; so are those whose samples the
+// subscription lost (ExplainerStats::samples_lost: the count of outliers is then a lower bound).
+//
+// Threading: Start(), Stop() and the destructor on one controlling thread; Records() and stats()
+// from any non-RT thread. The explaining runs on a HousekeepingThread ("rtloop-explain",
+// SCHED_OTHER, on the CPUs of the thread that calls Start()). Not RT-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rtloop/explain/outlier.h"
+#include "rtloop/framework/housekeeping_thread.h"
+#include "rtloop/framework/status.h"
+#include "rtloop/framework/time.h"
+#include "rtloop/telemetry/collector.h"
+
+namespace rtloop::explain {
+
+struct ExplainedTask {
+  TaskId task = 0;
+  std::string name;
+  int tid = 0;                      // the task's RT thread (TaskStatsSnapshot::tid)
+  int cpu = -1;                     // the CPU it is pinned to; -1: not pinned to one CPU
+  Clock clock = Clock::kMonotonic;  // the task's clock: its E_k are converted to CLOCK_MONOTONIC
+};
+
+struct ExplainerConfig {
+  std::vector<ExplainedTask> tasks;           // the tasks explained; others' samples are ignored
+  std::int64_t latency_above_ns = 100'000;    // a wake-up latency above this is an outlier. > 0
+  std::int64_t execution_above_ns = 0;        // an execution time above this is one; 0: not judged
+  std::size_t max_records = 1000;             // records kept; later outliers are counted. > 0
+  std::chrono::milliseconds poll_period{20};  // >= 1 ms
+  std::chrono::milliseconds give_up_after{3000};  // >= poll_period
+};
+
+struct ExplainerStats {
+  std::uint64_t outliers = 0;             // cycles above a threshold seen in the samples
+  std::uint64_t recorded = 0;             // records made (explained or not)
+  std::uint64_t unexplained = 0;          // records no source could explain (evidence kNone)
+  std::uint64_t dropped = 0;              // outliers beyond max_records, not recorded
+  std::uint64_t samples_lost = 0;         // samples the subscription lost: outliers may hide there
+  std::int64_t explain_cpu_ns_max = 0;    // CPU time of the costliest record's analysis
+  std::int64_t explain_cpu_ns_total = 0;  // CPU time of every analysis together
+};
+
+class Explainer {
+ public:
+  // Checks `config`, then starts the explaining thread. `sources` in order of preference (at
+  // least one). InvalidArgument naming the field for a bad config.
+  static Result<std::unique_ptr<Explainer>> Start(
+      const ExplainerConfig& config, std::shared_ptr<telemetry::Subscription> subscription,
+      std::vector<std::unique_ptr<EvidenceSource>> sources);
+  ~Explainer();  // Stop()
+  Explainer(const Explainer&) = delete;
+  Explainer& operator=(const Explainer&) = delete;
+
+  // Ends the thread, then makes a last pass on the caller's thread: the samples still queued,
+  // one more poll, every pending window offered once more and recorded, explained or not. Call it
+  // after the tasks and the collector stopped, so that the last cycles are in. Idempotent.
+  void Stop();
+
+  std::vector<OutlierRecord> Records() const;  // in the order the outliers were recorded
+  ExplainerStats stats() const;
+
+ private:
+  struct Pending {
+    OutlierWindow window;
+    std::int64_t seen_ns = 0;        // CLOCK_MONOTONIC when the sample was read
+    std::vector<bool> asked;         // per source: asked once already (sources not re-asked)
+    std::vector<std::string> notes;  // per source: its last note
+  };
+  Explainer(const ExplainerConfig& config, std::shared_ptr<telemetry::Subscription> subscription,
+            std::vector<std::unique_ptr<EvidenceSource>> sources);
+  void Pass(bool last);  // one tick's work; `last`: nothing stays pending
+  void ReadSamples();
+  void TryPending(bool last);
+  bool TryExplain(Pending& p, bool last);  // true when the window is recorded
+  void Record(OutlierRecord record, std::int64_t cpu_ns);
+  const ExplainedTask* FindTask(TaskId task) const;
+
+  const ExplainerConfig config_;
+  std::shared_ptr<telemetry::Subscription> subscription_;
+  std::vector<std::unique_ptr<EvidenceSource>> sources_;
+  std::vector<telemetry::SampleBatch> batches_;  // reused by ReadSamples()
+  std::vector<Pending> pending_;                 // the explaining thread's (or Stop()'s) only
+  mutable std::mutex mu_;                        // guards records_ and stats_
+  std::vector<OutlierRecord> records_;
+  ExplainerStats stats_;
+  std::unique_ptr<HousekeepingThread> thread_;
+  bool stopped_ = false;
+};
+
+}  // namespace rtloop::explain

@@ -1,0 +1,189 @@
+#include "rtloop/explain/explainer.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace rtloop::explain {
+namespace {
+
+// Windows waiting for a source at most; beyond, outliers are counted as dropped.
+constexpr std::size_t kMaxPending = 256;
+
+std::int64_t ThreadCpuNs() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+Status CheckConfig(const ExplainerConfig& c, std::size_t sources) {
+  if (sources == 0) return InvalidArgumentError("Explainer: no evidence source was given");
+  if (c.tasks.empty()) return InvalidArgumentError("ExplainerConfig::tasks is empty: name a task");
+  if (c.latency_above_ns <= 0) {
+    return InvalidArgumentError("ExplainerConfig::latency_above_ns must be > 0 (ns), got " +
+                                std::to_string(c.latency_above_ns));
+  }
+  if (c.execution_above_ns < 0) {
+    return InvalidArgumentError("ExplainerConfig::execution_above_ns must be >= 0 (0: off), got " +
+                                std::to_string(c.execution_above_ns));
+  }
+  if (c.max_records == 0) return InvalidArgumentError("ExplainerConfig::max_records must be > 0");
+  if (c.poll_period < std::chrono::milliseconds(1) || c.give_up_after < c.poll_period) {
+    return InvalidArgumentError(
+        "ExplainerConfig: poll_period must be >= 1 ms and give_up_after >= poll_period");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Explainer>> Explainer::Start(
+    const ExplainerConfig& config, std::shared_ptr<telemetry::Subscription> subscription,
+    std::vector<std::unique_ptr<EvidenceSource>> sources) {
+  RTLOOP_RETURN_IF_ERROR(CheckConfig(config, sources.size()));
+  if (subscription == nullptr) return InvalidArgumentError("Explainer: no subscription was given");
+  std::unique_ptr<Explainer> ex(new Explainer(config, std::move(subscription), std::move(sources)));
+  HousekeepingConfig hk;
+  hk.tick = config.poll_period;
+  hk.name = "rtloop-explain";
+  Explainer* self = ex.get();
+  ex->thread_ = std::make_unique<HousekeepingThread>(
+      hk, [self](HousekeepingThread::Wake) { self->Pass(/*last=*/false); });
+  if (!ex->thread_->ok()) {
+    Status s = ex->thread_->status();
+    ex->thread_.reset();
+    return s;
+  }
+  return ex;
+}
+
+Explainer::Explainer(const ExplainerConfig& config,
+                     std::shared_ptr<telemetry::Subscription> subscription,
+                     std::vector<std::unique_ptr<EvidenceSource>> sources)
+    : config_(config), subscription_(std::move(subscription)), sources_(std::move(sources)) {}
+
+Explainer::~Explainer() { Stop(); }
+
+void Explainer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_ != nullptr) thread_->Stop();
+  Pass(/*last=*/true);
+}
+
+std::vector<OutlierRecord> Explainer::Records() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_;
+}
+
+ExplainerStats Explainer::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+const ExplainedTask* Explainer::FindTask(TaskId task) const {
+  for (const ExplainedTask& t : config_.tasks) {
+    if (t.task == task) return &t;
+  }
+  return nullptr;
+}
+
+void Explainer::Pass(bool last) {
+  const std::int64_t now = Now(Clock::kMonotonic).ns();
+  for (auto& s : sources_) s->Poll(now);
+  ReadSamples();
+  TryPending(last);
+}
+
+void Explainer::ReadSamples() {
+  // A realtime-clock task's E_k, moved onto CLOCK_MONOTONIC (the trace's and the counters' clock).
+  const std::int64_t mono = Now(Clock::kMonotonic).ns();
+  const std::int64_t realtime_offset = Now(Clock::kRealtime).ns() - mono;
+  std::uint64_t outliers = 0;
+  std::uint64_t dropped = 0;
+  while (subscription_->Pop(&batches_, std::chrono::nanoseconds(0)) > 0) {
+    for (const telemetry::SampleBatch& b : batches_) {
+      const ExplainedTask* task = FindTask(b.task);
+      if (task == nullptr) continue;
+      const std::int64_t offset = task->clock == Clock::kRealtime ? realtime_offset : 0;
+      for (const telemetry::Sample& s : b.samples) {
+        const bool late = s.latency_ns > config_.latency_above_ns;
+        const bool long_run =
+            config_.execution_above_ns > 0 &&
+            static_cast<std::int64_t>(s.execution_ns) > config_.execution_above_ns;
+        if (!late && !long_run) continue;
+        ++outliers;
+        if (pending_.size() >= kMaxPending) {
+          ++dropped;
+          continue;
+        }
+        const std::int64_t e = s.release_ns - offset;
+        const std::int64_t w = e + s.latency_ns;
+        Pending p;
+        p.window = LatencyWindow(task->task, task->name, task->tid, task->cpu, s.seq, e, w,
+                                 w + static_cast<std::int64_t>(s.execution_ns), !late);
+        p.seen_ns = mono;
+        p.asked.assign(sources_.size(), false);
+        p.notes.assign(sources_.size(), std::string());
+        pending_.push_back(std::move(p));
+      }
+    }
+  }
+  const telemetry::SubscriptionStats sub = subscription_->stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.outliers += outliers;
+  stats_.dropped += dropped;
+  stats_.samples_lost = sub.lost;
+}
+
+void Explainer::TryPending(bool last) {
+  auto done = std::remove_if(pending_.begin(), pending_.end(),
+                             [&](Pending& p) { return TryExplain(p, last); });
+  pending_.erase(done, pending_.end());
+}
+
+bool Explainer::TryExplain(Pending& p, bool last) {
+  const std::int64_t cpu0 = ThreadCpuNs();
+  for (std::size_t i = 0; i < sources_.size(); ++i) {
+    EvidenceSource& source = *sources_[i];
+    // A sampling source answers once it sampled after the window; the others know at once.
+    if (p.asked[i] && source.kind() != EvidenceKind::kCounters) continue;
+    p.asked[i] = true;
+    OutlierRecord r = MakeRecord(p.window);
+    if (source.Explain(p.window, &r)) {
+      FinishRecord(&r);
+      Record(std::move(r), ThreadCpuNs() - cpu0);
+      return true;
+    }
+    p.notes[i] = r.evidence_note;
+  }
+  const std::int64_t age = Now(Clock::kMonotonic).ns() - p.seen_ns;
+  if (!last && age < std::chrono::nanoseconds(config_.give_up_after).count()) return false;
+  OutlierRecord r = MakeRecord(p.window);
+  r.evidence = EvidenceKind::kNone;
+  for (std::size_t i = 0; i < sources_.size(); ++i) {
+    if (p.notes[i].empty()) continue;
+    if (!r.evidence_note.empty()) r.evidence_note += "; ";
+    r.evidence_note += std::string(EvidenceKindName(sources_[i]->kind())) + ": " + p.notes[i];
+  }
+  if (r.evidence_note.empty()) r.evidence_note = "no evidence source covered this window";
+  FinishRecord(&r);
+  Record(std::move(r), ThreadCpuNs() - cpu0);
+  return true;
+}
+
+void Explainer::Record(OutlierRecord record, std::int64_t cpu_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.explain_cpu_ns_total += cpu_ns;
+  stats_.explain_cpu_ns_max = std::max(stats_.explain_cpu_ns_max, cpu_ns);
+  if (records_.size() >= config_.max_records) {
+    ++stats_.dropped;
+    return;
+  }
+  if (record.evidence == EvidenceKind::kNone) ++stats_.unexplained;
+  ++stats_.recorded;
+  records_.push_back(std::move(record));
+}
+
+}  // namespace rtloop::explain

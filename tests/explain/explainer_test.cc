@@ -1,0 +1,272 @@
+// The Explainer's contract with scripted evidence sources (the kernel's evidence is tested with
+// real causes in trace_evidence_test.cc and counter_evidence_test.cc): which samples become
+// records, which sources are asked again, and that no outlier goes missing.
+#include "rtloop/explain/explainer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "rtloop/explain/report.h"
+
+namespace rtloop::explain {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Answers with `answer(window, record, call)`; counts its calls.
+class ScriptedSource final : public EvidenceSource {
+ public:
+  using Answer = std::function<bool(const OutlierWindow&, OutlierRecord*, int)>;
+  ScriptedSource(EvidenceKind kind, Answer answer) : kind_(kind), answer_(std::move(answer)) {}
+  EvidenceKind kind() const noexcept override { return kind_; }
+  void Poll(std::int64_t) override { polls.fetch_add(1); }
+  bool Explain(const OutlierWindow& w, OutlierRecord* r) override {
+    return answer_(w, r, calls.fetch_add(1) + 1);
+  }
+  std::atomic<int> calls{0};
+  std::atomic<int> polls{0};
+
+ private:
+  EvidenceKind kind_;
+  Answer answer_;
+};
+
+telemetry::Sample MakeSample(std::uint64_t seq, std::int64_t release_ns, std::int32_t latency_ns,
+                             std::uint32_t execution_ns = 10'000, TaskId task = 0) {
+  telemetry::Sample s;
+  s.seq = seq;
+  s.release_ns = release_ns;
+  s.latency_ns = latency_ns;
+  s.execution_ns = execution_ns;
+  s.task = static_cast<std::uint16_t>(task);
+  return s;
+}
+
+ExplainerConfig Config() {
+  ExplainerConfig c;
+  c.tasks = {{.task = 0, .name = "cyclic0", .tid = 4242, .cpu = 1}};
+  c.latency_above_ns = 100'000;
+  c.poll_period = milliseconds(5);
+  c.give_up_after = milliseconds(200);
+  return c;
+}
+
+bool WaitFor(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return true;
+}
+
+bool ThreadRan(const OutlierWindow&, OutlierRecord* r, int) {
+  r->evidence = EvidenceKind::kTrace;
+  r->evidence_note = "scripted";
+  Cause c;
+  c.kind = CauseKind::kThread;
+  c.name = "spinner";
+  c.id = 77;
+  c.detail = "FIFO 95";
+  c.ns = 150'000;
+  c.count = 1;
+  r->causes.push_back(c);
+  return true;
+}
+
+TEST(ExplainerTest, OnlyCyclesAboveTheThresholdBecomeRecordsWithTheirTimesAndCauses) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  auto* src = new ScriptedSource(EvidenceKind::kTrace, ThreadRan);
+  sources.emplace_back(src);
+  auto ex = Explainer::Start(Config(), sub, std::move(sources));
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  const std::vector<telemetry::Sample> samples = {
+      MakeSample(0, 1'000'000, 20'000), MakeSample(1, 2'000'000, 100'000),
+      MakeSample(2, 3'000'000, 200'000, 30'000), MakeSample(3, 4'000'000, 99'999),
+      MakeSample(4, 5'000'000, 150'000, 10'000, /*task=*/9)};  // task 9 is not explained
+  sub->Offer(0, std::span(samples.data(), 4));
+  sub->Offer(9, std::span(samples.data() + 4, 1));
+  ASSERT_TRUE(WaitFor([&] { return (*ex)->stats().recorded >= 1; }));
+  (*ex)->Stop();
+  const std::vector<OutlierRecord> records = (*ex)->Records();
+  ASSERT_EQ(records.size(), 1u) << "100 us is not above 100 us; task 9 is not explained";
+  const OutlierRecord& r = records[0];
+  EXPECT_EQ(r.window.cycle, 2u);
+  EXPECT_EQ(r.window.tid, 4242);
+  EXPECT_EQ(r.window.cpu, 1);
+  EXPECT_EQ(r.window.release_ns, 3'000'000);
+  EXPECT_EQ(r.window.wake_ns, 3'200'000);
+  EXPECT_EQ(r.window.done_ns, 3'230'000);
+  EXPECT_FALSE(r.window.execution);
+  EXPECT_EQ(r.evidence, EvidenceKind::kTrace);
+  EXPECT_EQ(r.explained_ns, 150'000);
+  EXPECT_EQ(r.unexplained_ns, 50'000) << "FinishRecord ran";
+  EXPECT_EQ((*ex)->stats().outliers, 1u);
+  EXPECT_GT(src->polls.load(), 0);
+}
+
+TEST(ExplainerTest, ACountersSourceIsAskedAgainUntilItAnswersAnyOtherSourceOnce) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  auto* trace = new ScriptedSource(EvidenceKind::kTrace, [](auto&, OutlierRecord* r, int) {
+    r->evidence_note = "overwritten";
+    return false;
+  });
+  auto* counters = new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int n) {
+    if (n < 3) {
+      r->evidence_note = "not yet sampled";
+      return false;
+    }
+    r->evidence = EvidenceKind::kCounters;
+    return true;
+  });
+  sources.emplace_back(trace);
+  sources.emplace_back(counters);
+  auto ex = Explainer::Start(Config(), sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  const std::vector<telemetry::Sample> samples = {MakeSample(5, 1'000'000, 500'000)};
+  sub->Offer(0, samples);
+  ASSERT_TRUE(WaitFor([&] { return (*ex)->stats().recorded >= 1; }));
+  (*ex)->Stop();
+  EXPECT_EQ(trace->calls.load(), 1);
+  EXPECT_EQ(counters->calls.load(), 3);
+  ASSERT_EQ((*ex)->Records().size(), 1u);
+  EXPECT_EQ((*ex)->Records()[0].evidence, EvidenceKind::kCounters);
+}
+
+TEST(ExplainerTest, AWindowNoSourceExplainsIsRecordedAsUnexplainedWithEverySourcesNote) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  sources.emplace_back(new ScriptedSource(EvidenceKind::kTrace, [](auto&, OutlierRecord* r, int) {
+    r->evidence_note = "buffer starts after the window";
+    return false;
+  }));
+  sources.emplace_back(
+      new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int) {
+        r->evidence_note = "not yet sampled";
+        return false;
+      }));
+  ExplainerConfig c = Config();
+  c.execution_above_ns = 1'000'000;
+  auto ex = Explainer::Start(c, sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  // An execution-time outlier: 2 ms of Step() after a timely wake-up.
+  const std::vector<telemetry::Sample> samples = {MakeSample(8, 1'000'000, 5'000, 2'000'000)};
+  sub->Offer(0, samples);
+  ASSERT_TRUE(WaitFor([&] { return (*ex)->stats().recorded >= 1; })) << "give_up_after passed";
+  (*ex)->Stop();
+  const OutlierRecord r = (*ex)->Records().at(0);
+  EXPECT_TRUE(r.window.execution);
+  EXPECT_EQ(r.window.length_ns(), 2'000'000);
+  EXPECT_EQ(r.evidence, EvidenceKind::kNone);
+  EXPECT_EQ(r.unexplained_ns, 2'000'000);
+  EXPECT_EQ(r.evidence_note, "trace: buffer starts after the window; counters: not yet sampled");
+  EXPECT_EQ((*ex)->stats().unexplained, 1u);
+}
+
+TEST(ExplainerTest, StopRecordsWhatIsStillPendingAndRecordsBeyondTheLimitAreCounted) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  sources.emplace_back(
+      new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int) {
+        r->evidence_note = "not yet sampled";
+        return false;
+      }));
+  ExplainerConfig c = Config();
+  c.give_up_after = std::chrono::hours(1);
+  c.max_records = 2;
+  auto ex = Explainer::Start(c, sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  const std::vector<telemetry::Sample> samples = {MakeSample(1, 1'000'000, 300'000),
+                                                  MakeSample(2, 2'000'000, 400'000),
+                                                  MakeSample(3, 3'000'000, 500'000)};
+  sub->Offer(0, samples);
+  (*ex)->Stop();  // the samples may not have been read yet: Stop() reads them
+  const ExplainerStats s = (*ex)->stats();
+  EXPECT_EQ(s.outliers, 3u);
+  EXPECT_EQ(s.recorded, 2u);
+  EXPECT_EQ(s.dropped, 1u);
+  const std::vector<OutlierRecord> records = (*ex)->Records();
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].evidence_note, "counters: not yet sampled");
+  const std::string summary = OutliersSummary(records, s, {.latency_above_ns = 100'000});
+  EXPECT_NE(summary.find("wake-up latency above 100 us: 3 cycles (evidence: none 2)"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("2 cycles: unexplained, up to 0.400 ms"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("1 more not recorded"), std::string::npos) << summary;
+}
+
+TEST(ExplainerTest, ARealtimeClockTasksReleaseIsMovedOntoTheMonotonicClock) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  sources.emplace_back(new ScriptedSource(EvidenceKind::kTrace, ThreadRan));
+  ExplainerConfig c = Config();
+  c.tasks[0].clock = Clock::kRealtime;
+  auto ex = Explainer::Start(c, sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  const std::int64_t mono = Now(Clock::kMonotonic).ns();
+  const std::int64_t real = Now(Clock::kRealtime).ns();
+  const std::vector<telemetry::Sample> samples = {MakeSample(1, real, 300'000)};
+  sub->Offer(0, samples);
+  (*ex)->Stop();
+  const OutlierRecord r = (*ex)->Records().at(0);
+  EXPECT_NEAR(static_cast<double>(r.window.release_ns), static_cast<double>(mono), 50e6)
+      << "E_k on CLOCK_MONOTONIC, within the 50 ms between the two readings and Stop()";
+}
+
+TEST(ExplainerTest, BadConfigurationsNameTheField) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  auto start = [&](ExplainerConfig c, int sources) {
+    std::vector<std::unique_ptr<EvidenceSource>> v;
+    for (int i = 0; i < sources; ++i)
+      v.emplace_back(new ScriptedSource(EvidenceKind::kTrace, ThreadRan));
+    return Explainer::Start(c, sub, std::move(v)).status().ToString();
+  };
+  EXPECT_NE(start(Config(), 0).find("no evidence source"), std::string::npos);
+  ExplainerConfig c = Config();
+  c.latency_above_ns = 0;
+  EXPECT_NE(start(c, 1).find("latency_above_ns must be > 0"), std::string::npos);
+  c = Config();
+  c.tasks.clear();
+  EXPECT_NE(start(c, 1).find("tasks is empty"), std::string::npos);
+  c = Config();
+  c.max_records = 0;
+  EXPECT_NE(start(c, 1).find("max_records"), std::string::npos);
+}
+
+TEST(OutliersJsonTest, EveryFieldIsThereAndStringsAreEscaped) {
+  OutlierRecord r = MakeRecord(LatencyWindow(0, "pos\"x", 12, -1, 3, 100, 600, 700));
+  r.evidence = EvidenceKind::kTrace;
+  Cause c;
+  c.kind = CauseKind::kSoftirq;
+  c.name = "NET_RX";
+  c.ns = 200;
+  c.count = 2;
+  r.causes.push_back(c);
+  r.raw = {"line\twith tab"};
+  FinishRecord(&r);
+  ExplainerStats s;
+  s.outliers = 1;
+  s.recorded = 1;
+  const std::string json = OutliersJson({r}, s, {.latency_above_ns = 100});
+  for (const char* want :
+       {"\"version\":1", "\"latency_above_ns\":100", "\"task_name\":\"pos\\\"x\"", "\"cpu\":null",
+        "\"outlier\":\"latency\"", "\"latency_ns\":500", "\"execution_ns\":100",
+        "\"evidence\":\"trace\"", "\"kind\":\"softirq\"", "\"ns\":200", "\"id\":null",
+        "\"explained_ns\":200", "\"unexplained_ns\":300", "\"line\\u0009with tab\""}) {
+    EXPECT_NE(json.find(want), std::string::npos) << want << " in " << json;
+  }
+}
+
+}  // namespace
+}  // namespace rtloop::explain
