@@ -378,6 +378,9 @@ ReadinessReport CheckReadiness(const ReadinessConfig& config) {
   r.findings.push_back(CheckSysctl(fs, "timer_migration", "/proc/sys/kernel/timer_migration", 0,
                                    "timers may move onto the RT CPUs",
                                    "sysctl -w kernel.timer_migration=0"));
+  r.findings.push_back(ri::CheckTracefs(fs, creds, probe));
+  r.findings.push_back(ri::CheckTraceEvents(fs));
+  r.findings.push_back(ri::CheckTimerlat(fs));
   return r;
 }
 

@@ -76,4 +76,9 @@ ReadinessFinding CheckIsolcpus(const FsTree& fs, const std::vector<int>& rt_cpus
 ReadinessFinding CheckNohzFull(const FsTree& fs, const std::vector<int>& rt_cpus);
 ReadinessFinding CheckRcuNocbs(const FsTree& fs, const std::vector<int>& rt_cpus);
 
+// What outlier explanation can use (readiness_explain.cc).
+ReadinessFinding CheckTracefs(const FsTree& fs, const Credentials& c, bool probe);
+ReadinessFinding CheckTraceEvents(const FsTree& fs);
+ReadinessFinding CheckTimerlat(const FsTree& fs);
+
 }  // namespace rtloop::readiness_internal

@@ -95,7 +95,7 @@ void ExpectWellFormed(const ReadinessReport& r) {
                                   << " without fix";
     }
   }
-  EXPECT_EQ(r.findings.size(), 21u);
+  EXPECT_EQ(r.findings.size(), 24u);
 }
 
 TEST(Readiness, OnThisMachineEveryCheckReportsAndNonOkFindingsSayHowToFix) {
@@ -359,6 +359,56 @@ TEST(Readiness, TunablesAndServicesWarnWithTheirFix) {
   EXPECT_TRUE(Has(Get(r, "cpufreq_governor").summary, "CPUs 0 use powersave"));
   EXPECT_TRUE(Has(Get(r, "cpuidle").summary, "C6 (133 us)"));
   EXPECT_EQ(r.Count(ReadinessLevel::kFail), 0);
+}
+
+// What outlier explanation can use: tracefs mounted and writable, its events, timerlat.
+TEST(Readiness, ExplanationFindingsSayWhatTracefsGivesAndTheFix) {
+  FakeTree t;
+  t.Write("/proc/filesystems", "nodev\tsysfs\nnodev\ttracefs\n");
+  t.Write("/proc/mounts", "proc /proc proc rw 0 0\n");
+  // Not mounted: root mounts it when explaining; another user cannot.
+  EXPECT_EQ(Get(t.Check(), "tracefs").level, ReadinessLevel::kOk);
+  EXPECT_TRUE(Has(Get(t.Check(), "tracefs").summary, "mounts it at /sys/kernel/tracing"));
+  EXPECT_TRUE(Has(Get(t.Check(), "trace_events").summary, "not checked"));
+  t.Write("/proc/self/status", "Name:\tx\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0\n");
+  ReadinessFinding f = Get(t.Check(), "tracefs");
+  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(f.summary, "/proc counters")) << f.summary;
+  EXPECT_TRUE(Has(f.fix, "mount -t tracefs")) << f.fix;
+  // Mounted, an unprivileged user: not writable (predicted from the credentials).
+  t.Write("/proc/mounts", "tracefs /sys/kernel/tracing tracefs rw,nosuid 0 0\n");
+  f = Get(t.Check(), "tracefs");
+  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(f.summary, "not writable")) << f.summary;
+  EXPECT_TRUE(Has(f.fix, "run as root")) << f.fix;
+  t.Write("/proc/self/status", "Name:\tx\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n");
+  EXPECT_EQ(Get(t.Check(), "tracefs").level, ReadinessLevel::kOk);
+  // Events: every missing one is named.
+  for (const char* e :
+       {"sched/sched_switch", "sched/sched_waking", "irq/irq_handler_entry", "irq/irq_handler_exit",
+        "irq/softirq_entry", "irq/softirq_exit", "timer/hrtimer_expire_entry"}) {
+    t.Write(std::string("/sys/kernel/tracing/events/") + e + "/format", "name: x\n");
+  }
+  f = Get(t.Check(), "trace_events");
+  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(f.summary, "timer/hrtimer_expire_exit")) << f.summary;
+  EXPECT_FALSE(Has(f.summary, "sched_switch")) << f.summary;
+  t.Write("/sys/kernel/tracing/events/timer/hrtimer_expire_exit/format", "name: x\n");
+  EXPECT_EQ(Get(t.Check(), "trace_events").level, ReadinessLevel::kOk);
+  // The tracers: "timerlat" must be a whole word ("timerlat_x" is not it).
+  t.Write("/sys/kernel/tracing/available_tracers", "blk osnoise timerlat_x function nop\n");
+  f = Get(t.Check(), "timerlat");
+  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(f.summary, "no timerlat tracer")) << f.summary;
+  EXPECT_TRUE(Has(f.fix, "linux-image-rt")) << f.fix;
+  t.Write("/sys/kernel/tracing/available_tracers", "timerlat osnoise hwlat blk function nop\n");
+  EXPECT_EQ(Get(t.Check(), "timerlat").level, ReadinessLevel::kOk);
+  // A kernel without tracefs.
+  t.Write("/proc/mounts", "proc /proc proc rw 0 0\n");
+  t.Write("/proc/filesystems", "nodev\tsysfs\n");
+  f = Get(t.Check(), "tracefs");
+  EXPECT_EQ(f.level, ReadinessLevel::kWarn);
+  EXPECT_TRUE(Has(f.summary, "no tracefs")) << f.summary;
 }
 
 }  // namespace

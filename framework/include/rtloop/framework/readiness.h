@@ -13,7 +13,9 @@
 // cannot be locked); kWarn for what makes latencies worse or less predictable (no PREEMPT_RT, no
 // isolated CPUs, RT CPUs without isolcpus=/nohz_full=/rcu_nocbs=, IRQs on
 // isolated CPUs, a power-saving governor, deep idle states, SMT, swap,
-// irqbalance, the documented printk/overcommit settings); kOk otherwise. Every non-OK finding
+// irqbalance, the documented printk/overcommit settings) and for what outlier explanation
+// cannot use (tracefs not usable by this user, trace events or the timerlat/osnoise tracers
+// missing); kOk otherwise. Every non-OK finding
 // carries the command or boot parameter that fixes it.
 //
 // Every fact is read from files (/proc, /sys, /dev), under `ReadinessConfig::root`, so tests run
@@ -22,10 +24,11 @@
 // proc/self/{status,limits,cgroup}, proc/irq/*/smp_affinity_list, proc/*/comm,
 // sys/kernel/realtime, sys/kernel/debug/sched/preempt, sys/devices/system/cpu/{online,isolated,
 // nohz_full,smt/control,cpuN/cpufreq/scaling_governor,cpuN/cpuidle/stateK/*},
-// sys/fs/cgroup/**/cpu.rt_runtime_us, dev/cpu_dma_latency. With `probe` set (the default) two
-// facts are also tried on the live system: SCHED_FIFO on the calling thread (set and restored) and
-// write access to /dev/cpu_dma_latency; without it they are predicted from the capabilities,
-// limits and file modes read above.
+// sys/fs/cgroup/**/cpu.rt_runtime_us, dev/cpu_dma_latency, proc/{mounts,filesystems} and, in the
+// tracefs mount, events/*/* and available_tracers. With `probe` set (the default) three facts
+// are also tried on the live system: SCHED_FIFO on the calling thread (set and restored), write
+// access to /dev/cpu_dma_latency and to tracefs's instances/; without it they are predicted from
+// the capabilities, limits and file modes read above.
 //
 // Threading: a pure function of the files (plus the probe on the calling thread); any thread,
 // concurrently. Not RT-safe: reads files and allocates.
