@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "alloc_counter.h"
 #include "rtloop/framework/system_info.h"
 
 namespace rtloop::explain {
@@ -316,6 +317,23 @@ TEST(CounterEvidenceTest, LoopbackTrafficOnTheCpuIsNamedAsANetworkSoftirq) {
   EXPECT_TRUE(raw_names_it) << "the raw evidence shows the counter's difference";
 }
 
+TEST(CounterEvidenceTest, PollAllocatesNothingAfterCreate) {
+  if (!rtloop::testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under a sanitizer";
+  }
+  CounterConfig config;
+  config.threads = {{gettid(), TestCpu(), SCHED_OTHER, 0}};
+  config.history = 4;
+  std::unique_ptr<CounterEvidence> source = MustCreate(config);
+  ASSERT_NE(source, nullptr);
+  const rtloop::testing::AllocationCounter counter;
+  for (int i = 0; i < 10; ++i) source->Poll(MonoNs());  // the ring wraps; IRQ lines are learnt
+  EXPECT_EQ(counter.Allocations(), 0u);
+  EXPECT_EQ(counter.Deallocations(), 0u);
+  EXPECT_EQ(source->polls(), 10u);
+  EXPECT_EQ(source->interrupts_truncated(), 0u) << "this VM's /proc/interrupts fits 256 KiB";
+}
+
 TEST(CounterEvidenceTest, AWindowAfterTheNewestSnapshotIsNotYetSampledUntilTheNextPoll) {
   CounterConfig config;
   config.threads = {{gettid(), TestCpu(), SCHED_OTHER, 0}};
@@ -375,6 +393,28 @@ TEST(CounterEvidenceTest, ABadConfigIsRefusedWithTheFix) {
   r = CounterEvidence::Create(short_history);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("at least 2"), std::string::npos) << r.status().ToString();
+}
+
+TEST(CounterEvidenceTest, ACutInterruptsFileAndTheScanBoundAreStatedInTheNote) {
+  CounterConfig config;
+  config.threads = {{gettid(), TestCpu(), SCHED_OTHER, 0}};
+  config.interrupts_bytes = 1024;  // this VM's /proc/interrupts is over 2 KiB
+  config.max_threads_scanned = 3;
+  std::unique_ptr<CounterEvidence> source = MustCreate(config);
+  ASSERT_NE(source, nullptr);
+  source->Poll(MonoNs());
+  const std::int64_t t = MonoNs();
+  while (MonoNs() <= t + 1000) {
+  }
+  source->Poll(MonoNs());
+  OutlierRecord r =
+      MakeRecord(LatencyWindow(0, "t", gettid(), TestCpu(), 0, t, t + 1000, t + 1000));
+  ASSERT_TRUE(source->Explain(r.window, &r)) << r.evidence_note;
+  EXPECT_EQ(source->interrupts_truncated(), 2u);
+  EXPECT_NE(r.evidence_note.find("/proc/interrupts was cut at 1024 bytes"), std::string::npos)
+      << r.evidence_note;
+  EXPECT_NE(r.evidence_note.find("3 threads scanned for candidates (the bound"), std::string::npos)
+      << r.evidence_note;
 }
 
 TEST(CounterEvidenceTest, AWindowOfAnUnwatchedThreadAndCpuIsRefused) {

@@ -1,8 +1,10 @@
 // The counter evidence's candidate threads (counter_state.h): a bounded scan of /proc/*/task/*
-// for real-time threads that may run on a CPU with a priority at least the task's. Candidates,
-// not proof: the counters cannot say which of them ran inside the window.
+// (sched_getscheduler, sched_getparam and sched_getaffinity per thread) for real-time threads that
+// may run on a CPU with a priority at least the task's. Candidates, not proof: the counters cannot
+// say which of them ran inside the window.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +41,20 @@ std::string_view ReadSmall(const std::string& path, std::array<char, 4096>* buff
 
 bool IsNumber(const char* name) noexcept { return name[0] >= '0' && name[0] <= '9'; }
 
+// True when thread `tid`'s affinity includes `cpu`: sched_getaffinity(), or its status file's
+// Cpus_allowed_list past CPU_SETSIZE.
+bool MayRunOn(const std::string& task_path, int tid, int cpu, std::array<char, 4096>* buffer) {
+  if (cpu < CPU_SETSIZE) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(tid, sizeof set, &set) == 0) {
+      return CPU_ISSET(static_cast<std::size_t>(cpu), &set);
+    }
+  }
+  return CpuListContains(
+      ParseTaskStatus(ReadSmall(task_path + "/status", buffer)).cpus_allowed_list, cpu);
+}
+
 struct Found {
   int tid = 0;
   int pid = 0;
@@ -71,14 +87,17 @@ bool ScanProcess(const char* pid, int cpu, int exclude_tid, int policy, int prio
     ++scan->threads_read;
     const int tid = std::atoi(t->d_name);
     if (tid == exclude_tid) continue;
-    const std::string base = task_dir + "/" + t->d_name;
+    // Two system calls per thread (no privilege needed); files only for the few that qualify.
+    const int cand_policy = ::sched_getscheduler(tid);
+    if (cand_policy < 0) continue;  // exited
+    sched_param param{};
+    if (::sched_getparam(tid, &param) != 0) continue;
+    const int cand_policy_bare = cand_policy & ~SCHED_RESET_ON_FORK;
+    if (!MayPreempt(cand_policy_bare, param.sched_priority, policy, priority)) continue;
+    if (!MayRunOn(task_dir + "/" + t->d_name, tid, cpu, buffer)) continue;
     TaskStat stat;
-    if (!ParseTaskStat(ReadSmall(base + "/stat", buffer), &stat)) continue;
-    if (!MayPreempt(stat.policy, stat.rt_priority, policy, priority)) continue;
-    Found f{tid, std::atoi(pid), stat.policy, stat.rt_priority, std::string(stat.comm)};
-    // The comm lives in `buffer`: copied above, before the status file overwrites it.
-    const TaskStatus status = ParseTaskStatus(ReadSmall(base + "/status", buffer));
-    if (!CpuListContains(status.cpus_allowed_list, cpu)) continue;
+    if (!ParseTaskStat(ReadSmall(task_dir + "/" + t->d_name + "/stat", buffer), &stat)) continue;
+    Found f{tid, std::atoi(pid), cand_policy_bare, param.sched_priority, std::string(stat.comm)};
     found->push_back(std::move(f));
   }
   ::closedir(tasks);

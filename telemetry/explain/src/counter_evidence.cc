@@ -45,9 +45,11 @@ Status ValidateConfig(const CounterConfig& config) {
                                 " snapshots is too short: a window needs one before and one after"
                                 " (use at least 2; 64 at a 20 ms poll reach back 1.3 s)");
   }
-  if (config.interrupts_bytes < 4096 || config.max_irq_lines == 0) {
+  if (config.interrupts_bytes < 1024 || config.max_irq_lines == 0 ||
+      config.max_threads_scanned == 0) {
     return InvalidArgumentError(
-        "counter evidence: interrupts_bytes must be at least 4096 and max_irq_lines at least 1");
+        "counter evidence: interrupts_bytes must be at least 1024, max_irq_lines and "
+        "max_threads_scanned at least 1 (the defaults: 256 KiB, 256, 768)");
   }
   for (const WatchedThread& t : config.threads) {
     if (t.tid <= 0) {

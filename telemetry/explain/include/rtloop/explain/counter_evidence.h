@@ -57,10 +57,11 @@ struct CounterConfig {
   // IRQ lines (numbered and LOC/RES/...) remembered per snapshot; further new lines are ignored
   // and counted (irq_lines_ignored()).
   std::size_t max_irq_lines = 256;
-  // Explain() reads at most this many threads' stat files when it looks for candidates (about
-  // 17 us each on a 2-vCPU VM: 1024 keep a scan near the 10 ms per outlier). /proc lists
-  // the kernel's threads (migration/N, irq/N-...) first; the record says when the bound cut it.
-  std::size_t max_threads_scanned = 1024;
+  // Explain() examines at most this many threads when it looks for candidates (two system calls
+  // each, a /proc directory per process: about 12 us a thread on a 2-vCPU VM, so 768 keep a scan
+  // under the 10 ms per outlier). /proc lists the kernel's threads (migration/N,
+  // irq/N-...) first; the record says when the bound cut the scan.
+  std::size_t max_threads_scanned = 768;
   // At most this many candidate threads are named per record (highest priority first).
   std::size_t max_candidates = 16;
 };
