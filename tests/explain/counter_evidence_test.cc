@@ -346,6 +346,8 @@ TEST(CounterEvidenceTest, AWindowAfterTheNewestSnapshotIsNotYetSampledUntilTheNe
   OutlierRecord r = MakeRecord(w);
   EXPECT_FALSE(source->Explain(w, &r));
   EXPECT_NE(r.evidence_note.find("not yet sampled"), std::string::npos) << r.evidence_note;
+  EXPECT_EQ(r.evidence, EvidenceKind::kNone) << "no counters for this window yet";
+  EXPECT_TRUE(r.causes.empty());
   EXPECT_NE(r.evidence_note.find("tracefs: not mounted"), std::string::npos) << r.evidence_note;
   while (MonoNs() <= t + 1000) {
   }
@@ -376,6 +378,31 @@ TEST(CounterEvidenceTest, AWindowOlderThanTheHistoryIsTooOld) {
   EXPECT_NE(old.evidence_note.find("too old"), std::string::npos) << old.evidence_note;
 }
 
+TEST(CounterEvidenceTest, AThreadThatHasExitedIsSaidNotReadInsteadOfShowingNoFaults) {
+  std::atomic<int> tid{0};
+  std::atomic<bool> created{false};
+  std::thread gone([&] {
+    tid = gettid();
+    WaitFor(created);
+  });
+  while (tid.load() == 0) std::this_thread::yield();
+  CounterConfig config;
+  config.threads = {{tid.load(), -1, SCHED_OTHER, 0}};
+  Result<std::unique_ptr<CounterEvidence>> source = CounterEvidence::Create(config);
+  created = true;
+  gone.join();
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  (*source)->Poll(MonoNs());
+  const std::int64_t t = MonoNs();
+  while (MonoNs() <= t + 1000) {
+  }
+  (*source)->Poll(MonoNs());
+  OutlierRecord r = MakeRecord(LatencyWindow(0, "gone", tid, -1, 0, t, t + 1000, t + 1000));
+  ASSERT_TRUE((*source)->Explain(r.window, &r)) << r.evidence_note;
+  ASSERT_FALSE(r.raw.empty());
+  EXPECT_NE(r.raw[0].find("counters not read"), std::string::npos) << r.raw[0];
+}
+
 TEST(CounterEvidenceTest, ABadConfigIsRefusedWithTheFix) {
   CounterConfig none;
   Result<std::unique_ptr<CounterEvidence>> r = CounterEvidence::Create(none);
@@ -393,6 +420,11 @@ TEST(CounterEvidenceTest, ABadConfigIsRefusedWithTheFix) {
   r = CounterEvidence::Create(short_history);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("at least 2"), std::string::npos) << r.status().ToString();
+  short_history.history = 1'000'000'000;
+  r = CounterEvidence::Create(short_history);
+  ASSERT_FALSE(r.ok()) << "refused, not a bad_alloc";
+  EXPECT_NE(r.status().message().find("more than 100000"), std::string::npos)
+      << r.status().ToString();
 }
 
 TEST(CounterEvidenceTest, ACutInterruptsFileAndTheScanBoundAreStatedInTheNote) {

@@ -45,6 +45,11 @@ void AddThreadCauses(const CounterEvidence::State& s, std::size_t a, std::size_t
   const std::uint64_t voluntary = Delta(ta[kVoluntary], tb[kVoluntary]);
   const std::uint64_t involuntary = Delta(ta[kNonvoluntary], tb[kNonvoluntary]);
   const int tid = s.config.threads[thread_index].tid;
+  if (std::any_of(ta, ta + kThreadCounters, [](std::uint64_t v) { return v == kNoCount; }) ||
+      std::any_of(tb, tb + kThreadCounters, [](std::uint64_t v) { return v == kNoCount; })) {
+    record->raw.push_back("tid " + std::to_string(tid) +
+                          ": counters not read in a snapshot (has the thread exited?)");
+  }
   const std::string interval = Interval(s, a, b);
   if (minor + major > 0) {
     record->causes.push_back(Counted(

@@ -45,6 +45,11 @@ Status ValidateConfig(const CounterConfig& config) {
                                 " snapshots is too short: a window needs one before and one after"
                                 " (use at least 2; 64 at a 20 ms poll reach back 1.3 s)");
   }
+  if (config.history > 100'000) {
+    return InvalidArgumentError("counter evidence: history " + std::to_string(config.history) +
+                                " snapshots is more than 100000 (at a 20 ms poll, 64 reach back "
+                                "1.3 s: an outlier is explained within about a second)");
+  }
   if (config.interrupts_bytes < 1024 || config.max_irq_lines == 0 ||
       config.max_threads_scanned == 0) {
     return InvalidArgumentError(
@@ -306,6 +311,7 @@ bool CounterEvidence::Explain(const OutlierWindow& window, OutlierRecord* record
     ok = Bracket(s, window.begin_ns(), window.end_ns(), &a, &b, &why);
   }
   if (!ok) {
+    record->evidence = EvidenceKind::kNone;  // no counters for this window: claim none
     record->evidence_note = "counters: " + why;
     if (!s.config.why_not_trace.empty()) record->evidence_note += "; " + s.config.why_not_trace;
   } else {

@@ -36,8 +36,9 @@ namespace rtloop::explain {
 
 // A thread whose outliers the counters explain.
 struct WatchedThread {
-  // A thread of this process (/proc/self/task/TID), alive while it is sampled: the counters of a
-  // thread that has exited read as stale (seen on Linux 6.18), so its records show nothing.
+  // A thread of this process (/proc/self/task/TID), alive while it is sampled: a thread that has
+  // exited cannot be read (the record's raw line says "counters not read"), one that is exiting
+  // may read as stale (seen on Linux 6.18).
   int tid = 0;
   int cpu = -1;      // the CPU it is pinned to; -1 when not pinned (then no per-CPU counters)
   int policy = 0;    // SCHED_OTHER 0, SCHED_FIFO 1, SCHED_RR 2, SCHED_DEADLINE 6...
@@ -81,8 +82,8 @@ class CounterEvidence final : public EvidenceSource {
 
   // Adds the causes found between the latest snapshot taken wholly before the window's beginning
   // and the earliest taken wholly after its end; evidence = kCounters, evidence_note = the
-  // sampling interval around the window and why_not_trace. Returns false, saying why in
-  // evidence_note, when:
+  // sampling interval around the window and why_not_trace. Returns false, with evidence = kNone
+  // and the reason in evidence_note (and no cause added), when:
   //   - "not yet sampled": no snapshot after the window's end yet. Retry after the next Poll().
   //   - "too old": the oldest snapshot kept is after the window's beginning. Final.
   //   - neither the window's thread nor its CPU is watched. Final.
