@@ -271,15 +271,16 @@ TEST(CounterEvidenceTest, LoopbackTrafficOnTheCpuIsNamedAsANetworkSoftirq) {
   std::int64_t end = 0;
   std::thread traffic([&] {
     tid = gettid();
-    err = PinAndSchedule(cpu, SCHED_OTHER, 0);
+    const int pin_err = PinAndSchedule(cpu, SCHED_OTHER, 0);
     const int rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     const int tx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
-    bind(rx, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    getsockname(rx, reinterpret_cast<sockaddr*>(&addr), &len);
+    const bool bound = bind(rx, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                       getsockname(rx, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+    err = pin_err != 0 ? pin_err : bound ? 0 : errno;
     if (WaitFor(go)) {
       begin = MonoNs();
       char buf[256] = {};

@@ -53,6 +53,7 @@ struct Line {
 std::vector<Line> ParseTable(std::string_view text, const std::vector<int>& cpus) {
   const std::string_view header = FirstLine(text);
   std::vector<int> columns;
+  columns.reserve(cpus.size());
   for (const int cpu : cpus) columns.push_back(CpuColumn(header, cpu));
   std::vector<Line> lines;
   ForEachLine(AfterFirstLine(text), [&](std::string_view line) {

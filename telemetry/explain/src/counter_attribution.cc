@@ -88,11 +88,13 @@ void AddCpuCauses(const CounterEvidence::State& s, std::size_t a, std::size_t b,
     std::string name = numbered ? std::string(IrqDeviceName(line.description.view())) : label;
     if (name.empty()) name = label;
     const int id = numbered ? std::atoi(label.c_str()) : -1;
-    record->causes.push_back(
-        Counted(CauseKind::kIrq, name, n, id,
-                (numbered ? "IRQ " : "") + label + " (" + description + ")" + on_cpu));
-    record->raw.push_back("CPU" + std::to_string(cpu) + " " + label + ": +" + std::to_string(n) +
-                          "  " + description);
+    std::string detail = numbered ? "IRQ " : "";
+    detail.append(label).append(" (").append(description).append(")").append(on_cpu);
+    record->causes.push_back(Counted(CauseKind::kIrq, name, n, id, std::move(detail)));
+    std::string raw = "CPU" + std::to_string(cpu);
+    raw.append(" ").append(label).append(": +").append(std::to_string(n)).append("  ");
+    raw.append(description);
+    record->raw.push_back(std::move(raw));
   }
   for (std::size_t k = 0; k < s.softirq_kinds.size(); ++k) {
     const std::uint64_t n = Delta(ca[s.softirq_offset(k)], cb[s.softirq_offset(k)]);

@@ -79,14 +79,12 @@ Status OpenFiles(CounterEvidence::State* s) {
   }
   RTLOOP_RETURN_IF_ERROR(OpenProc(&s->interrupts, "/proc/interrupts", s->config.interrupts_bytes,
                                   "IRQ counts per CPU"));
+  // Sized by the CPUs the kernel may list: a column of ~11 characters per CPU per line.
+  const auto cpus = static_cast<std::size_t>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
   RTLOOP_RETURN_IF_ERROR(
-      OpenProc(&s->softirqs, "/proc/softirqs",
-               16 * 1024 + static_cast<std::size_t>(16 * 12 * sysconf(_SC_NPROCESSORS_CONF)),
-               "softirq counts per CPU"));
+      OpenProc(&s->softirqs, "/proc/softirqs", 16384 + 192 * cpus, "softirq counts per CPU"));
   RTLOOP_RETURN_IF_ERROR(
-      OpenProc(&s->stat, "/proc/stat",
-               16 * 1024 + static_cast<std::size_t>(160 * sysconf(_SC_NPROCESSORS_CONF)),
-               "steal time per CPU"));
+      OpenProc(&s->stat, "/proc/stat", 16384 + 160 * cpus, "steal time per CPU"));
   return Status::Ok();
 }
 

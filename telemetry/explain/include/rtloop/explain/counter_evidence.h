@@ -54,7 +54,7 @@ struct CounterConfig {
   std::string why_not_trace;
   // /proc/interrupts is read into a buffer of this size; a longer file is cut at its last whole
   // line and the records say so (lines past the cut are not counted).
-  std::size_t interrupts_bytes = 256 * 1024;
+  std::size_t interrupts_bytes = std::size_t{256} * 1024;
   // IRQ lines (numbered and LOC/RES/...) remembered per snapshot; further new lines are ignored
   // and counted (irq_lines_ignored()).
   std::size_t max_irq_lines = 256;
