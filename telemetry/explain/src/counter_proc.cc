@@ -187,14 +187,20 @@ bool ParseCounterLine(std::string_view line, int total_columns, std::span<const 
   if (label->empty()) return false;
   for (std::uint64_t& c : counts) c = kNoCount;
   std::string_view rest = line.substr(colon + 1);
+  int numbers = 0;
   for (int column = 0; column < total_columns; ++column) {
     std::string_view probe = rest;
     std::uint64_t value = 0;
-    if (!ParseU64(NextWord(&probe), &value)) break;  // fewer numbers than CPUs ("ERR:  0")
+    if (!ParseU64(NextWord(&probe), &value)) break;
     rest = probe;
+    ++numbers;
     for (std::size_t i = 0; i < columns.size() && i < counts.size(); ++i) {
       if (columns[i] == column) counts[i] = value;
     }
+  }
+  if (numbers < total_columns) {
+    // Fewer numbers than CPUs: a count for the whole machine ("ERR:  0"), not the CPU's.
+    for (std::uint64_t& c : counts) c = kNoCount;
   }
   *description = Trim(rest);
   return true;

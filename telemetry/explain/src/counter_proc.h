@@ -77,7 +77,8 @@ int CpuColumns(std::string_view header) noexcept;
 // One body line of /proc/interrupts or /proc/softirqs: " 11:  12345  0  GICv3  27 Level
 // arch_timer", "LOC:  2585  2601  Local timer interrupts", "  NET_RX:  553  544". `label` is the
 // text before ':' ("11", "LOC", "NET_RX"); counts[i] is the number in column columns[i]
-// (kNoCount when the line has no such column, as "ERR:  0" has one number for all CPUs);
+// (kNoCount when there is no such column, and for a line with fewer numbers than CPUs: "ERR:  0"
+// counts for the whole machine);
 // `description` is the text after the numbers, trimmed. False when the line has no ':'.
 bool ParseCounterLine(std::string_view line, int total_columns, std::span<const int> columns,
                       std::span<std::uint64_t> counts, std::string_view* label,
