@@ -53,6 +53,9 @@ bool WaitFor(const std::atomic<bool>& flag) {
   return true;
 }
 
+// The test threads are std::jthread and wait on flags with a bound (WaitFor), so an ASSERT that
+// returns early joins them instead of aborting on a joinable std::thread.
+
 // flock(2) on /tmp/rtloop-measure.lock while it lives: loads never overlap another measurement.
 class MeasureLock {
  public:
@@ -93,6 +96,19 @@ std::unique_ptr<CounterEvidence> MustCreate(const CounterConfig& config) {
   return r.ok() ? std::move(*r) : nullptr;
 }
 
+// Polls once, lets the step thread run (`go`), polls again once it is `done`, then lets it end
+// (`release`) and joins it. False when the step did not finish within WaitFor's bound.
+bool PollAroundStep(CounterEvidence* source, std::atomic<bool>* go, const std::atomic<bool>& done,
+                    std::atomic<bool>* release, std::jthread* step) {
+  source->Poll(MonoNs());
+  *go = true;
+  const bool finished = WaitFor(done);
+  source->Poll(MonoNs());
+  *release = true;
+  step->join();
+  return finished;
+}
+
 const Cause* FindCause(const OutlierRecord& r, CauseKind kind, const std::string& name = "") {
   for (const Cause& c : r.causes) {
     if (c.kind == kind && (name.empty() || c.name == name)) return &c;
@@ -129,14 +145,14 @@ TEST(CounterEvidenceTest, PageFaultsInsideAStepAreNamedWithTheirCount) {
   std::atomic<bool> release{false};
   std::int64_t begin = 0;
   std::int64_t end = 0;
-  std::thread step([&] {
+  std::jthread step([&] {
     tid = gettid();
     if (!WaitFor(go)) return;
     begin = MonoNs();
     TouchFreshPages(kPages);
     end = MonoNs();
     done = true;
-    WaitFor(release);  // alive until sampled: an exited thread's counters read as stale
+    WaitFor(release);  // alive until sampled: an exited thread's counters cannot be read
   });
   while (tid.load() == 0) std::this_thread::yield();
   CounterConfig config;
@@ -144,13 +160,7 @@ TEST(CounterEvidenceTest, PageFaultsInsideAStepAreNamedWithTheirCount) {
   config.why_not_trace = "tracefs: not permitted";
   std::unique_ptr<CounterEvidence> source = MustCreate(config);
   ASSERT_NE(source, nullptr);
-  source->Poll(MonoNs());
-  go = true;
-  const bool finished = WaitFor(done);
-  source->Poll(MonoNs());
-  release = true;
-  step.join();
-  ASSERT_TRUE(finished);
+  ASSERT_TRUE(PollAroundStep(source.get(), &go, done, &release, &step));
 
   OutlierRecord r =
       MakeRecord(LatencyWindow(0, "step", tid, -1, 0, begin - 1000, begin, end, true));
@@ -168,30 +178,23 @@ TEST(CounterEvidenceTest, PageFaultsInsideAStepAreNamedWithTheirCount) {
   EXPECT_GT(source->max_poll_cpu_ns(), 0);
   EXPECT_GE(source->max_poll_cpu_ns(), source->last_poll_cpu_ns());
   EXPECT_GT(source->last_explain_cpu_ns(), 0);
-  std::printf("[ faults   ] Poll CPU time max %lld ns, Explain %lld ns\n",
+  std::printf("[ faults   ] Poll CPU time max %lld ns, Explain %lld ns\n%s",
               static_cast<long long>(source->max_poll_cpu_ns()),
-              static_cast<long long>(source->last_explain_cpu_ns()));
+              static_cast<long long>(source->last_explain_cpu_ns()), Describe(r).c_str());
 }
 
-// A SCHED_FIFO task busy in its step on CPU c; a SCHED_FIFO spinner of higher priority pinned to
-// c wakes in the middle of the step and spins: the task is preempted.
-TEST(CounterEvidenceTest, HigherPriorityFifoSpinnerIsNamedAndThePreemptionCounted) {
-  constexpr int kTaskPriority = 50;
-  constexpr int kSpinnerPriority = 60;
-  const int cpu = TestCpu();
-  const MeasureLock lock;
-  std::atomic<int> task_tid{0};
-  std::atomic<int> task_err{-1};
-  std::atomic<int> spinner_tid{0};
-  std::atomic<int> spinner_err{-1};
-  std::atomic<bool> go{false};
-  std::atomic<bool> task_running{false};
-  std::atomic<bool> spun{false};
-  std::atomic<bool> task_done{false};
-  std::atomic<bool> release{false};
+// A SCHED_FIFO task busy in its step on CPU c, and a SCHED_FIFO spinner of higher priority
+// pinned to c that wakes in the middle of the step and spins 3 ms: the task is preempted.
+struct FifoSpinnerRun {
+  static constexpr int kTaskPriority = 50;
+  static constexpr int kSpinnerPriority = 60;
+  int cpu = 0;
+  std::atomic<int> task_tid{0}, task_err{-1}, spinner_tid{0}, spinner_err{-1};
+  std::atomic<bool> go{false}, task_running{false}, spun{false}, task_done{false}, release{false};
   std::int64_t wake = 0;
   std::int64_t done_at = 0;
-  std::thread task([&] {
+
+  void Task() {
     task_tid = gettid();
     task_err = PinAndSchedule(cpu, SCHED_FIFO, kTaskPriority);
     if (task_err != 0 || !WaitFor(go)) return;
@@ -202,9 +205,9 @@ TEST(CounterEvidenceTest, HigherPriorityFifoSpinnerIsNamedAndThePreemptionCounte
     }
     done_at = MonoNs();
     task_done = true;
-    WaitFor(release);  // alive until sampled: an exited thread's counters read as stale
-  });
-  std::thread spinner([&] {
+    WaitFor(release);  // alive until sampled: an exited thread's counters cannot be read
+  }
+  void Spinner() {
     pthread_setname_np(pthread_self(), "rtloop-spinner");
     spinner_tid = gettid();
     spinner_err = PinAndSchedule(cpu, SCHED_FIFO, kSpinnerPriority);
@@ -215,48 +218,58 @@ TEST(CounterEvidenceTest, HigherPriorityFifoSpinnerIsNamedAndThePreemptionCounte
     }
     spun = true;
     WaitFor(release);  // stays alive (asleep) until the record is made
-  });
-  while (task_err.load() < 0 || spinner_err.load() < 0) std::this_thread::yield();
-  if (task_err != 0 || spinner_err != 0) {
-    go = task_running = spun = release = true;
+  }
+  void ReleaseAll() { go = task_running = spun = release = true; }
+};
+
+TEST(CounterEvidenceTest, HigherPriorityFifoSpinnerIsNamedAndThePreemptionCounted) {
+  const MeasureLock lock;
+  FifoSpinnerRun run;
+  run.cpu = TestCpu();
+  std::jthread task([&] { run.Task(); });
+  std::jthread spinner([&] { run.Spinner(); });
+  while (run.task_err.load() < 0 || run.spinner_err.load() < 0) std::this_thread::yield();
+  if (run.task_err != 0 || run.spinner_err != 0) {
+    run.ReleaseAll();
     task.join();
     spinner.join();
     GTEST_SKIP() << "SCHED_FIFO not permitted here ("
-                 << std::strerror(task_err ? task_err.load() : spinner_err.load())
+                 << std::strerror(run.task_err ? run.task_err.load() : run.spinner_err.load())
                  << "): run as root, grant CAP_SYS_NICE or raise RLIMIT_RTPRIO";
   }
   CounterConfig config;
-  config.threads = {{task_tid.load(), cpu, SCHED_FIFO, kTaskPriority}};
+  config.threads = {{run.task_tid.load(), run.cpu, SCHED_FIFO, FifoSpinnerRun::kTaskPriority}};
   std::unique_ptr<CounterEvidence> source = MustCreate(config);
-  ASSERT_NE(source, nullptr);
-  source->Poll(MonoNs());
-  go = true;
-  const bool finished = WaitFor(task_done);
-  source->Poll(MonoNs());
-  OutlierRecord r = MakeRecord(
-      LatencyWindow(0, "task", task_tid, cpu, 0, wake - 1000, wake, done_at, /*execution=*/true));
-  const bool explained = finished && source->Explain(r.window, &r);
-  release = true;
+  if (source != nullptr) source->Poll(MonoNs());
+  run.go = true;
+  const bool finished = WaitFor(run.task_done);
+  OutlierRecord r = MakeRecord(LatencyWindow(0, "task", run.task_tid, run.cpu, 0, run.wake - 1000,
+                                             run.wake, run.done_at, /*execution=*/true));
+  bool explained = false;
+  if (source != nullptr && finished) {
+    source->Poll(MonoNs());
+    explained = source->Explain(r.window, &r);
+  }
+  run.ReleaseAll();
   task.join();
   spinner.join();
-  ASSERT_TRUE(finished);
-  ASSERT_TRUE(explained) << r.evidence_note;
+  ASSERT_TRUE(finished && explained) << r.evidence_note;
   FinishRecord(&r);
   const Cause* preemption = FindCause(r, CauseKind::kPreemption);
   ASSERT_NE(preemption, nullptr) << Describe(r);
   EXPECT_GE(preemption->count, 1u);
   const Cause* candidate = FindCause(r, CauseKind::kThread, "rtloop-spinner");
   ASSERT_NE(candidate, nullptr) << Describe(r);
-  EXPECT_EQ(candidate->id, spinner_tid.load());
+  EXPECT_EQ(candidate->id, run.spinner_tid.load());
   EXPECT_EQ(candidate->ns, -1);
-  EXPECT_EQ(candidate->detail.rfind("FIFO 60, may run on CPU " + std::to_string(cpu), 0), 0u)
+  EXPECT_EQ(candidate->detail.rfind("FIFO 60, may run on CPU " + std::to_string(run.cpu), 0), 0u)
       << candidate->detail;
   for (const Cause& c : r.causes) {
-    EXPECT_NE(c.id == task_tid.load() && c.kind == CauseKind::kThread, true)
+    EXPECT_FALSE(c.kind == CauseKind::kThread && c.id == run.task_tid.load())
         << "the task is not its own candidate";
   }
-  std::printf("[ spinner  ] Explain CPU time %lld ns (%s)\n",
-              static_cast<long long>(source->last_explain_cpu_ns()), r.evidence_note.c_str());
+  std::printf("[ spinner  ] Explain CPU time %lld ns\n%s",
+              static_cast<long long>(source->last_explain_cpu_ns()), Describe(r).c_str());
 }
 
 // UDP datagrams to a loopback socket from a thread pinned to CPU c: NET_RX runs on c.
@@ -267,9 +280,10 @@ TEST(CounterEvidenceTest, LoopbackTrafficOnTheCpuIsNamedAsANetworkSoftirq) {
   std::atomic<int> err{-1};
   std::atomic<bool> go{false};
   std::atomic<bool> done{false};
+  std::atomic<bool> release{false};
   std::int64_t begin = 0;
   std::int64_t end = 0;
-  std::thread traffic([&] {
+  std::jthread traffic([&] {
     tid = gettid();
     const int pin_err = PinAndSchedule(cpu, SCHED_OTHER, 0);
     const int rx = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -293,6 +307,7 @@ TEST(CounterEvidenceTest, LoopbackTrafficOnTheCpuIsNamedAsANetworkSoftirq) {
     close(rx);
     close(tx);
     done = true;
+    WaitFor(release);  // alive until sampled: an exited thread's counters cannot be read
   });
   while (err.load() < 0) std::this_thread::yield();
   ASSERT_EQ(err.load(), 0) << std::strerror(err.load());
@@ -300,11 +315,7 @@ TEST(CounterEvidenceTest, LoopbackTrafficOnTheCpuIsNamedAsANetworkSoftirq) {
   config.threads = {{tid.load(), cpu, SCHED_OTHER, 0}};
   std::unique_ptr<CounterEvidence> source = MustCreate(config);
   ASSERT_NE(source, nullptr);
-  source->Poll(MonoNs());
-  go = true;
-  ASSERT_TRUE(WaitFor(done));
-  source->Poll(MonoNs());
-  traffic.join();
+  ASSERT_TRUE(PollAroundStep(source.get(), &go, done, &release, &traffic));
   OutlierRecord r = MakeRecord(LatencyWindow(0, "net", tid, cpu, 0, begin, end, end));
   ASSERT_TRUE(source->Explain(r.window, &r)) << r.evidence_note;
   FinishRecord(&r);
@@ -316,6 +327,8 @@ TEST(CounterEvidenceTest, LoopbackTrafficOnTheCpuIsNamedAsANetworkSoftirq) {
   for (const std::string& line : r.raw)
     raw_names_it |= line.find("softirq NET_") != std::string::npos;
   EXPECT_TRUE(raw_names_it) << "the raw evidence shows the counter's difference";
+  for (const std::string& line : r.raw) EXPECT_EQ(line.find("not read"), std::string::npos) << line;
+  std::printf("[ loopback ]\n%s", Describe(r).c_str());
 }
 
 TEST(CounterEvidenceTest, PollAllocatesNothingAfterCreate) {
@@ -382,7 +395,7 @@ TEST(CounterEvidenceTest, AWindowOlderThanTheHistoryIsTooOld) {
 TEST(CounterEvidenceTest, AThreadThatHasExitedIsSaidNotReadInsteadOfShowingNoFaults) {
   std::atomic<int> tid{0};
   std::atomic<bool> created{false};
-  std::thread gone([&] {
+  std::jthread gone([&] {
     tid = gettid();
     WaitFor(created);
   });

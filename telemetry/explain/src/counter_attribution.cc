@@ -49,6 +49,7 @@ void AddThreadCauses(const CounterEvidence::State& s, std::size_t a, std::size_t
       std::any_of(tb, tb + kThreadCounters, [](std::uint64_t v) { return v == kNoCount; })) {
     record->raw.push_back("tid " + std::to_string(tid) +
                           ": counters not read in a snapshot (has the thread exited?)");
+    return;
   }
   const std::string interval = Interval(s, a, b);
   if (minor + major > 0) {
