@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "alloc_counter.h"
+#include "counter_state.h"
 #include "rtloop/framework/system_info.h"
 
 namespace rtloop::explain {
@@ -415,6 +416,33 @@ TEST(CounterEvidenceTest, AThreadThatHasExitedIsSaidNotReadInsteadOfShowingNoFau
   ASSERT_TRUE((*source)->Explain(r.window, &r)) << r.evidence_note;
   ASSERT_FALSE(r.raw.empty());
   EXPECT_NE(r.raw[0].find("counters not read"), std::string::npos) << r.raw[0];
+}
+
+// Steal time cannot be induced from inside a guest: the attribution is checked on two snapshots
+// written by hand (the layout of counter_state.h), 30 ticks of steal around a 1 ms window.
+TEST(CounterEvidenceTest, StealIsATimeCappedAtTheWindowAndSaysItIsOverTheInterval) {
+  CounterEvidence::State s;
+  s.config.max_irq_lines = 1;
+  s.cpus = {1};
+  s.stride = s.cpu_base(1);
+  s.values.assign(2 * s.stride, internal::kNoCount);
+  s.begin_ns = {0, 40'000'000};
+  s.end_ns = {100'000, 40'100'000};
+  s.ns_per_tick = 1'000'000;  // USER_HZ 1000
+  s.values[s.cpu_base(0)] = 100;
+  s.values[s.stride + s.cpu_base(0)] = 130;
+  OutlierRecord r = MakeRecord(LatencyWindow(0, "t", 1, 1, 0, 10'000'000, 11'000'000, 11'000'000));
+  internal::AddCpuCauses(s, 0, 1, 0, &r);
+  const Cause* steal = FindCause(r, CauseKind::kSteal);
+  ASSERT_NE(steal, nullptr) << Describe(r);
+  EXPECT_EQ(steal->ns, 1'000'000) << "30 ms of steal, capped at the 1 ms window";
+  EXPECT_EQ(steal->count, 30u);
+  EXPECT_NE(steal->detail.find("30000 us of steal time on CPU 1 over the 39.9 ms sampling"),
+            std::string::npos)
+      << steal->detail;
+  FinishRecord(&r);
+  EXPECT_EQ(r.explained_ns, 1'000'000);
+  EXPECT_EQ(r.unexplained_ns, 0);
 }
 
 TEST(CounterEvidenceTest, ABadConfigIsRefusedWithTheFix) {
