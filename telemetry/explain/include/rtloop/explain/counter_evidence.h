@@ -69,7 +69,8 @@ struct CounterConfig {
 
 class CounterEvidence final : public EvidenceSource {
  public:
-  // Validates the config (threads present and alive in this process, history >= 2, buffers > 0),
+  // Validates the config (threads present and alive in this process, history 2..100000,
+  // interrupts_bytes >= 1024, the other bounds >= 1; InvalidArgument or NotFound saying which),
   // opens the /proc files and allocates the history. Needs no privilege.
   static Result<std::unique_ptr<CounterEvidence>> Create(const CounterConfig& config);
   ~CounterEvidence() override;
@@ -100,7 +101,7 @@ class CounterEvidence final : public EvidenceSource {
   std::uint64_t interrupts_truncated() const noexcept { return interrupts_truncated_; }
   std::uint64_t irq_lines_ignored() const noexcept { return irq_lines_ignored_; }
 
-  struct State;  // the history and the open files (counter_evidence.cc)
+  struct State;  // the history and the open files (src/counter_state.h)
 
  private:
   explicit CounterEvidence(std::unique_ptr<State> state);
