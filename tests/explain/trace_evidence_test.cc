@@ -148,6 +148,18 @@ TaskRun RunTask(int cpu, int prio, std::int64_t period_ns, std::int64_t duration
   return run;
 }
 
+// The cycles' indexes, the worst wake-up latency first.
+std::vector<std::size_t> WorstFirst(const TaskRun& run) {
+  std::vector<std::size_t> order(run.cycles.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto latency = [&](std::size_t i) {
+    return run.cycles[i].wake_ns - run.cycles[i].release_ns;
+  };
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return latency(a) > latency(b); });
+  return order;
+}
+
 std::string Describe(const OutlierRecord& r) {
   std::string s = "cycle " + std::to_string(r.window.cycle) + " latency " +
                   std::to_string(r.window.length_ns() / 1000) + " us [" +
@@ -283,13 +295,7 @@ TEST(TraceEvidenceTest, CostPerExplainWithAFullBuffer) {
   const double entries = StatsField(trace, cpu, "entries");
   const double history_s = static_cast<double>(run.cycles.back().wake_ns) / 1e9 -
                            StatsField(trace, cpu, "oldest event ts");
-  std::vector<std::size_t> order(run.cycles.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto latency = [&](std::size_t i) {
-    return run.cycles[i].wake_ns - run.cycles[i].release_ns;
-  };
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return latency(a) > latency(b); });
+  const std::vector<std::size_t> order = WorstFirst(run);
   double sum_ms = 0;
   int explained = 0;
   std::int64_t oldest_covered = -1;
@@ -356,16 +362,14 @@ TEST(TraceEvidenceTest, LoopbackTrafficOnTheTasksCpuIsNamedAsANetworkSoftirq) {
   close(tx);
   ASSERT_TRUE(run.rt) << "SCHED_FIFO refused";
   // The 30 worst wake-ups.
-  std::vector<std::size_t> order(run.cycles.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const std::vector<std::size_t> order = WorstFirst(run);
   const auto latency = [&](std::size_t i) {
     return run.cycles[i].wake_ns - run.cycles[i].release_ns;
   };
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return latency(a) > latency(b); });
-  order.resize(std::min<std::size_t>(order.size(), 30));
+  const std::size_t worst = std::min<std::size_t>(order.size(), 30);
   int network = 0;
-  for (std::size_t k : order) {
+  for (std::size_t n = 0; n < worst; ++n) {
+    const std::size_t k = order[n];
     const Cycle& c = run.cycles[k];
     OutlierRecord r = MakeRecord(
         LatencyWindow(0, "rtl-task", run.tid, cpu, k, c.release_ns, c.wake_ns, c.wake_ns));
@@ -387,7 +391,7 @@ TEST(TraceEvidenceTest, LoopbackTrafficOnTheTasksCpuIsNamedAsANetworkSoftirq) {
   }
   EXPECT_GE(network, 1) << "none of the 30 worst wake-ups names the network softirq or an IRQ";
   std::printf("%d of the %zu worst wake-ups name NET_RX/NET_TX or an IRQ; Explain() max %.2f ms\n",
-              network, order.size(), static_cast<double>(trace->max_explain_cpu_ns()) / 1e6);
+              network, worst, static_cast<double>(trace->max_explain_cpu_ns()) / 1e6);
 }
 
 TEST(TraceEvidenceTest, ExplainSaysWhenTheWindowIsNoLongerInTheBufferOrTheCpuIsNotTraced) {

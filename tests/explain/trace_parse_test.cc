@@ -419,6 +419,29 @@ TEST(TraceAttributeTest, IrqAndSoftirqTimeIsTakenOutOfTheThreadItInterrupted) {
   EXPECT_EQ(spin->ns + irq->ns + net->ns, t.end_ns - t.begin_ns) << "exclusive segments";
 }
 
+TEST(TraceAttributeTest, ThreadNameComesFromTheEventsNotTheStaleTaskColumn) {
+  // The TASK column is looked up in saved_cmdlines when the file is read: a thread renamed after
+  // it started (pthread_setname_np) showed its process's name there, and this kernel does not
+  // trace its switch out of idle. Its own switch out carries the name it had.
+  const std::vector<TraceEvent> events = ParseTrace(
+      "  <idle>-0        [001] 400.000000: sched_waking: comm=rtl-spinner pid=77 prio=9 "
+      "target_cpu=001\n"
+      "  rtloop_explain_-77 [001] 400.000300: sched_waking: comm=task0 pid=50 prio=19 "
+      "target_cpu=001\n"
+      "  rtloop_explain_-77 [001] 400.004000: sched_switch: prev_comm=rtl-spinner prev_pid=77 "
+      "prev_prio=9 prev_state=S ==> next_comm=task0 next_pid=50 next_prio=19\n");
+  Target t;
+  t.tid = 50;
+  t.begin_ns = Us(400, 300);
+  t.end_ns = Us(400, 4000);
+  const Attribution a = Attribute(events, t);
+  const ThreadRun* spin = FindThread(a, 77);
+  ASSERT_NE(spin, nullptr);
+  EXPECT_EQ(spin->comm, "rtl-spinner");
+  EXPECT_EQ(spin->prio, 9);
+  EXPECT_EQ(spin->ns, 3'700'000);
+}
+
 TEST(TraceAttributeTest, LostEventsInTheWindowAreCountedAndTheGapIsNotAttributed) {
   const std::vector<TraceEvent> events = ParseTrace(
       "  hog-70 [001] d..2. 300.000000: softirq_entry: vec=1 [action=TIMER]\n"
