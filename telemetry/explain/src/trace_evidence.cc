@@ -24,8 +24,8 @@ constexpr int kMaxBufferKb = 1 << 20;  // 1 GiB per CPU: beyond it is a typo
 // the others are optional (a kernel without them gives coarser records, and a note says so).
 constexpr const char* kRequiredEvent = "sched/sched_switch";
 // timer/hrtimer_expire_exit is left off and hrtimer_expire_entry keeps hrtimer_wakeup expiries
-// only: reading the buffer costs the kernel about 2 us per line, and the tick's and every timer's
-// exit lines were 40 % of a 1 kHz task's CPU buffer (README.md, "Trace evidence": the figures).
+// only: reading the buffer costs the kernel about 1.5-2.5 us per line, and this removes a quarter
+// of the lines of a CPU running 1 kHz tasks (README.md, "Trace evidence": the figures).
 constexpr const char* kOptionalEvents[] = {
     "sched/sched_waking", "irq/irq_handler_entry", "irq/irq_handler_exit",
     "irq/softirq_entry",  "irq/softirq_exit",      "timer/hrtimer_expire_entry",
