@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -120,6 +122,54 @@ struct Cycle {
 };
 
 // A periodic SCHED_FIFO task like rtloop's cyclic task: absolute sleeps, skip policy on overrun.
+// It publishes each cycle as it ends (count, release order), so an explainer thread can explain
+// outliers within a drain period, as the Runtime's does.
+class LiveTask {
+ public:
+  LiveTask(int cpu, int prio, std::int64_t period_ns, std::int64_t duration_ns)
+      : cycles_(static_cast<std::size_t>(duration_ns / period_ns) + 2) {
+    std::promise<void> started;
+    std::future<void> ready = started.get_future();
+    thread_ = std::thread([this, cpu, prio, period_ns, duration_ns, &started] {
+      rt_ = MakeRt(cpu, prio, "rtl-task");
+      tid_ = static_cast<int>(gettid());
+      started.set_value();
+      const std::int64_t start = NowNs();
+      std::int64_t next = start + period_ns;
+      std::size_t n = 0;
+      while (next < start + duration_ns && n < cycles_.size()) {
+        timespec ts{next / 1'000'000'000LL, next % 1'000'000'000LL};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+        }
+        const std::int64_t w = NowNs();
+        cycles_[n] = {next, w};
+        count_.store(++n, std::memory_order_release);
+        next += period_ns;
+        while (next <= w) next += period_ns;
+      }
+      finished_.store(true, std::memory_order_release);
+    });
+    ready.wait();
+  }
+  ~LiveTask() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+  std::size_t count() const { return count_.load(std::memory_order_acquire); }
+  const Cycle& cycle(std::size_t k) const { return cycles_[k]; }
+  int tid() const { return tid_; }
+  bool rt() const { return rt_; }
+
+ private:
+  std::vector<Cycle> cycles_;
+  std::atomic<std::size_t> count_{0};
+  std::atomic<bool> finished_{false};
+  int tid_ = 0;
+  bool rt_ = false;
+  std::thread thread_;
+};
+
 struct TaskRun {
   std::vector<Cycle> cycles;
   int tid = 0;
@@ -127,24 +177,12 @@ struct TaskRun {
 };
 
 TaskRun RunTask(int cpu, int prio, std::int64_t period_ns, std::int64_t duration_ns) {
+  LiveTask task(cpu, prio, period_ns, duration_ns);
+  task.Join();
   TaskRun run;
-  std::thread t([&] {
-    run.rt = MakeRt(cpu, prio, "rtl-task");
-    run.tid = static_cast<int>(gettid());
-    run.cycles.reserve(static_cast<std::size_t>(duration_ns / period_ns) + 2);
-    const std::int64_t start = NowNs();
-    std::int64_t next = start + period_ns;
-    while (next < start + duration_ns) {
-      timespec ts{next / 1'000'000'000LL, next % 1'000'000'000LL};
-      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-      }
-      const std::int64_t w = NowNs();
-      run.cycles.push_back({next, w});
-      next += period_ns;
-      while (next <= w) next += period_ns;
-    }
-  });
-  t.join();
+  run.tid = task.tid();
+  run.rt = task.rt();
+  for (std::size_t k = 0; k < task.count(); ++k) run.cycles.push_back(task.cycle(k));
   return run;
 }
 
@@ -180,77 +218,128 @@ const Cause* ThreadCause(const OutlierRecord& r, int tid) {
   return nullptr;
 }
 
+// The spinner: SCHED_FIFO 90 on the task's CPU, busy 4 ms at a time, alive until released (so its
+// policy is read live: "FIFO 90"). The destructor releases and joins it, whatever failed.
+class Spinner {
+ public:
+  static constexpr int kSpins = 4;
+  static constexpr std::int64_t kSpinNs = 4'000'000;
+
+  explicit Spinner(int cpu) {
+    std::promise<bool> rt;
+    std::future<bool> is_rt = rt.get_future();
+    thread_ = std::thread([this, cpu, &rt, done = release_.get_future()] {
+      const bool ok = MakeRt(cpu, 90, "rtl-spinner");
+      tid_ = static_cast<int>(gettid());
+      rt.set_value(ok);
+      if (!ok) return;
+      for (int i = 0; i < kSpins; ++i) {
+        timespec gap{0, 150'000'000};
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &gap, nullptr);
+        const std::int64_t s0 = NowNs();
+        while (NowNs() - s0 < kSpinNs) {
+        }
+        spins_[static_cast<std::size_t>(i)] = {s0, NowNs()};
+      }
+      done.wait();
+    });
+    rt_ = is_rt.get();
+  }
+  ~Spinner() { Release(); }
+  void Release() {
+    if (!released_) release_.set_value();
+    released_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  bool rt() const { return rt_; }
+  int tid() const { return tid_; }
+  // After Release(): did the window overlap a spin?
+  bool Overlaps(std::int64_t begin, std::int64_t end) const {
+    return std::any_of(spins_.begin(), spins_.end(),
+                       [&](const auto& s) { return s.first < end && s.second > begin; });
+  }
+
+ private:
+  std::array<std::pair<std::int64_t, std::int64_t>, kSpins> spins_{};
+  std::promise<void> release_;
+  bool released_ = false;
+  bool rt_ = false;
+  int tid_ = 0;
+  std::thread thread_;
+};
+
 TEST(TraceEvidenceTest, HigherPriorityBusyThreadIsNamedWithItsTimeInEveryOutlierItCauses) {
   const int cpu = TestCpu();
   OPEN_TRACE_OR_SKIP(trace, cpu);
   MeasureLock lock;
   ASSERT_TRUE(lock.held()) << "/tmp/rtloop-measure.lock stayed busy for 10 minutes";
-  constexpr int kSpins = 4;
-  constexpr std::int64_t kSpinNs = 4'000'000;
-  std::vector<std::pair<std::int64_t, std::int64_t>> spins;
-  std::atomic<int> spinner_tid{0};
-  std::promise<void> explained;
-  std::promise<bool> spinner_rt;
-  // The spinner stays alive until the records are made, so its policy is read live ("FIFO 90").
-  std::thread spinner([&, done = explained.get_future()] {
-    spinner_rt.set_value(MakeRt(cpu, 90, "rtl-spinner"));
-    spinner_tid = static_cast<int>(gettid());
-    for (int i = 0; i < kSpins; ++i) {
-      timespec gap{0, 150'000'000};
-      clock_nanosleep(CLOCK_MONOTONIC, 0, &gap, nullptr);
-      const std::int64_t s0 = NowNs();
-      while (NowNs() - s0 < kSpinNs) {
+  Spinner spinner(cpu);
+  if (!spinner.rt()) GTEST_SKIP() << "SCHED_FIFO refused (needs CAP_SYS_NICE)";
+  // The explainer: every 20 ms (a drain period) it explains the new cycles late by over 1 ms.
+  std::vector<OutlierRecord> records;
+  std::vector<OutlierRecord> unpinned;
+  {
+    LiveTask task(cpu, 80, 1'000'000, 800'000'000);
+    ASSERT_TRUE(task.rt());
+    std::size_t seen = 0;
+    for (;;) {
+      const bool finished = task.finished();
+      for (const std::size_t n = task.count(); seen < n; ++seen) {
+        const Cycle& c = task.cycle(seen);
+        if (c.wake_ns - c.release_ns <= 1'000'000) continue;
+        OutlierRecord r = MakeRecord(LatencyWindow(0, "rtl-task", task.tid(), cpu, seen,
+                                                   c.release_ns, c.wake_ns, c.wake_ns));
+        EXPECT_TRUE(trace->Explain(r.window, &r)) << r.evidence_note;
+        std::printf("  (Explain: %.2f ms CPU)\n",
+                    static_cast<double>(trace->last_explain_cpu_ns()) / 1e6);
+        FinishRecord(&r);
+        // Not pinned (cpu -1): the CPU is found from where the task ran nearest W_k.
+        OutlierRecord u = MakeRecord(
+            LatencyWindow(0, "rtl-task", task.tid(), -1, seen, c.release_ns, c.wake_ns, c.wake_ns));
+        EXPECT_TRUE(trace->Explain(u.window, &u)) << u.evidence_note;
+        records.push_back(std::move(r));
+        unpinned.push_back(std::move(u));
       }
-      spins.emplace_back(s0, NowNs());
+      if (finished) break;
+      timespec drain{0, 20'000'000};
+      clock_nanosleep(CLOCK_MONOTONIC, 0, &drain, nullptr);
     }
-    done.wait();
-  });
-  if (!spinner_rt.get_future().get()) {
-    explained.set_value();
-    spinner.join();
-    GTEST_SKIP() << "SCHED_FIFO refused (needs CAP_SYS_NICE)";
   }
-  const TaskRun run = RunTask(cpu, 80, 1'000'000, 800'000'000);
-  ASSERT_TRUE(run.rt);
+  spinner.Release();
   int by_spinner = 0;
-  for (std::size_t k = 0; k < run.cycles.size(); ++k) {
-    const Cycle& c = run.cycles[k];
-    const std::int64_t latency = c.wake_ns - c.release_ns;
-    if (latency <= 1'000'000) continue;
-    OutlierRecord r = MakeRecord(
-        LatencyWindow(0, "rtl-task", run.tid, cpu, k, c.release_ns, c.wake_ns, c.wake_ns));
-    ASSERT_TRUE(trace->Explain(r.window, &r)) << r.evidence_note;
-    FinishRecord(&r);
-    std::printf("  %s\n  (Explain: %.2f ms CPU)\n", Describe(r).c_str(),
-                static_cast<double>(trace->last_explain_cpu_ns()) / 1e6);
+  int spinner_alone = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const OutlierRecord& r = records[i];
+    std::printf("  %s\n", Describe(r).c_str());
+    const auto latency = static_cast<double>(r.window.length_ns());
     EXPECT_EQ(r.evidence, EvidenceKind::kTrace);
-    EXPECT_LE(r.explained_ns, latency);
+    EXPECT_LE(r.explained_ns, r.window.length_ns());
     EXPECT_LE(r.raw.size(), kMaxRawLines);
     EXPECT_FALSE(r.raw.empty());
-    const bool overlaps = std::any_of(spins.begin(), spins.end(), [&](const auto& s) {
-      return s.first < c.wake_ns && s.second > c.release_ns;
-    });
-    if (!overlaps) continue;  // something else made this one late: printed, not asserted
+    // Something else made it late: printed, not asserted.
+    if (!spinner.Overlaps(r.window.release_ns, r.window.wake_ns)) continue;
     ++by_spinner;
-    const Cause* cause = ThreadCause(r, spinner_tid);
+    const Cause* cause = ThreadCause(r, spinner.tid());
     ASSERT_NE(cause, nullptr) << Describe(r);
     EXPECT_EQ(cause->name, "rtl-spinner");
     EXPECT_EQ(cause->detail, "FIFO 90");
-    EXPECT_EQ(r.causes.front().id, spinner_tid.load()) << "the spinner ranks first";
-    EXPECT_NEAR(static_cast<double>(cause->ns), static_cast<double>(latency),
-                0.2 * static_cast<double>(latency))
-        << Describe(r);
-    // Not pinned (cpu -1): the CPU is found from the switch to the task nearest W_k.
-    OutlierRecord unpinned = MakeRecord(
-        LatencyWindow(0, "rtl-task", run.tid, -1, k, c.release_ns, c.wake_ns, c.wake_ns));
-    ASSERT_TRUE(trace->Explain(unpinned.window, &unpinned)) << unpinned.evidence_note;
-    const Cause* again = ThreadCause(unpinned, spinner_tid);
-    ASSERT_NE(again, nullptr);
+    EXPECT_NEAR(static_cast<double>(r.explained_ns), latency, 0.2 * latency) << Describe(r);
+    // On this shared machine another thread sometimes holds the CPU in a non-preemptible kernel
+    // section in the same window: the record names both, and the spinner's share is then less.
+    const bool alone = std::none_of(r.causes.begin(), r.causes.end(), [&](const Cause& c) {
+      return c.kind == CauseKind::kThread && c.id != spinner.tid() && c.ns > 100'000;
+    });
+    if (alone) {
+      ++spinner_alone;
+      EXPECT_EQ(r.causes.front().id, spinner.tid()) << "the spinner ranks first";
+      EXPECT_NEAR(static_cast<double>(cause->ns), latency, 0.2 * latency) << Describe(r);
+    }
+    const Cause* again = ThreadCause(unpinned[i], spinner.tid());
+    ASSERT_NE(again, nullptr) << unpinned[i].evidence_note;
     EXPECT_EQ(again->ns, cause->ns);
   }
-  explained.set_value();
-  spinner.join();
-  EXPECT_GE(by_spinner, kSpins) << "each 4 ms spin delays at least one 1 ms cycle";
+  EXPECT_GE(spinner_alone, 1) << "no outlier had the spinner as its only thread cause";
+  EXPECT_GE(by_spinner, Spinner::kSpins) << "each 4 ms spin delays at least one 1 ms cycle";
   std::printf("Explain() CPU time: last %.2f ms, max %.2f ms (buffer %d KiB per CPU)\n",
               static_cast<double>(trace->last_explain_cpu_ns()) / 1e6,
               static_cast<double>(trace->max_explain_cpu_ns()) / 1e6, trace->buffer_size_kb());
@@ -471,6 +560,67 @@ TEST(TraceEvidenceTest, OpenAsAnUnprivilegedUserSaysWhatIsMissing) {
   std::printf("as nobody: %s\n", out.c_str());
   EXPECT_NE(out.find("PERMISSION_DENIED"), std::string::npos) << out;
   EXPECT_NE(out.find("run as root"), std::string::npos) << out;
+}
+
+// Runs `body` in a child in its own mount namespace where tracefs (and debugfs) are not mounted;
+// returns what the child wrote, or why it could not run.
+template <typename Body>
+std::string InNamespaceWithoutTracefs(Body body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t child = fork();
+  if (child < 0) return "fork failed";
+  if (child == 0) {
+    close(fds[0]);
+    std::string out = "SKIP: cannot make a private mount namespace";
+    if (unshare(CLONE_NEWNS) == 0 &&
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+      umount2("/sys/kernel/tracing", MNT_DETACH);
+      umount2("/sys/kernel/debug/tracing", MNT_DETACH);
+      umount2("/sys/kernel/debug", MNT_DETACH);
+      out = body();
+    }
+    (void)!write(fds[1], out.data(), out.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status)) return "the child crashed";
+  return out;
+}
+
+TEST(TraceEvidenceTest, TracefsNotMountedIsMountedWhenAllowedAndOtherwiseNamedWithTheFix) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SYS_ADMIN) for a mount namespace";
+  const int cpu = TestCpu();
+  // Root in a namespace without tracefs: Open() mounts it at /sys/kernel/tracing, as rtla does.
+  const std::string mounted = InNamespaceWithoutTracefs([cpu]() -> std::string {
+    TraceConfig config;
+    config.cpus = {cpu};
+    Result<std::unique_ptr<TraceEvidence>> t = TraceEvidence::Open(config);
+    if (!t.ok()) return t.status().ToString();
+    return (*t)->instance_path();
+  });
+  if (mounted.rfind("SKIP", 0) == 0) GTEST_SKIP() << mounted;
+  EXPECT_EQ(mounted,
+            "/sys/kernel/tracing/instances/rtloop-" + mounted.substr(mounted.rfind('-') + 1));
+  // Not allowed to mount (nobody): the Status names the fix.
+  const std::string refused = InNamespaceWithoutTracefs([]() -> std::string {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) return "setuid";
+    Result<std::unique_ptr<TraceEvidence>> t = TraceEvidence::Open({});
+    return t.ok() ? std::string("OK") : t.status().ToString();
+  });
+  std::printf("not mounted, as nobody: %s\n", refused.c_str());
+  EXPECT_NE(refused.find("PERMISSION_DENIED: tracefs is not mounted and mounting it at "
+                         "/sys/kernel/tracing failed"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("mount -t tracefs nodev /sys/kernel/tracing"), std::string::npos);
 }
 
 TEST(TraceEvidenceTest, OpenRemovesTheInstanceOfADeadProcessAndSaysSoThenRemovesItsOwn) {

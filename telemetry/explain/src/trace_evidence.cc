@@ -157,6 +157,9 @@ Status TraceEvidence::Configure() {
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/buffer_size_kb", std::to_string(buffer_kb_)));
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/tracing_cpumask", trace::CpuMaskText(cpus_)));
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/options/overwrite", "1"));
+  // Opening the trace file would pause recording while Explain() reads it (events lost around
+  // the next outlier): keep recording.
+  (void)WriteKnob(path_ + "/options/pause-on-trace", "0");
   // No irq-info column (the event names say the context): 10 % less kernel time per line read.
   (void)WriteKnob(path_ + "/options/irq-info", "0");
   const std::string required = path_ + "/events/" + kRequiredEvent + "/enable";
