@@ -2,6 +2,10 @@
 // are replayed in order; between two events the CPU was in the innermost context the events
 // declare (a hard IRQ handler over a softirq over the running thread, which is the TASK-PID of the
 // next line), so the window splits into exclusive segments and the causes never sum past it.
+//
+//   Attribution a = Attribute(ParseTrace(text), Target{tid, begin_ns, end_ns, true});
+//
+// Thread contract: free functions without shared state; any non-RT thread (they allocate).
 #include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>

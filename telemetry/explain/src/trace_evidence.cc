@@ -1,5 +1,7 @@
 // TraceEvidence (trace_evidence.h): the instance's life (Open, the destructor) and Explain(), which
 // reads one per-CPU buffer and turns the attribution (trace_attribute.cc) into causes.
+//
+// Example and thread contract: trace_evidence.h (Explain() from one non-RT thread at a time).
 #include "rtloop/explain/trace_evidence.h"
 
 #include <sys/stat.h>

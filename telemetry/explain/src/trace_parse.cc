@@ -3,6 +3,11 @@
 // where comm may hold spaces and dashes, the tgid column appears with options/record-tgid and the
 // flags column with options/irq-info; "CPU:N [LOST n EVENTS]" marks a gap. The parser anchors on
 // the "[cpu]" field followed by a timestamp, never trusts column widths, and never crashes.
+//
+//   TraceEvent e;
+//   if (ParseTraceLine("  <idle>-0  [001] 5.000001: softirq_entry: vec=3 [action=NET_RX]", &e)) ...
+//
+// Thread contract: free functions without state; any non-RT thread.
 #include <charconv>
 #include <string_view>
 

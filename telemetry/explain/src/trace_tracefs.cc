@@ -1,5 +1,10 @@
 // tracefs set-up for TraceEvidence (trace_internal.h): finding or mounting tracefs, removing the
 // instances of dead rtloop processes, writing knobs with errors that say the fix.
+//
+//   Result<std::string> tracefs = FindOrMountTracefs();   // "/sys/kernel/tracing"
+//   RTLOOP_RETURN_IF_ERROR(WriteKnob(*tracefs + "/instances/x/tracing_on", "1"));
+//
+// Thread contract: free functions; any non-RT thread (file and mount system calls).
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
