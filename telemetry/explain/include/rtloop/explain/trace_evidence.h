@@ -56,7 +56,7 @@ class TraceEvidence final : public EvidenceSource {
   EvidenceKind kind() const noexcept override { return EvidenceKind::kTrace; }
 
   // Adds the causes found in the window on the window's CPU (when window.cpu is -1: the CPU the
-  // task's thread was switched in on nearest W_k), up to kMaxRawLines trace lines nearest the
+  // task's thread ran on nearest W_k), up to kMaxRawLines trace lines nearest the
   // window, and sets evidence = kTrace and the note (instance, buffer size, CPU). Returns false,
   // with evidence = kNone and the reason in evidence_note, when the window is no longer in the
   // buffer (the note gives the buffer's oldest event) or the CPU is unknown or not traced.
