@@ -1,0 +1,296 @@
+// TraceEvidence (trace_evidence.h): the instance's life (Open, the destructor) and Explain(), which
+// reads one per-CPU buffer and turns the attribution (trace_attribute.cc) into causes.
+//
+// Example and thread contract: trace_evidence.h (Explain() from one non-RT thread at a time).
+#include "rtloop/explain/trace_evidence.h"
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "rtloop/framework/system_info.h"
+#include "trace_internal.h"
+
+namespace rtloop::explain {
+namespace {
+
+using trace::WriteKnob;
+
+constexpr int kMaxBufferKb = 1 << 20;  // 1 GiB per CPU: beyond it is a typo
+
+// Events to enable: sched_switch is required (without it nothing can be attributed to a thread);
+// the others are optional (a kernel without them gives coarser records, and a note says so).
+constexpr const char* kRequiredEvent = "sched/sched_switch";
+// timer/hrtimer_expire_exit is left off and hrtimer_expire_entry keeps hrtimer_wakeup expiries
+// only: reading the buffer costs the kernel about 1.5-2.5 us per line, and this removes a quarter
+// of the lines of a CPU running 1 kHz tasks (README.md, "Trace evidence": the figures).
+constexpr const char* kOptionalEvents[] = {
+    "sched/sched_waking", "irq/irq_handler_entry", "irq/irq_handler_exit",
+    "irq/softirq_entry",  "irq/softirq_exit",      "timer/hrtimer_expire_entry",
+};
+constexpr const char* kHrtimerFilter = "function.function == hrtimer_wakeup";
+// Explain() parses from this long before the window: enough for the IRQ and softirq nesting and
+// the running thread's switch-in, a fraction of the buffer.
+constexpr std::int64_t kLookbackNs = 100'000'000;
+
+std::int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+}
+
+std::string Seconds(std::int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+Status ValidateConfig(const TraceConfig& config, const std::vector<int>& online) {
+  if (config.buffer_size_kb <= 0 || config.buffer_size_kb > kMaxBufferKb) {
+    return InvalidArgumentError("trace buffer_size_kb " + std::to_string(config.buffer_size_kb) +
+                                " is out of range: give 1.." + std::to_string(kMaxBufferKb) +
+                                " KiB per CPU");
+  }
+  for (int cpu : config.cpus) {
+    if (std::find(online.begin(), online.end(), cpu) == online.end()) {
+      return InvalidArgumentError("cannot trace CPU " + std::to_string(cpu) +
+                                  ": it is not online (online CPUs: " + FormatCpuList(online) +
+                                  "); give the CPUs the tasks run on");
+    }
+  }
+  const std::string& name = config.instance;
+  if (name.find('/') != std::string::npos || name == "." || name == "..") {
+    return InvalidArgumentError("trace instance name '" + name +
+                                "' is not a plain directory name: drop the '/'");
+  }
+  return Status::Ok();
+}
+
+Status MakeInstance(const std::string& tracefs, const std::string& path) {
+  if (mkdir(path.c_str(), 0750) == 0) return Status::Ok();
+  const int err = errno;
+  if (err == EEXIST) {
+    return ErrnoError(err, "cannot create the trace instance " + path,
+                      "another TraceEvidence of this process uses it: give TraceConfig::instance "
+                      "another name, or rmdir it if it is left over");
+  }
+  if (err == ENOENT) {
+    return ErrnoError(err, "cannot create the trace instance " + path,
+                      "this kernel's tracefs at " + tracefs +
+                          " has no instances/ directory (before 3.10?): the counters are used");
+  }
+  return ErrnoError(err, "cannot create the trace instance " + path,
+                    "run as root (CAP_SYS_ADMIN), or give this user tracefs access (mount -o "
+                    "remount,gid=GROUP,mode=0770 " +
+                        tracefs + ")");
+}
+
+void AddCauses(const trace::Attribution& a, const OutlierWindow& window, OutlierRecord* record) {
+  for (const trace::ThreadRun& run : a.threads) {
+    if (run.ns <= 0) continue;
+    Cause c;
+    c.kind = CauseKind::kThread;
+    c.name = run.comm;
+    c.ns = run.ns;
+    c.count = run.count;
+    c.id = run.tid;
+    c.detail = trace::ThreadDetail(run.tid, run.comm, run.prio);
+    record->causes.push_back(std::move(c));
+  }
+  for (const Cause& c : a.interrupts) {
+    if (c.ns > 0) record->causes.push_back(c);
+  }
+  if (a.timer_delay_ns > 0) {
+    Cause c;
+    c.kind = CauseKind::kTimerDelay;
+    c.name = "timer";
+    c.ns = a.timer_delay_ns;
+    c.count = 1;
+    c.detail = "hrtimer_wakeup expired " +
+               std::to_string((a.expiry_ns - window.release_ns) / 1000) + " us after E_k";
+    record->causes.push_back(std::move(c));
+  }
+}
+
+}  // namespace
+
+TraceEvidence::TraceEvidence(std::string name, std::string path, int buffer_kb,
+                             std::vector<int> cpus)
+    : name_(std::move(name)),
+      path_(std::move(path)),
+      buffer_kb_(buffer_kb),
+      cpus_(std::move(cpus)) {
+  texts_.resize(cpus_.size());
+  newest_.assign(cpus_.size(), -1);
+}
+
+TraceEvidence::~TraceEvidence() {
+  (void)WriteKnob(path_ + "/tracing_on", "0");
+  rmdir(path_.c_str());
+}
+
+Result<std::unique_ptr<TraceEvidence>> TraceEvidence::Open(const TraceConfig& config) {
+  const std::vector<int> online = ReadSystemInfo().online_cpus;
+  RTLOOP_RETURN_IF_ERROR(ValidateConfig(config, online));
+  std::vector<int> cpus = config.cpus.empty() ? online : config.cpus;
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  Result<std::string> tracefs = trace::FindOrMountTracefs();
+  if (!tracefs.ok()) return tracefs.status();
+  std::vector<std::string> notes = trace::RemoveStaleInstances(*tracefs);
+  const std::string name =
+      config.instance.empty() ? "rtloop-" + std::to_string(getpid()) : config.instance;
+  const std::string path = *tracefs + "/instances/" + name;
+  RTLOOP_RETURN_IF_ERROR(MakeInstance(*tracefs, path));
+  // From here the destructor removes the instance, whatever fails next.
+  std::unique_ptr<TraceEvidence> t(new TraceEvidence(name, path, config.buffer_size_kb, cpus));
+  t->notes_ = std::move(notes);
+  RTLOOP_RETURN_IF_ERROR(t->Configure());
+  return t;
+}
+
+Status TraceEvidence::Configure() {
+  RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/tracing_on", "0"));
+  RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/trace_clock", "mono"));
+  RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/buffer_size_kb", std::to_string(buffer_kb_)));
+  RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/tracing_cpumask", trace::CpuMaskText(cpus_)));
+  RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/options/overwrite", "1"));
+  // Opening the trace file would pause recording while Explain() reads it (events lost around
+  // the next outlier): keep recording.
+  (void)WriteKnob(path_ + "/options/pause-on-trace", "0");
+  // No irq-info column (the event names say the context): 10 % less kernel time per line read.
+  (void)WriteKnob(path_ + "/options/irq-info", "0");
+  const std::string required = path_ + "/events/" + kRequiredEvent + "/enable";
+  if (access(required.c_str(), F_OK) != 0) {
+    return NotFoundError(std::string("this kernel has no ") + kRequiredEvent +
+                         " trace event (CONFIG_TRACING without scheduler events?): the trace "
+                         "evidence needs it; the counters are used");
+  }
+  RTLOOP_RETURN_IF_ERROR(WriteKnob(required, "1"));
+  for (const char* event : kOptionalEvents) {
+    const std::string enable = path_ + "/events/" + event + "/enable";
+    if (access(enable.c_str(), F_OK) != 0) {
+      notes_.push_back(std::string("this kernel has no ") + event +
+                       " trace event: records will not show what it would");
+      continue;
+    }
+    RTLOOP_RETURN_IF_ERROR(WriteKnob(enable, "1"));
+  }
+  // Older kernels have no .function filter: then every timer's expiry is recorded (more lines).
+  const std::string filter = path_ + "/events/timer/hrtimer_expire_entry/filter";
+  if (access(filter.c_str(), F_OK) == 0 && !WriteKnob(filter, kHrtimerFilter).ok()) {
+    notes_.push_back(
+        "this kernel cannot filter hrtimer_expire_entry by function: every timer "
+        "expiry is recorded, so the buffer covers less time");
+  }
+  // The osnoise events (noise seen by the osnoise/timerlat tracers) where the kernel has them.
+  const std::string osnoise = path_ + "/events/osnoise/enable";
+  if (access(osnoise.c_str(), F_OK) == 0) RTLOOP_RETURN_IF_ERROR(WriteKnob(osnoise, "1"));
+  return WriteKnob(path_ + "/tracing_on", "1");
+}
+
+std::string TraceEvidence::Note(int cpu) const {
+  return "trace instance " + name_ + " (" + std::to_string(buffer_kb_) + " KiB per CPU), CPU " +
+         std::to_string(cpu);
+}
+
+bool TraceEvidence::Explain(const OutlierWindow& window, OutlierRecord* record) {
+  const std::int64_t start = ThreadCpuNs();
+  const bool ok = ExplainOn(window, record);
+  last_cpu_ns_ = ThreadCpuNs() - start;
+  max_cpu_ns_ = std::max(max_cpu_ns_, last_cpu_ns_);
+  return ok;
+}
+
+Status TraceEvidence::ReadCpu(std::size_t index, std::int64_t until_ns) {
+  // Reading costs the kernel ~1.5 us per line; outliers come in bursts, so a text read for an
+  // earlier window serves every window it covers to the end.
+  if (until_ns >= 0 && newest_[index] > until_ns) return Status::Ok();
+  const std::string file = path_ + "/per_cpu/cpu" + std::to_string(cpus_[index]) + "/trace";
+  const Status s = trace::ReadWhole(file, &texts_[index]);
+  if (!s.ok()) texts_[index].clear();
+  newest_[index] = trace::LastTime(texts_[index]);
+  return s;
+}
+
+// The index of the window's CPU in cpus_, read into texts_; cpus_.size() with `why` when none.
+std::size_t TraceEvidence::LocateCpu(const OutlierWindow& window, std::string* why) {
+  if (window.cpu >= 0) {
+    const auto it = std::find(cpus_.begin(), cpus_.end(), window.cpu);
+    const auto index = static_cast<std::size_t>(it - cpus_.begin());
+    if (it == cpus_.end()) {
+      *why = "trace instance " + name_ + " does not trace CPU " + std::to_string(window.cpu) +
+             " (it traces " + FormatCpuList(cpus_) + ")";
+      return cpus_.size();
+    }
+    const Status s = ReadCpu(index, window.end_ns());
+    if (!s.ok()) *why = "trace instance " + name_ + ": " + s.message();
+    return s.ok() ? index : cpus_.size();
+  }
+  // Not pinned: the CPU the task's thread ran on nearest W_k.
+  std::size_t best_index = cpus_.size();
+  std::int64_t best = -1;
+  for (std::size_t i = 0; i < cpus_.size(); ++i) {
+    if (!ReadCpu(i, window.end_ns()).ok()) continue;
+    const std::string_view text = texts_[i];
+    const std::vector<trace::TraceEvent> e =
+        trace::ParseTrace(text.substr(trace::SeekTime(text, window.begin_ns() - kLookbackNs)));
+    const std::int64_t d = trace::SwitchInDistance(e, window.tid, window.wake_ns);
+    if (d >= 0 && (best < 0 || d < best)) {
+      best = d;
+      best_index = i;
+    }
+  }
+  if (best_index == cpus_.size()) {
+    *why = "trace instance " + name_ + ": the CPU of thread " + std::to_string(window.tid) +
+           " is unknown: it is not pinned and the trace never shows it running";
+  }
+  return best_index;
+}
+
+bool TraceEvidence::ExplainOn(const OutlierWindow& window, OutlierRecord* record) {
+  const auto fail = [&](std::string why) {
+    record->evidence = EvidenceKind::kNone;
+    record->evidence_note = std::move(why);
+    return false;
+  };
+  std::string why;
+  const std::size_t index = LocateCpu(window, &why);
+  if (index == cpus_.size()) return fail(why);
+  const int cpu = cpus_[index];
+  trace::Target target;
+  target.tid = window.tid;
+  target.begin_ns = window.begin_ns();
+  target.end_ns = window.end_ns();
+  target.timer_delay = !window.execution;
+  const std::string_view text = texts_[index];
+  const std::int64_t oldest = trace::FirstTime(text);
+  if (oldest < 0) return fail(Note(cpu) + ": no events recorded on the CPU");
+  if (oldest > target.begin_ns) {
+    return fail(Note(cpu) + ": the window (from " + Seconds(target.begin_ns) +
+                ") is no longer in the buffer, whose oldest event is at " + Seconds(oldest) +
+                ": raise the buffer size or explain sooner");
+  }
+  const std::vector<trace::TraceEvent> events =
+      trace::ParseTrace(text.substr(trace::SeekTime(text, target.begin_ns - kLookbackNs)));
+  const trace::Attribution a = trace::Attribute(events, target);
+  AddCauses(a, window, record);
+  for (std::size_t i : a.raw) {
+    if (record->raw.size() >= kMaxRawLines) break;
+    record->raw.emplace_back(events[i].line);
+  }
+  record->evidence = EvidenceKind::kTrace;
+  record->evidence_note = Note(cpu);
+  if (a.lost_in_window > 0) {
+    record->evidence_note += "; " + std::to_string(a.lost_in_window) +
+                             " events lost near the window (raise the buffer size)";
+  }
+  if (a.newest_ns < target.end_ns) record->evidence_note += "; the trace ends inside the window";
+  return true;
+}
+
+}  // namespace rtloop::explain

@@ -1,0 +1,171 @@
+// tracefs set-up for TraceEvidence (trace_internal.h): finding or mounting tracefs, removing the
+// instances of dead rtloop processes, writing knobs with errors that say the fix.
+//
+//   Result<std::string> tracefs = FindOrMountTracefs();   // "/sys/kernel/tracing"
+//   RTLOOP_RETURN_IF_ERROR(WriteKnob(*tracefs + "/instances/x/tracing_on", "1"));
+//
+// Thread contract: free functions; any non-RT thread (file and mount system calls).
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "trace_internal.h"
+
+namespace rtloop::explain::trace {
+namespace {
+
+constexpr const char* kTracing = "/sys/kernel/tracing";
+constexpr const char* kPermissionHint =
+    "run as root (CAP_SYS_ADMIN), or give this user tracefs access (mount -o remount,gid=GROUP,"
+    "mode=0770 /sys/kernel/tracing); without it rtloop explains outliers from /proc counters";
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+std::string ReadSmall(const std::string& path) {
+  std::string text;
+  (void)ReadWhole(path, &text);
+  return text;
+}
+
+// "[confidentiality]" in /sys/kernel/security/lockdown: tracefs is closed to everyone.
+std::string LockdownNote() {
+  const std::string mode = ReadSmall("/sys/kernel/security/lockdown");
+  if (mode.find("[confidentiality]") == std::string::npos) return {};
+  return "; the kernel is locked down (confidentiality: /sys/kernel/security/lockdown), which "
+         "closes tracefs: boot without lockdown=confidentiality to use the trace evidence";
+}
+
+}  // namespace
+
+Status ReadWhole(const std::string& path, std::string* out) {
+  out->clear();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "cannot open " + path);
+  constexpr std::size_t kChunk = 64 * 1024;
+  for (;;) {
+    const std::size_t used = out->size();
+    out->resize(used + kChunk);
+    const ssize_t n = read(fd, out->data() + used, kChunk);
+    if (n < 0 && errno == EINTR) {
+      out->resize(used);
+      continue;
+    }
+    if (n <= 0) {
+      const int err = errno;
+      out->resize(used);
+      close(fd);
+      return n < 0 ? ErrnoError(err, "cannot read " + path) : Status::Ok();
+    }
+    out->resize(used + static_cast<std::size_t>(n));
+  }
+}
+
+Status WriteKnob(const std::string& path, const std::string& value) {
+  const int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  int err = 0;
+  if (fd < 0) {
+    err = errno;
+  } else {
+    if (write(fd, value.data(), value.size()) != static_cast<ssize_t>(value.size())) err = errno;
+    close(fd);
+  }
+  if (err == 0) return Status::Ok();
+  const std::string what = "cannot write '" + value + "' to " + path;
+  if (err == EACCES || err == EPERM) return ErrnoError(err, what, kPermissionHint + LockdownNote());
+  if (err == ENOMEM) {
+    return ErrnoError(err, what, "the trace buffer does not fit in memory: lower buffer_size_kb");
+  }
+  return ErrnoError(err, what, "this kernel's tracefs refused it");
+}
+
+Result<std::string> FindOrMountTracefs() {
+  std::ifstream mounts("/proc/mounts");
+  std::string line;
+  std::string found;
+  std::string debugfs;
+  while (std::getline(mounts, line)) {
+    std::istringstream fields(line);
+    std::string dev, dir, type;
+    fields >> dev >> dir >> type;
+    if (type == "tracefs" && (found.empty() || dir == kTracing)) found = dir;
+    if (type == "debugfs" && debugfs.empty()) debugfs = dir;
+  }
+  if (!found.empty()) return found;
+  if (!debugfs.empty() && Exists(debugfs + "/tracing/instances")) return debugfs + "/tracing";
+  if (ReadSmall("/proc/filesystems").find("\ttracefs") == std::string::npos) {
+    return Status(StatusCode::kNotFound,
+                  "tracefs is not in this kernel (CONFIG_TRACING/CONFIG_FTRACE are off): the "
+                  "trace evidence needs it; use a kernel with tracing, or the /proc counters");
+  }
+  if (mount("nodev", kTracing, "tracefs", 0, nullptr) != 0) {
+    const int err = errno;
+    return ErrnoError(
+        err, std::string("tracefs is not mounted and mounting it at ") + kTracing + " failed",
+        (err == EPERM || err == EACCES)
+            ? "run as root (CAP_SYS_ADMIN) or mount it once: mount -t tracefs nodev "
+              "/sys/kernel/tracing" +
+                  LockdownNote()
+            : "mount it by hand: mount -t tracefs nodev /sys/kernel/tracing");
+  }
+  return std::string(kTracing);
+}
+
+std::vector<std::string> RemoveStaleInstances(const std::string& tracefs) {
+  std::vector<std::string> notes;
+  const std::string dir = tracefs + "/instances";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return notes;
+  std::vector<std::string> stale;
+  while (const dirent* entry = readdir(d)) {
+    const std::string_view name = entry->d_name;
+    if (name.substr(0, 7) != "rtloop-") continue;
+    int pid = 0;
+    const std::string_view digits = name.substr(7);
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (ec != std::errc() || ptr != digits.data() + digits.size() || pid <= 0) continue;
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    stale.emplace_back(name);
+  }
+  closedir(d);
+  for (const std::string& name : stale) {
+    const std::string path = dir + "/" + name;
+    (void)WriteKnob(path + "/tracing_on", "0");
+    if (rmdir(path.c_str()) == 0) {
+      notes.push_back("removed the stale trace instance " + path + " (its process " +
+                      name.substr(7) + " is gone)");
+    } else {
+      notes.push_back("could not remove the stale trace instance " + path + ": " +
+                      ErrnoError(errno, "rmdir").message());
+    }
+  }
+  return notes;
+}
+
+std::string CpuMaskText(const std::vector<int>& cpus) {
+  int max_cpu = 0;
+  for (int c : cpus) max_cpu = std::max(max_cpu, c);
+  const int groups = max_cpu / 32 + 1;
+  std::vector<std::uint32_t> words(static_cast<std::size_t>(groups), 0);
+  for (int c : cpus) {
+    if (c >= 0) words[static_cast<std::size_t>(c / 32)] |= 1u << (c % 32);
+  }
+  std::string text;
+  char buf[16];
+  for (int g = groups - 1; g >= 0; --g) {
+    std::snprintf(buf, sizeof buf, g == groups - 1 ? "%x" : ",%08x",
+                  words[static_cast<std::size_t>(g)]);
+    text += buf;
+  }
+  return text;
+}
+
+}  // namespace rtloop::explain::trace
