@@ -141,6 +141,8 @@ TEST(ExplainerTest, ACountersSourceIsAskedAgainUntilItAnswersAnyOtherSourceOnce)
   EXPECT_EQ(counters->calls.load(), 3);
   ASSERT_EQ((*ex)->Records().size(), 1u);
   EXPECT_EQ((*ex)->Records()[0].evidence, EvidenceKind::kCounters);
+  EXPECT_EQ((*ex)->Records()[0].evidence_note, "trace: overwritten")
+      << "why the preferred source did not explain it";
 }
 
 TEST(ExplainerTest, AWindowNoSourceExplainsIsRecordedAsUnexplainedWithEverySourcesNote) {
