@@ -4,13 +4,14 @@
 #   rtloop::framework        the executor alone
 #   rtloop::telemetry_core   + hub, rings, histograms, collector, sample log, task reports (no
 #                            protobuf/gRPC in its headers; protobuf is linked privately)
+#   rtloop::explain          + outlier explanation: why a cycle was late (telemetry/explain)
 #   rtloop::telemetry        + gRPC server/client, proto conversions, the Runtime: what an
 #                            application with telemetry links (brings rtloop::proto and gRPC)
 include(CMakePackageConfigHelpers)
 
 set(RTLOOP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rtloop)
 set(_rtloop_installed_targets rtloop_framework)
-foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_telemetry)
+foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_explain rtloop_telemetry)
   if(TARGET ${t})
     list(APPEND _rtloop_installed_targets ${t})
   endif()
@@ -31,6 +32,8 @@ install(TARGETS ${_rtloop_installed_targets} EXPORT rtloopTargets
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/explain/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(EXPORT rtloopTargets NAMESPACE rtloop:: DESTINATION ${RTLOOP_INSTALL_CMAKEDIR}
         COMPONENT dev)

@@ -77,6 +77,21 @@ Status CheckTelemetry(const CyclicOptions& o) {
   return Status::Ok();
 }
 
+// The thresholds of --explain say what to explain; without it there is nothing to write them to.
+Status CheckExplain(const CyclicOptions& o) {
+  if (!o.explain_path.empty()) return Status::Ok();
+  for (const auto& [option, given] :
+       {std::pair<const char*, bool>{"--explain-above", o.explain_above_us.has_value()},
+        {"--explain-execution-above", o.explain_execution_above_us.has_value()}}) {
+    if (given) {
+      return Invalid(std::string(option) +
+                     " needs --explain=FILE, where the outlier records go (- for standard "
+                     "output)");
+    }
+  }
+  return Status::Ok();
+}
+
 // No output may name an input (a token or PEM file) or another output: the rule of every rtloop
 // tool (output_file.h CheckOutputsApart). Several on stdout ("-") are printed one after the
 // other, in cyclictest's order.
@@ -89,7 +104,8 @@ Status CheckOutputsApart(const CyclicOptions& o) {
        {std::pair<const char*, const std::string*>{"--json", &o.json_path},
         {"--histfile", &o.histfile},
         {"--record", &o.record_path},
-        {"--max-over-time", &o.max_over_time_path}}) {
+        {"--max-over-time", &o.max_over_time_path},
+        {"--explain", &o.explain_path}}) {
     if (!path->empty()) add(telemetry::ResolveOutputPath(*path, {.what = option}));
   }
   if (!o.fifo_path.empty()) {
@@ -105,6 +121,7 @@ Status CheckOutputsApart(const CyclicOptions& o) {
 
 Status CheckOptionsTogether(const CyclicOptions& o) {
   RTLOOP_RETURN_IF_ERROR(CheckWarmup(o));
+  RTLOOP_RETURN_IF_ERROR(CheckExplain(o));
   RTLOOP_RETURN_IF_ERROR(CheckTelemetry(o));
   return CheckOutputsApart(o);
 }

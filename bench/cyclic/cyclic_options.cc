@@ -451,6 +451,12 @@ constexpr OptionSpec kOptions[] = {
                  }}),
     Flag(0, "keep-distance", &O::keep_distance),
     Custom(0, "hdr-layout", kReq, ApplyHdrLayout),
+    Output(0, "explain", {nullptr, [](O& o, const std::string& v) { o.explain_path = v; }}),
+    Integer(0, "explain-above", {1, kI64 / 1000, "a latency in us >= 1", [](P& p, std::int64_t v) {
+                   p.o.explain_above_us = v;
+                 }}),
+    Integer(0, "explain-execution-above", {1, kI64 / 1000, "an execution time in us >= 1",
+                 [](P& p, std::int64_t v) { p.o.explain_execution_above_us = v; }}),
     Flag(0, "check-options", &O::check_options),
     Text(0, "token-file", kReq, {"the file holding the token",
               [](O& o, const Value& v) { o.token_file = v.value_or(""); }}),

@@ -162,6 +162,12 @@ struct CyclicOptions {
   bool keep_distance = false;  // --keep-distance: -d still applies under -h
   // --hdr-layout=P:R: the telemetry histograms' precision and range bits (the percentiles').
   telemetry::HistogramLayout hdr_layout{};
+  // --explain=FILE ("-": stdout): why the late cycles were late, as JSON (cyclic_explain.h), and
+  // a summary after the run. --explain-above=US: the wake-up latency above which a cycle is
+  // explained (default 100); --explain-execution-above=US: the execution time (default: not).
+  std::string explain_path;
+  std::optional<std::int64_t> explain_above_us;
+  std::optional<std::int64_t> explain_execution_above_us;
   bool help = false;  // --help or -?: print UsageText() and exit 0
   // --check-options: the whole command line checked as for a run (exit 2 with the message), then
   // exit 0 measuring nothing, opening and creating nothing: how rtloop-bench checks the

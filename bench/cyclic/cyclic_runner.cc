@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cyclic_explain.h"
 #include "cyclic_memory.h"
 #include "cyclic_process_io.h"
 #include "cyclic_side_channels.h"
@@ -145,6 +146,7 @@ class Run {
   std::vector<std::unique_ptr<CyclicThreadTask>> tasks_;
   std::vector<std::unique_ptr<CyclicThreadStats>> stats_;  // by thread index
   std::unique_ptr<MaxOverTime> max_over_time_;
+  std::unique_ptr<CyclicExplain> explain_;  // --explain
   std::unique_ptr<Runtime> runtime_;
   std::vector<TaskId> ids_;         // by thread index
   std::vector<ThreadReport> base_;  // the static fields of every thread's report
@@ -160,6 +162,7 @@ class Run {
   telemetry::OutputFile hist_file_;
   telemetry::OutputFile record_file_;
   telemetry::OutputFile max_over_time_file_;
+  telemetry::OutputFile explain_file_;
   std::optional<telemetry::OutputFifo> fifo_;
 };
 
@@ -223,6 +226,9 @@ Status Run::OpenOutputs() {
   if (!o_.max_over_time_path.empty()) {
     RTLOOP_RETURN_IF_ERROR(
         open(o_.max_over_time_path, {"--max-over-time", false}, &max_over_time_file_));
+  }
+  if (!o_.explain_path.empty()) {
+    RTLOOP_RETURN_IF_ERROR(open(o_.explain_path, {"--explain"}, &explain_file_));
   }
   if (!o_.fifo_path.empty()) {
     Result<telemetry::OutputTarget> t =
@@ -383,7 +389,11 @@ Status Run::StartMeasuring() {
     header.command_line = JoinCommandLine(argc_, argv_);
     RTLOOP_RETURN_IF_ERROR(runtime_->RecordTo(std::move(record_file_), header));
   }
+  if (explain_file_.is_open()) {  // the trace is set up before the threads run
+    explain_ = CyclicExplain::Open(o_, std::move(explain_file_), runtime_->executor(), ids_);
+  }
   RTLOOP_RETURN_IF_ERROR(runtime_->Start());
+  if (explain_ != nullptr) RTLOOP_RETURN_IF_ERROR(explain_->Begin(*runtime_));
   if (max_over_time_ != nullptr) RTLOOP_RETURN_IF_ERROR(max_over_time_->Start());
   end_by_time_ = EndByTime();
   if (fifo_.has_value()) {
@@ -529,6 +539,7 @@ void Run::TearDown(bool abandon_outputs) {
         OutputFailed(s);  // the sample log could not be completed
       }
     }
+    if (explain_ != nullptr) abandon_outputs ? explain_->Abandon() : explain_->End();
     if (max_over_time_ != nullptr) {
       if (abandon_outputs) {
         max_over_time_->Abandon();
@@ -542,6 +553,7 @@ void Run::TearDown(bool abandon_outputs) {
     hist_file_.Discard();
     record_file_.Discard();
     max_over_time_file_.Discard();
+    explain_file_.Discard();
     fifo_.reset();  // removes the pipe this run created
   }
 }
@@ -667,6 +679,9 @@ void Run::WriteResults(const std::vector<ThreadReport>& reports,
   }
   std::fflush(stdout);
   if (o_.percentiles) WriteAll(o_.quiet ? stderr : stdout, FormatPercentileTable(reports, format_));
+  if (explain_ != nullptr) {
+    if (Status s = explain_->Write(stdout); !s.ok()) OutputFailed(s);
+  }
   // stdout and stderr are outputs too: a full disk or a closed pipe behind them loses results.
   (void)StandardStreamsFailed();
 }

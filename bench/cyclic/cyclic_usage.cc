@@ -87,12 +87,18 @@ rtloop extensions:
                                   2^-P: 10 = 0.1 %, 7 = 0.8 %), values below 2^R ns bucketed,
                                   R 20..37 (37 = 137 s, 30 = 1.07 s); default 10:37 (224 KiB a
                                   histogram, 2 per thread, 4 with --metrics); 7:30 takes 24 KiB
+         --explain=FILE           explain the late cycles: for each, the causes ranked by
+                                  their time (kernel trace events as root, /proc counters
+                                  otherwise) as JSON in FILE ('-': stdout), a summary after
+                                  the run
+         --explain-above=US       a cycle is explained when its latency exceeds US (100)
+         --explain-execution-above=US  ... or its execution time exceeds US (default: not)
          --check-options          check the command line as for a run, then exit 0 (or 2)
                                   without measuring or creating anything
 
-Output files (--json, --histfile, --record, --max-over-time) are checked before measuring and
-written as FILE.partial, renamed to FILE when complete; '-' is standard output (not for
---record and --max-over-time).
+Output files (--json, --histfile, --record, --max-over-time, --explain) are checked before
+measuring and written as FILE.partial, renamed to FILE when complete; '-' is standard output
+(not for --record and --max-over-time).
 
 Environment: RTLOOP_GRPC_VERBOSE=1 shows gRPC's own log lines on stderr (off by default).
 

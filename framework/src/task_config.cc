@@ -93,6 +93,11 @@ Status ValidateTiming(const TaskConfig& config, const std::string& who) {
                                 " leaves nothing to measure — lower TaskConfig::warmup_cycles or "
                                 "raise max_cycles (it counts the warm-up too)");
   }
+  if (config.explain_latency_above.count() < 0 || config.explain_execution_above.count() < 0) {
+    return InvalidArgumentError(who +
+                                ": explain_latency_above and explain_execution_above must be >= 0 "
+                                "— set them to 0 (not explained) or a duration");
+  }
   if (config.run_for.count() < 0) {
     return InvalidArgumentError(who + ": run_for must be >= 0 (got " +
                                 std::to_string(config.run_for.count()) +

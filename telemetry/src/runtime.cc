@@ -299,6 +299,14 @@ Result<TaskId> Runtime::AddTask(PeriodicTask& task, const TaskConfig& config) {
     return FailedPreconditionError("cannot add task \"" + config.name +
                                    "\" after Start(): add every task before starting");
   }
+  const bool explained =
+      config.explain_latency_above.count() > 0 || config.explain_execution_above.count() > 0;
+  if (explained && hub_ == nullptr) {
+    return InvalidArgumentError("task \"" + config.name +
+                                "\": TaskConfig::explain_latency_above/explain_execution_above "
+                                "need telemetry (the explanation reads the task's samples) — set "
+                                "RuntimeConfig::telemetry.enabled");
+  }
   TaskConfig with_hub = config;
   if (hub_ != nullptr) {
     if (executor_->TaskCount() >= hub_->max_tasks()) {
@@ -318,6 +326,13 @@ Result<TaskId> Runtime::AddTask(PeriodicTask& task, const TaskConfig& config) {
                                      " — fix it and create the Runtime again");
       return broken_;
     }
+  }
+  if (explained) {
+    // Only an execution threshold: latency is not judged (the largest value never is exceeded).
+    const std::chrono::nanoseconds latency = config.explain_latency_above.count() > 0
+                                                 ? config.explain_latency_above
+                                                 : std::chrono::nanoseconds::max();
+    explain_plans_.push_back({*id, latency, config.explain_execution_above});
   }
   return id;
 }
@@ -418,6 +433,10 @@ Status Runtime::Start() {
     }
     Status s = OpenSampleLog();
     if (s.ok()) s = StartCollector();
+    // Before the tasks run: the trace instance is set up outside the measurement.
+    if (s.ok() && !explain_plans_.empty()) {
+      explain_ = explain::ExplainSession::Prepare(*executor_, explain_plans_);
+    }
     if (!s.ok()) {
       (void)StopLocked(/*abandon=*/true);
       return s;
@@ -430,6 +449,10 @@ Status Runtime::Start() {
     started = executor_->Start();
   }
   if (started.ok()) started = StartHousekeeping();
+  if (started.ok() && explain_ != nullptr) {
+    const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
+    started = explain_->Begin(*executor_, *collector_, telemetry_cpus_);
+  }
   if (!started.ok()) {
     (void)StopLocked(/*abandon=*/true);  // no task ran: nothing to keep
     return started;
@@ -503,6 +526,21 @@ void Runtime::PrintMonitor() {
   std::fflush(stdout);
 }
 
+std::vector<explain::OutlierRecord> Runtime::Outliers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return explain_ != nullptr ? explain_->Records() : std::vector<explain::OutlierRecord>();
+}
+
+explain::ExplainerStats Runtime::OutlierStats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return explain_ != nullptr ? explain_->stats() : explain::ExplainerStats();
+}
+
+std::string Runtime::OutlierEvidence() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return explain_ != nullptr ? explain_->evidence_note() : std::string();
+}
+
 Status Runtime::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   return StopLocked(/*abandon=*/false);
@@ -523,6 +561,7 @@ Status Runtime::StopLocked(bool abandon) {
   if (started) (void)executor_->Stop();  // FailedPrecondition only if it never started
   if (fault_watcher_ != nullptr) fault_watcher_->Stop();  // and says a fault of the last moment
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
+  if (explain_ != nullptr) explain_->Stop();      // the last cycles' records
   // A run that started ends normally: every stream gets its tail, a final message and OK.
   if (server_ != nullptr) (started && !abandon) ? server_->Finish() : server_->Stop();
   if (http_ != nullptr) http_->Stop();  // the page's last poll gets the final figures

@@ -141,6 +141,8 @@ TEST(ExplainerTest, ACountersSourceIsAskedAgainUntilItAnswersAnyOtherSourceOnce)
   EXPECT_EQ(counters->calls.load(), 3);
   ASSERT_EQ((*ex)->Records().size(), 1u);
   EXPECT_EQ((*ex)->Records()[0].evidence, EvidenceKind::kCounters);
+  EXPECT_EQ((*ex)->Records()[0].evidence_note, "trace: overwritten")
+      << "why the preferred source did not explain it";
 }
 
 TEST(ExplainerTest, AWindowNoSourceExplainsIsRecordedAsUnexplainedWithEverySourcesNote) {
@@ -202,7 +204,7 @@ TEST(ExplainerTest, StopRecordsWhatIsStillPendingAndRecordsBeyondTheLimitAreCoun
   EXPECT_NE(summary.find("wake-up latency above 100 us: 3 cycles (evidence: none 2)"),
             std::string::npos)
       << summary;
-  EXPECT_NE(summary.find("2 cycles: unexplained, up to 0.400 ms"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("2 cycles: no evidence, up to 0.400 ms"), std::string::npos) << summary;
   EXPECT_NE(summary.find("1 more not recorded"), std::string::npos) << summary;
 }
 

@@ -17,6 +17,12 @@ std::int64_t ThreadCpuNs() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// A source's note with its kind in front ("counters: too old ..."), unless it says it already.
+std::string Labelled(EvidenceKind kind, const std::string& note) {
+  const std::string label = std::string(EvidenceKindName(kind)) + ":";
+  return note.rfind(label, 0) == 0 ? note : label + " " + note;
+}
+
 Status CheckConfig(const ExplainerConfig& c, std::size_t sources) {
   if (sources == 0) return InvalidArgumentError("Explainer: no evidence source was given");
   if (c.tasks.empty()) return InvalidArgumentError("ExplainerConfig::tasks is empty: name a task");
@@ -29,6 +35,12 @@ Status CheckConfig(const ExplainerConfig& c, std::size_t sources) {
                                 std::to_string(c.execution_above_ns));
   }
   if (c.max_records == 0) return InvalidArgumentError("ExplainerConfig::max_records must be > 0");
+  for (const ExplainedTask& t : c.tasks) {
+    if (t.latency_above_ns < 0 || t.execution_above_ns < 0) {
+      return InvalidArgumentError("ExplainedTask \"" + t.name +
+                                  "\": thresholds must be >= 0 (0: the ExplainerConfig's)");
+    }
+  }
   if (c.poll_period < std::chrono::milliseconds(1) || c.give_up_after < c.poll_period) {
     return InvalidArgumentError(
         "ExplainerConfig: poll_period must be >= 1 ms and give_up_after >= poll_period");
@@ -107,11 +119,14 @@ void Explainer::ReadSamples() {
       const ExplainedTask* task = FindTask(b.task);
       if (task == nullptr) continue;
       const std::int64_t offset = task->clock == Clock::kRealtime ? realtime_offset : 0;
+      const std::int64_t latency_above =
+          task->latency_above_ns > 0 ? task->latency_above_ns : config_.latency_above_ns;
+      const std::int64_t execution_above =
+          task->execution_above_ns > 0 ? task->execution_above_ns : config_.execution_above_ns;
       for (const telemetry::Sample& s : b.samples) {
-        const bool late = s.latency_ns > config_.latency_above_ns;
+        const bool late = s.latency_ns > latency_above;
         const bool long_run =
-            config_.execution_above_ns > 0 &&
-            static_cast<std::int64_t>(s.execution_ns) > config_.execution_above_ns;
+            execution_above > 0 && static_cast<std::int64_t>(s.execution_ns) > execution_above;
         if (!late && !long_run) continue;
         ++outliers;
         if (pending_.size() >= kMaxPending) {
@@ -152,6 +167,12 @@ bool Explainer::TryExplain(Pending& p, bool last) {
     p.asked[i] = true;
     OutlierRecord r = MakeRecord(p.window);
     if (source.Explain(p.window, &r)) {
+      // Why a preferred source did not explain it (e.g. the trace was overwritten) stays said.
+      for (std::size_t j = 0; j < i; ++j) {
+        if (p.notes[j].empty()) continue;
+        if (!r.evidence_note.empty()) r.evidence_note += "; ";
+        r.evidence_note += Labelled(sources_[j]->kind(), p.notes[j]);
+      }
       FinishRecord(&r);
       Record(std::move(r), ThreadCpuNs() - cpu0);
       return true;
@@ -165,7 +186,7 @@ bool Explainer::TryExplain(Pending& p, bool last) {
   for (std::size_t i = 0; i < sources_.size(); ++i) {
     if (p.notes[i].empty()) continue;
     if (!r.evidence_note.empty()) r.evidence_note += "; ";
-    r.evidence_note += std::string(EvidenceKindName(sources_[i]->kind())) + ": " + p.notes[i];
+    r.evidence_note += Labelled(sources_[i]->kind(), p.notes[i]);
   }
   if (r.evidence_note.empty()) r.evidence_note = "no evidence source covered this window";
   FinishRecord(&r);

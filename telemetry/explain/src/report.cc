@@ -100,9 +100,13 @@ std::string Ms(std::int64_t ns) {
 
 // What a record is grouped under in the summary: its leading cause, or "unexplained".
 std::string Leading(const OutlierRecord& r) {
-  if (r.causes.empty() || r.evidence == EvidenceKind::kNone) return "unexplained";
+  if (r.evidence == EvidenceKind::kNone) return "no evidence";
+  if (r.causes.empty()) {
+    return std::string("unexplained: the ") + EvidenceKindName(r.evidence) + " showed nothing";
+  }
   const Cause& c = r.causes.front();
-  std::string s = std::string(CauseKindName(c.kind)) + " " + c.name;
+  std::string s = std::string(CauseKindName(c.kind));
+  if (c.kind != CauseKind::kTimerDelay) s += " " + c.name;  // its name is only "timer"
   std::string extra;
   if (c.kind == CauseKind::kThread && c.id >= 0) extra = "tid " + std::to_string(c.id);
   if (c.kind == CauseKind::kIrq && c.id >= 0) extra = "irq " + std::to_string(c.id);
@@ -167,9 +171,10 @@ std::string OutliersSummary(const std::vector<OutlierRecord>& records, const Exp
     Group& g = groups[Leading(r)];
     ++g.cycles;
     const bool timed = !r.causes.empty() && r.causes.front().ns >= 0;
-    const std::int64_t ns = Leading(r) == "unexplained" ? r.window.length_ns()
-                            : timed                     ? r.causes.front().ns
-                                                        : 0;
+    const std::int64_t ns = r.evidence == EvidenceKind::kNone || r.causes.empty()
+                                ? r.window.length_ns()
+                            : timed ? r.causes.front().ns
+                                    : 0;
     g.max_ns = std::max(g.max_ns, ns);
     if (g.note.empty() && r.evidence == EvidenceKind::kNone) g.note = r.evidence_note;
   }

@@ -126,6 +126,13 @@ struct TaskConfig {
   // no overrun that is ceil(run_for / period) cycles, as cyclictest -D. 0: no time limit. >= 0.
   // With max_cycles too, whichever comes first ends the task.
   std::chrono::nanoseconds run_for{0};
+  // Outlier explanation (rtloop::Runtime; telemetry/explain/README.md): a cycle whose wake-up
+  // latency exceeds explain_latency_above, or whose execution time exceeds
+  // explain_execution_above, gets an outlier record saying why it was late
+  // (Runtime::Outliers()). 0: not explained. >= 0. The RT thread does nothing extra for it; the
+  // Executor alone ignores both.
+  std::chrono::nanoseconds explain_latency_above{0};
+  std::chrono::nanoseconds explain_execution_above{0};
   // Called in this order on the RT thread after every cycle's bookkeeping (telemetry plugs in
   // here; rtloop::Runtime appends its telemetry hub). At most kMaxCycleObservers, not null, each
   // once; copied into a fixed list at AddTask(). Not owned: each must outlive the executor.

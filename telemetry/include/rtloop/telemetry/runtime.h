@@ -66,6 +66,7 @@
 #include <string>
 #include <vector>
 
+#include "rtloop/explain/session.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/housekeeping_thread.h"
 #include "rtloop/framework/periodic_task.h"
@@ -255,6 +256,15 @@ class Runtime {
   Status AddHousekeeping(std::string name, std::chrono::nanoseconds tick,
                          std::function<void()> job);
 
+  // Why the late cycles were late: the outlier records of the tasks that set
+  // TaskConfig::explain_latency_above (telemetry/explain/README.md), in the order they were made;
+  // empty when no task asks. The counts (outliers seen, recorded, unexplained, dropped) and the
+  // analysis's CPU time in OutlierStats(); which evidence is used, and why, in
+  // OutlierEvidence(). Any non-RT thread.
+  std::vector<explain::OutlierRecord> Outliers() const;
+  explain::ExplainerStats OutlierStats() const;
+  std::string OutlierEvidence() const;
+
   // Everything about one task / every task (TaskReport): the executor's statistics and
   // telemetry's percentiles and sample accounting. Any thread.
   TaskReport Report(TaskId id) const;
@@ -303,6 +313,8 @@ class Runtime {
   std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
   // Prints task faults from a non-RT thread; from Start() to Stop().
   std::unique_ptr<internal::FaultWatcher> fault_watcher_;
+  std::vector<explain::ExplainPlan> explain_plans_;   // guarded by mu_
+  std::unique_ptr<explain::ExplainSession> explain_;  // guarded by mu_; from Start()
   // RecordTo(): the sample log's file and header until Start() opens the writer on them.
   std::optional<telemetry::OutputFile> record_file_;
   telemetry::SampleLogConfig record_header_;
@@ -317,7 +329,7 @@ class Runtime {
   std::vector<HousekeepingJob> housekeeping_;                              // guarded by mu_
   std::vector<std::unique_ptr<HousekeepingThread>> housekeeping_threads_;  // guarded by mu_
   // Serialises Start() and Stop() (Stop() may come from another thread).
-  std::mutex mu_;
+  mutable std::mutex mu_;
   Phase phase_ = Phase::kCreated;  // guarded by mu_
   Status broken_;  // a task the executor took but telemetry could not register; guarded by mu_
 };

@@ -48,14 +48,19 @@ struct ExplainedTask {
   int tid = 0;                      // the task's RT thread (TaskStatsSnapshot::tid)
   int cpu = -1;                     // the CPU it is pinned to; -1: not pinned to one CPU
   Clock clock = Clock::kMonotonic;  // the task's clock: its E_k are converted to CLOCK_MONOTONIC
+  // This task's thresholds; 0: ExplainerConfig's.
+  std::int64_t latency_above_ns = 0;
+  std::int64_t execution_above_ns = 0;
 };
 
 struct ExplainerConfig {
-  std::vector<ExplainedTask> tasks;           // the tasks explained; others' samples are ignored
-  std::int64_t latency_above_ns = 100'000;    // a wake-up latency above this is an outlier. > 0
-  std::int64_t execution_above_ns = 0;        // an execution time above this is one; 0: not judged
-  std::size_t max_records = 1000;             // records kept; later outliers are counted. > 0
-  std::chrono::milliseconds poll_period{20};  // >= 1 ms
+  std::vector<ExplainedTask> tasks;  // the tasks explained; others' samples are ignored
+  // A wake-up latency above this is an outlier (> 0), and an execution time above this (0: not
+  // judged), for the tasks that do not set their own.
+  std::int64_t latency_above_ns = 100'000;
+  std::int64_t execution_above_ns = 0;
+  std::size_t max_records = 1000;                 // records kept; later outliers are counted. > 0
+  std::chrono::milliseconds poll_period{20};      // >= 1 ms
   std::chrono::milliseconds give_up_after{3000};  // >= poll_period
 };
 
@@ -84,6 +89,9 @@ class Explainer {
   // one more poll, every pending window offered once more and recorded, explained or not. Call it
   // after the tasks and the collector stopped, so that the last cycles are in. Idempotent.
   void Stop();
+
+  // The explaining thread's kernel id (0 once stopped): to move it off the RT CPUs.
+  int tid() const noexcept { return thread_ != nullptr ? thread_->tid() : 0; }
 
   std::vector<OutlierRecord> Records() const;  // in the order the outliers were recorded
   ExplainerStats stats() const;

@@ -7,7 +7,7 @@
 //   // wake-up latency above 100 us: 7 cycles (evidence: trace 6, none 1)
 //   //   5 cycles: thread spinner (tid 812, FIFO 95), up to 4.012 ms of the window
 //   //   1 cycle: irq virtio0-input.0 (irq 11), up to 0.310 ms of the window
-//   //   1 cycle: unexplained, up to 2.100 ms (none: ...)
+//   //   1 cycle: no evidence, up to 2.100 ms of the window (trace: ...)
 //
 // Threading: pure functions, any non-RT thread (they allocate).
 #pragma once
