@@ -575,7 +575,7 @@ TEST(BenchRun, BadCommandLinesExitTwoWithTheReason) {
 TEST(BenchDoctor, OnThisMachineTheExitStatusFollowsTheFindings) {
   RunResult r = testing::Run({kBench, "doctor", "--json"}, seconds(10));
   const json j = json::parse(r.out);
-  EXPECT_EQ(j["findings"].size(), 25u);  // 21 readiness checks, 4 board tools
+  EXPECT_EQ(j["findings"].size(), 28u);  // 24 readiness checks, 4 board tools
   EXPECT_EQ(r.status, j["fail"].get<int>() == 0 ? 0 : 1);
   RunResult text = testing::Run({kBench, "doctor"}, seconds(10));
   EXPECT_NE(text.out.find("preempt_model"), std::string::npos);
@@ -634,7 +634,7 @@ TEST(BenchDoctor, FifosDevicesAndControlCharactersInATreeNeitherHangNorCutTheRep
     EXPECT_EQ(r.out.find('\0'), std::string::npos);
     EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
     if (as_json) {
-      EXPECT_EQ(json::parse(r.out)["findings"].size(), 25u);
+      EXPECT_EQ(json::parse(r.out)["findings"].size(), 28u);
     } else {
       EXPECT_NE(r.out.find(" WARN, "), std::string::npos) << "the report was cut: " << r.out;
     }
