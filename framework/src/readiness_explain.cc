@@ -97,7 +97,7 @@ ReadinessFinding CheckTimerlat(const FsTree& fs) {
   std::string missing;
   for (const char* tracer : {"timerlat", "osnoise"}) {
     if ((" " + tracers + " ").find(std::string(" ") + tracer + " ") != std::string::npos) continue;
-    missing += (missing.empty() ? "" : " and ") + std::string(tracer);
+    missing += (missing.empty() ? "" : " or ") + std::string(tracer);
   }
   if (missing.empty()) {
     return Make("timerlat", kOk,
