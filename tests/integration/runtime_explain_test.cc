@@ -121,7 +121,7 @@ TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {
   // The spinner is named, by comm, tid and priority, in the records of the windows it ran in.
   // Other windows have other causes (on a VM the timer itself fires milliseconds late at times:
   // "timer-delay"), so a window's cause is not assumed; where the spinner is the only cause above
-  // 100 us it took most of the window.
+  // 100 us and the events cover the window, it took most of the window.
   int named = 0;
   for (const explain::OutlierRecord& r : records) {
     int big = 0;
@@ -134,7 +134,7 @@ TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {
     ++named;
     EXPECT_EQ(spinner->id, spin.tid());
     EXPECT_EQ(spinner->detail, "FIFO 95");
-    if (big == 1) {
+    if (big == 1 && r.unexplained_ns < r.window.length_ns() / 5) {
       EXPECT_GT(spinner->ns, r.window.length_ns() * 8 / 10) << "it ran for most of the window";
     }
   }
