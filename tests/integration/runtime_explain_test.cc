@@ -133,7 +133,9 @@ TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {
     if (spinner == nullptr) continue;
     ++named;
     EXPECT_EQ(spinner->id, spin.tid());
-    EXPECT_EQ(spinner->detail, "FIFO 95");
+    // "FIFO 95" from the trace; from the counters (a window the trace no longer held under load)
+    // "FIFO 95, may run on CPU 0, ... (a candidate, not proof it ran)".
+    EXPECT_EQ(spinner->detail.rfind("FIFO 95", 0), 0u) << spinner->detail;
     if (big == 1 && r.unexplained_ns < r.window.length_ns() / 5) {
       EXPECT_GT(spinner->ns, r.window.length_ns() * 8 / 10) << "it ran for most of the window";
     }

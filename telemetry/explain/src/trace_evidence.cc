@@ -36,6 +36,9 @@ constexpr const char* kHrtimerFilter = "function.function == hrtimer_wakeup";
 // Explain() parses from this long before the window: enough for the IRQ and softirq nesting and
 // the running thread's switch-in, a fraction of the buffer.
 constexpr std::int64_t kLookbackNs = 100'000'000;
+// How far from W_k the task's own events (its switch-in, its timer, its switch-out after Step())
+// may lie, beyond the window's length, for the read to be taken as covering the window.
+constexpr std::int64_t kTaskEventSlackNs = 2'000'000;
 
 std::int64_t ThreadCpuNs() {
   timespec ts{};
@@ -277,6 +280,16 @@ bool TraceEvidence::ExplainOn(const OutlierWindow& window, OutlierRecord* record
   }
   const std::vector<trace::TraceEvent> events =
       trace::ParseTrace(text.substr(trace::SeekTime(text, target.begin_ns - kLookbackNs)));
+  // The task runs at W_k, so its events are there unless the read lost them: the buffer is read
+  // while it records, and under load the kernel's iterator can skip pages the writer overwrote
+  // (seen: a 4 ms window attributed whole to the thread of the last line before the gap). Such a
+  // read cannot say who ran; the next source (the counters) is asked instead.
+  const std::int64_t d = trace::SwitchInDistance(events, window.tid, window.wake_ns);
+  if (window.tid > 0 && (d < 0 || d > window.length_ns() + kTaskEventSlackNs)) {
+    return fail(Note(cpu) + ": the trace read does not show thread " + std::to_string(window.tid) +
+                " around W_k: its events are missing (lost while the buffer was read under "
+                "load), or the thread did not run there");
+  }
   const trace::Attribution a = trace::Attribute(events, target);
   AddCauses(a, window, record);
   for (std::size_t i : a.raw) {
