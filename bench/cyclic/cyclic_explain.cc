@@ -33,6 +33,7 @@ Status CyclicExplain::Begin(Runtime& runtime) {
     return Status(StatusCode::kInternal, "--explain: the runtime has no collector");
   }
   RTLOOP_RETURN_IF_ERROR(session_->Begin(runtime.executor(), *collector, runtime.telemetry_cpus()));
+  runtime.outlier_feed().Attach(session_);  // --telemetry / --metrics show the records too
   begun_ = true;
   return Status::Ok();
 }

@@ -36,7 +36,8 @@ class CyclicExplain {
   static std::unique_ptr<CyclicExplain> Open(const CyclicOptions& options,
                                              telemetry::OutputFile file, const Executor& executor,
                                              const std::vector<TaskId>& ids);
-  // After runtime.Start(): the explaining starts, off the measured CPUs.
+  // After runtime.Start(): the explaining starts, off the measured CPUs, and the runtime's
+  // servers show its records (Runtime::outlier_feed()).
   Status Begin(Runtime& runtime);
   // After the runtime stopped: the last samples are read and every pending window recorded.
   void End();
@@ -52,7 +53,7 @@ class CyclicExplain {
 
   const CyclicOptions& o_;
   telemetry::OutputFile file_;
-  std::unique_ptr<explain::ExplainSession> session_;
+  std::shared_ptr<explain::ExplainSession> session_;
   bool begun_ = false;
 };
 

@@ -452,6 +452,7 @@ Status Runtime::Start() {
   if (started.ok() && explain_ != nullptr) {
     const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
     started = explain_->Begin(*executor_, *collector_, telemetry_cpus_);
+    if (started.ok()) outlier_feed_.Attach(explain_);
   }
   if (!started.ok()) {
     (void)StopLocked(/*abandon=*/true);  // no task ran: nothing to keep

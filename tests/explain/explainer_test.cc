@@ -208,6 +208,60 @@ TEST(ExplainerTest, StopRecordsWhatIsStillPendingAndRecordsBeyondTheLimitAreCoun
   EXPECT_NE(summary.find("1 more not recorded"), std::string::npos) << summary;
 }
 
+TEST(ExplainerTest, PerTaskCountsByLeadingCauseAddUpAndRecordsPage) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  // Task 0's outliers name a thread; task 1's have evidence that showed nothing.
+  sources.emplace_back(new ScriptedSource(EvidenceKind::kTrace,
+                                          [](const OutlierWindow& w, OutlierRecord* r, int call) {
+                                            if (w.task == 0) return ThreadRan(w, r, call);
+                                            r->evidence = EvidenceKind::kTrace;
+                                            return true;
+                                          }));
+  ExplainerConfig c = Config();
+  c.tasks.push_back({.task = 1, .name = "fast", .tid = 4243, .cpu = 1, .latency_above_ns = 50'000});
+  c.max_records = 4;
+  auto ex = Explainer::Start(c, sub, std::move(sources));
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  const std::vector<telemetry::Sample> slow = {MakeSample(1, 1'000'000, 300'000),
+                                               MakeSample(2, 2'000'000, 400'000),
+                                               MakeSample(3, 3'000'000, 90'000)};
+  const std::vector<telemetry::Sample> fast = {
+      MakeSample(1, 1'100'000, 60'000, 1'000, 1), MakeSample(2, 2'100'000, 70'000, 1'000, 1),
+      MakeSample(3, 3'100'000, 80'000, 1'000, 1), MakeSample(4, 4'100'000, 40'000, 1'000, 1)};
+  sub->Offer(0, slow);
+  sub->Offer(1, fast);
+  (*ex)->Stop();
+  const ExplainerStats s = (*ex)->stats();
+  ASSERT_EQ(s.tasks.size(), 2u);
+  const TaskOutlierStats& t0 = s.tasks[0];
+  const TaskOutlierStats& t1 = s.tasks[1];
+  EXPECT_EQ(t0.name, "cyclic0");
+  EXPECT_EQ(t0.latency_above_ns, 100'000) << "the ExplainerConfig's threshold";
+  EXPECT_EQ(t1.latency_above_ns, 50'000) << "the task's own";
+  EXPECT_EQ(t0.outliers, 2u);
+  EXPECT_EQ(t1.outliers, 3u) << "40 us is below the task's 50 us";
+  EXPECT_EQ(t0.outliers + t1.outliers, s.outliers);
+  EXPECT_EQ(t0.recorded + t1.recorded, 4u) << "max_records";
+  EXPECT_EQ(t0.dropped + t1.dropped, 1u);
+  EXPECT_EQ(t0.recorded + t1.recorded + t0.dropped + t1.dropped, s.outliers);
+  EXPECT_EQ(t0.by_leading_cause[static_cast<std::size_t>(CauseKind::kThread)], t0.recorded);
+  EXPECT_EQ(t0.without_cause, 0u);
+  EXPECT_EQ(t1.without_cause, t1.recorded) << "evidence that showed nothing has no cause";
+  EXPECT_EQ(t1.unexplained, 0u) << "it had evidence";
+  // Paging returns the same records as Records(), in order, and nothing past the end.
+  const std::vector<OutlierRecord> all = (*ex)->Records();
+  ASSERT_EQ((*ex)->record_count(), all.size());
+  const std::vector<OutlierRecord> page = (*ex)->Records(1, 2);
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[0].window.task, all[1].window.task);
+  EXPECT_EQ(page[0].window.cycle, all[1].window.cycle);
+  EXPECT_EQ(page[1].window.cycle, all[2].window.cycle);
+  EXPECT_EQ((*ex)->Records(3, 10).size(), 1u);
+  EXPECT_TRUE((*ex)->Records(4, 10).empty());
+  EXPECT_TRUE((*ex)->Records(0, 0).empty());
+}
+
 TEST(ExplainerTest, ARealtimeClockTasksReleaseIsMovedOntoTheMonotonicClock) {
   auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
   std::vector<std::unique_ptr<EvidenceSource>> sources;

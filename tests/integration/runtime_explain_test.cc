@@ -80,6 +80,7 @@ TEST(RuntimeExplainTest, WithoutAThresholdNothingIsExplainedAndNoThreadRuns) {
   EXPECT_TRUE((*rt)->Outliers().empty());
   EXPECT_EQ((*rt)->OutlierStats().outliers, 0u);
   EXPECT_EQ((*rt)->OutlierEvidence(), "");
+  EXPECT_FALSE((*rt)->outlier_feed().Counts().explaining) << "not explained: never zeros";
 }
 
 TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {
@@ -100,12 +101,23 @@ TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {
   tc.explain_latency_above = milliseconds(1);
   tc.run_for = std::chrono::seconds(2);
   ASSERT_TRUE((*rt)->AddTask(task, tc).ok());
+  EXPECT_FALSE((*rt)->outlier_feed().Counts().explaining) << "before Start()";
   ASSERT_TRUE((*rt)->Start().ok());
   EXPECT_TRUE(HasThread("rtloop-explain"));
+  EXPECT_TRUE((*rt)->outlier_feed().Counts().explaining);
   (*rt)->executor().Wait();
   ASSERT_TRUE((*rt)->Stop().ok());
   const std::vector<explain::OutlierRecord> records = (*rt)->Outliers();
   const explain::ExplainerStats stats = (*rt)->OutlierStats();
+  // The servers' view (the feed) is the same records and counts.
+  const explain::OutlierFeed::Page page = (*rt)->outlier_feed().Last(1000);
+  EXPECT_EQ(page.total, records.size());
+  ASSERT_EQ(page.records.size(), records.size());
+  EXPECT_EQ(page.first, 0u);
+  ASSERT_EQ(page.stats.tasks.size(), 1u);
+  EXPECT_EQ(page.stats.tasks[0].name, "control");
+  EXPECT_EQ(page.stats.tasks[0].recorded, stats.recorded);
+  EXPECT_EQ(page.evidence, (*rt)->OutlierEvidence());
   ASSERT_FALSE(records.empty()) << "the spinner's 3 ms bursts made late cycles";
   EXPECT_EQ(stats.recorded, records.size());
   EXPECT_GE(stats.outliers, stats.recorded);

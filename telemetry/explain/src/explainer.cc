@@ -73,7 +73,17 @@ Result<std::unique_ptr<Explainer>> Explainer::Start(
 Explainer::Explainer(const ExplainerConfig& config,
                      std::shared_ptr<telemetry::Subscription> subscription,
                      std::vector<std::unique_ptr<EvidenceSource>> sources)
-    : config_(config), subscription_(std::move(subscription)), sources_(std::move(sources)) {}
+    : config_(config), subscription_(std::move(subscription)), sources_(std::move(sources)) {
+  for (const ExplainedTask& t : config_.tasks) {
+    TaskOutlierStats ts;
+    ts.task = t.task;
+    ts.name = t.name;
+    ts.latency_above_ns = t.latency_above_ns > 0 ? t.latency_above_ns : config_.latency_above_ns;
+    ts.execution_above_ns =
+        t.execution_above_ns > 0 ? t.execution_above_ns : config_.execution_above_ns;
+    stats_.tasks.push_back(std::move(ts));
+  }
+}
 
 Explainer::~Explainer() { Stop(); }
 
@@ -89,9 +99,29 @@ std::vector<OutlierRecord> Explainer::Records() const {
   return records_;
 }
 
+std::vector<OutlierRecord> Explainer::Records(std::size_t first, std::size_t max) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (first >= records_.size()) return {};
+  const std::size_t n = std::min(max, records_.size() - first);
+  const auto begin = records_.begin() + static_cast<std::ptrdiff_t>(first);
+  return std::vector<OutlierRecord>(begin, begin + static_cast<std::ptrdiff_t>(n));
+}
+
+std::size_t Explainer::record_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_.size();
+}
+
 ExplainerStats Explainer::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+TaskOutlierStats* Explainer::TaskStats(TaskId task) {
+  for (TaskOutlierStats& t : stats_.tasks) {
+    if (t.task == task) return &t;
+  }
+  return nullptr;  // not reached: only the configured tasks' samples are judged
 }
 
 const ExplainedTask* Explainer::FindTask(TaskId task) const {
@@ -114,10 +144,14 @@ void Explainer::ReadSamples() {
   const std::int64_t realtime_offset = Now(Clock::kRealtime).ns() - mono;
   std::uint64_t outliers = 0;
   std::uint64_t dropped = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> per_task(
+      config_.tasks.size());  // seen, dropped
   while (subscription_->Pop(&batches_, std::chrono::nanoseconds(0)) > 0) {
     for (const telemetry::SampleBatch& b : batches_) {
       const ExplainedTask* task = FindTask(b.task);
       if (task == nullptr) continue;
+      auto& [task_outliers, task_dropped] =
+          per_task[static_cast<std::size_t>(task - config_.tasks.data())];
       const std::int64_t offset = task->clock == Clock::kRealtime ? realtime_offset : 0;
       const std::int64_t latency_above =
           task->latency_above_ns > 0 ? task->latency_above_ns : config_.latency_above_ns;
@@ -129,8 +163,10 @@ void Explainer::ReadSamples() {
             execution_above > 0 && static_cast<std::int64_t>(s.execution_ns) > execution_above;
         if (!late && !long_run) continue;
         ++outliers;
+        ++task_outliers;
         if (pending_.size() >= kMaxPending) {
           ++dropped;
+          ++task_dropped;
           continue;
         }
         const std::int64_t e = s.release_ns - offset;
@@ -150,6 +186,10 @@ void Explainer::ReadSamples() {
   stats_.outliers += outliers;
   stats_.dropped += dropped;
   stats_.samples_lost = sub.lost;
+  for (std::size_t i = 0; i < per_task.size(); ++i) {
+    stats_.tasks[i].outliers += per_task[i].first;
+    stats_.tasks[i].dropped += per_task[i].second;
+  }
 }
 
 void Explainer::TryPending(bool last) {
@@ -198,12 +238,24 @@ void Explainer::Record(OutlierRecord record, std::int64_t cpu_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.explain_cpu_ns_total += cpu_ns;
   stats_.explain_cpu_ns_max = std::max(stats_.explain_cpu_ns_max, cpu_ns);
+  TaskOutlierStats* task = TaskStats(record.window.task);
   if (records_.size() >= config_.max_records) {
     ++stats_.dropped;
+    if (task != nullptr) ++task->dropped;
     return;
   }
   if (record.evidence == EvidenceKind::kNone) ++stats_.unexplained;
   ++stats_.recorded;
+  if (task != nullptr) {
+    ++task->recorded;
+    if (record.evidence == EvidenceKind::kNone) ++task->unexplained;
+    if (record.causes.empty()) {
+      ++task->without_cause;
+    } else {
+      ++task->by_leading_cause[static_cast<std::size_t>(record.causes.front().kind)];
+    }
+    task->last_cycle = record.window.cycle;
+  }
   records_.push_back(std::move(record));
 }
 

@@ -108,6 +108,14 @@ std::vector<OutlierRecord> ExplainSession::Records() const {
   return explainer_ != nullptr ? explainer_->Records() : std::vector<OutlierRecord>();
 }
 
+std::vector<OutlierRecord> ExplainSession::Records(std::size_t first, std::size_t max) const {
+  return explainer_ != nullptr ? explainer_->Records(first, max) : std::vector<OutlierRecord>();
+}
+
+std::size_t ExplainSession::record_count() const {
+  return explainer_ != nullptr ? explainer_->record_count() : 0;
+}
+
 ExplainerStats ExplainSession::stats() const {
   return explainer_ != nullptr ? explainer_->stats() : ExplainerStats();
 }

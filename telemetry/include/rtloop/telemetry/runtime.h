@@ -66,6 +66,7 @@
 #include <string>
 #include <vector>
 
+#include "rtloop/explain/outlier_feed.h"
 #include "rtloop/explain/session.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/housekeeping_thread.h"
@@ -264,6 +265,12 @@ class Runtime {
   std::vector<explain::OutlierRecord> Outliers() const;
   explain::ExplainerStats OutlierStats() const;
   std::string OutlierEvidence() const;
+  // The same records for views that page through them while the tasks run (the servers read
+  // it): not explaining until Start() began the explanation. A program that runs its own
+  // ExplainSession over the Runtime's tasks (rtloop-cyclic --explain) attaches it here, after
+  // Start(). Any non-RT thread.
+  explain::OutlierFeed& outlier_feed() noexcept { return outlier_feed_; }
+  const explain::OutlierFeed& outlier_feed() const noexcept { return outlier_feed_; }
 
   // Everything about one task / every task (TaskReport): the executor's statistics and
   // telemetry's percentiles and sample accounting. Any thread.
@@ -305,6 +312,8 @@ class Runtime {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<telemetry::TelemetryHub> hub_;
   std::unique_ptr<telemetry::Collector> collector_;
+  // The explanation's records for the servers: declared before them, destroyed after them.
+  explain::OutlierFeed outlier_feed_;
   std::unique_ptr<telemetry::Server> server_;
   std::vector<int> server_tids_;  // the threads Server::Start() created
   // Reads the hub, the collector and the executor: declared after them, destroyed first.
@@ -313,8 +322,9 @@ class Runtime {
   std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
   // Prints task faults from a non-RT thread; from Start() to Stop().
   std::unique_ptr<internal::FaultWatcher> fault_watcher_;
-  std::vector<explain::ExplainPlan> explain_plans_;   // guarded by mu_
-  std::unique_ptr<explain::ExplainSession> explain_;  // guarded by mu_; from Start()
+  std::vector<explain::ExplainPlan> explain_plans_;  // guarded by mu_
+  // Guarded by mu_; from Start(). Shared with outlier_feed_ once it began.
+  std::shared_ptr<explain::ExplainSession> explain_;
   // RecordTo(): the sample log's file and header until Start() opens the writer on them.
   std::optional<telemetry::OutputFile> record_file_;
   telemetry::SampleLogConfig record_header_;

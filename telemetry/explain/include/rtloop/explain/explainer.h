@@ -27,6 +27,7 @@
 // SCHED_OTHER, on the CPUs of the thread that calls Start()). Not RT-safe.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -64,6 +65,23 @@ struct ExplainerConfig {
   std::chrono::milliseconds give_up_after{3000};  // >= poll_period
 };
 
+// One explained task's counts: what /metrics, the live page and rtloop-top show per task.
+struct TaskOutlierStats {
+  TaskId task = 0;
+  std::string name;
+  std::int64_t latency_above_ns = 0;    // the thresholds in force for this task
+  std::int64_t execution_above_ns = 0;  // 0: execution time not judged
+  std::uint64_t outliers = 0;           // cycles above a threshold seen
+  std::uint64_t recorded = 0;           // records made (explained or not)
+  std::uint64_t unexplained = 0;        // records with the evidence kNone
+  std::uint64_t dropped = 0;            // outliers not recorded (max_records, or too many pending)
+  // Records by their leading cause (index: CauseKind); a record with no cause (no evidence, or
+  // evidence that showed nothing) counts in without_cause. Their sum is `recorded`.
+  std::array<std::uint64_t, kCauseKindCount> by_leading_cause{};
+  std::uint64_t without_cause = 0;
+  std::uint64_t last_cycle = 0;  // the cycle of the task's last record (recorded > 0)
+};
+
 struct ExplainerStats {
   std::uint64_t outliers = 0;             // cycles above a threshold seen in the samples
   std::uint64_t recorded = 0;             // records made (explained or not)
@@ -72,6 +90,7 @@ struct ExplainerStats {
   std::uint64_t samples_lost = 0;         // samples the subscription lost: outliers may hide there
   std::int64_t explain_cpu_ns_max = 0;    // CPU time of the costliest record's analysis
   std::int64_t explain_cpu_ns_total = 0;  // CPU time of every analysis together
+  std::vector<TaskOutlierStats> tasks;    // per explained task, in ExplainerConfig::tasks' order
 };
 
 class Explainer {
@@ -94,6 +113,10 @@ class Explainer {
   int tid() const noexcept { return thread_ != nullptr ? thread_->tid() : 0; }
 
   std::vector<OutlierRecord> Records() const;  // in the order the outliers were recorded
+  // At most `max` records from the `first`-th (0-based, in recording order): what a view that
+  // pages or follows the records reads, without copying every record each time.
+  std::vector<OutlierRecord> Records(std::size_t first, std::size_t max) const;
+  std::size_t record_count() const;
   ExplainerStats stats() const;
 
  private:
@@ -111,6 +134,7 @@ class Explainer {
   bool TryExplain(Pending& p, bool last);  // true when the window is recorded
   void Record(OutlierRecord record, std::int64_t cpu_ns);
   const ExplainedTask* FindTask(TaskId task) const;
+  TaskOutlierStats* TaskStats(TaskId task);  // mu_ held
 
   const ExplainerConfig config_;
   std::shared_ptr<telemetry::Subscription> subscription_;

@@ -34,6 +34,8 @@ enum class CauseKind {
   kPreemption,  // the task's thread was switched out involuntarily (no trace: who is unknown)
   kSteal,       // the hypervisor ran another guest or itself (steal time on the CPU)
 };
+inline constexpr std::size_t kCauseKindCount = 7;  // CauseKind's values, 0..6
+
 // "thread", "irq", "softirq", "timer-delay", "page-faults", "preemption", "steal".
 const char* CauseKindName(CauseKind kind) noexcept;
 

@@ -54,6 +54,8 @@ class ExplainSession {
   void Stop();
 
   std::vector<OutlierRecord> Records() const;  // empty before Begin()
+  std::vector<OutlierRecord> Records(std::size_t first, std::size_t max) const;  // Explainer's
+  std::size_t record_count() const;
   ExplainerStats stats() const;
   // "the kernel's trace events" or "/proc counters (<why the trace is not used>)"; set by Begin().
   std::string evidence_note() const;
