@@ -11,6 +11,8 @@ maps the same files. VmLck is the size of every locked mapping, resident or not 
 
 Targets (exit 1 when one is missed; 2 when a program did not run):
   rtloop-cyclic -m -t1                          VmRSS <= 2 x cyclictest -m -t1's VmRSS
+  (the floor's rows, rtloop-footprint-floor*, have none: they say what the servers' libraries
+  and libstdc++ cost; README.md, "The floor")
   with --telemetry --metrics, rtloop-quickstart
   --metrics, and 4 tasks with both servers (also
   with small histograms, --hdr-layout=7:30)     VmRSS <= 32 MiB and VmLck <= 48 MiB
@@ -45,12 +47,19 @@ def rows(bin_dir, cyclictest, lock):
     quickstart = os.path.join(bin_dir, "rtloop-quickstart")
     out = []
     if not lock:  # the smoke test's unprivileged run: same rows, nothing locked, nothing judged
-        return [(label.replace(" -m", ""), [a for a in argv if a != "-m"], [])
-                for label, argv, _ in rows(bin_dir, cyclictest, True)]
+        return [(label.replace(" -m", ""),
+                 [a for a in argv if a != "-m"] + (["-u"] if label.startswith("floor") else []),
+                 []) for label, argv, _ in rows(bin_dir, cyclictest, True)]
     if cyclictest:
         out.append(("cyclictest -m -t1", [cyclictest, "-m", "-t1", "-q"], []))
     out.append(("rtloop-cyclic -m -t1", [cyclic, "-m", "-t1", "-q"],
                 [("VmRSS", "x2")] if cyclictest else []))
+    # The floor (README.md, "The floor"): the executor and the telemetry core alone, no servers;
+    # built where rtloop's libraries are static. No target: it says what the rest costs.
+    for suffix, how in (("", "libstdc++ shared"), ("-static-libstdc++", "libstdc++ linked in")):
+        floor = os.path.join(bin_dir, "rtloop-footprint-floor" + suffix)
+        if os.access(floor, os.X_OK):
+            out.append((f"floor: executor + telemetry, no servers ({how})", [floor], []))
     out.append(("rtloop-cyclic -m -t1 --telemetry", [cyclic, "-m", "-t1", "-q", SERVERS[0]], []))
     small = [("VmRSS", 32 * MIB), ("VmLck", 48 * MIB)]
     out.append(("rtloop-cyclic -m -t1 --telemetry --metrics",
