@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "alloc_counter.h"
 #include "measure_lock.h"
 #include "rtloop/telemetry/runtime.h"
 #include "spinner.h"
@@ -81,6 +82,46 @@ TEST(RuntimeExplainTest, WithoutAThresholdNothingIsExplainedAndNoThreadRuns) {
   EXPECT_EQ((*rt)->OutlierStats().outliers, 0u);
   EXPECT_EQ((*rt)->OutlierEvidence(), "");
   EXPECT_FALSE((*rt)->outlier_feed().Counts().explaining) << "not explained: never zeros";
+}
+
+// Reads its own thread's allocation count at two cycles of steady state (in Step(): RT-safe).
+class CountingTask final : public PeriodicTask {
+ public:
+  static constexpr std::uint64_t kFrom = 100;
+  static constexpr std::uint64_t kTo = 600;
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    if (ctx.cycle == kFrom) at_from.store(testing::ThreadAllocations());
+    if (ctx.cycle == kTo) {
+      at_to.store(testing::ThreadAllocations());
+      reached.store(true);
+      return StepResult::kStop;
+    }
+    return StepResult::kContinue;
+  }
+  std::atomic<std::uint64_t> at_from{0};
+  std::atomic<std::uint64_t> at_to{0};
+  std::atomic<bool> reached{false};
+};
+
+TEST(RuntimeExplainTest, EveryCycleAnOutlierAndTheTasksThreadStillAllocatesNothing) {
+  if (!testing::AllocationCountingEnabled()) {
+    GTEST_SKIP() << "allocation counting is compiled out under a sanitizer";
+  }
+  auto rt = Runtime::Create(Config());
+  ASSERT_TRUE(rt.ok());
+  CountingTask task;
+  TaskConfig tc = telemetry::testing::OtherTask("t", milliseconds(1));
+  tc.explain_latency_above = std::chrono::nanoseconds(1);  // every cycle is explained
+  ASSERT_TRUE((*rt)->AddTask(task, tc).ok());
+  ASSERT_TRUE((*rt)->Start().ok());
+  (*rt)->executor().Wait();
+  ASSERT_TRUE((*rt)->Stop().ok());
+  ASSERT_TRUE(task.reached.load()) << "the task reached cycle " << CountingTask::kTo;
+  EXPECT_EQ(task.at_to.load() - task.at_from.load(), 0u)
+      << "the task's thread allocated while its cycles were being explained";
+  const explain::ExplainerStats stats = (*rt)->OutlierStats();
+  EXPECT_GE(stats.outliers, CountingTask::kTo) << "the explanation ran on every cycle";
+  EXPECT_GT(stats.recorded, 0u);
 }
 
 TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {
