@@ -34,6 +34,7 @@ PACKAGES=(
   nlohmann-json3-dev  # rtloop-bench: result.json, cyclictest --json input; tests: Prometheus replies, the Grafana dashboard
   stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
   gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png
+  valgrind  # tests and bench/rtcost: the RT thread's simulated instructions and cache misses per cycle
   systemd  # tests: systemd-analyze verify of the board's unit (examples/board)
   libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
   libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)

@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""The real-time thread's own cost per wake-up, rtloop-cyclic side by side with cyclictest (issue 23).
+
+Each round runs cyclictest and rtloop-cyclic with the same options, one after the other (the order
+alternates from round to round, so a slow drift of the machine favours neither), for every mode:
+
+  bare       rtloop-cyclic OPTIONS                     against cyclictest OPTIONS
+  telemetry  rtloop-cyclic OPTIONS --telemetry=ADDR     against cyclictest OPTIONS
+  client     as telemetry, plus rtloop-cyclic-sink streaming every sample
+  tasks8     both with -t8 (eight measuring threads on the same CPU): a Runtime with 8 tasks
+
+Measures (README.md says what each can and cannot settle):
+
+  schedstat   CPU time of the measuring threads over --seconds of steady state, divided by their
+              wake-ups (/proc/PID/task/TID/schedstat: run time and times scheduled in), in ns per
+              wake-up; the per-round ratio rtloop/cyclictest with its median and a 95 % bootstrap
+              interval of the mean over the rounds.
+  perf        (--perf) instructions, cycles and cache misses of the measuring threads per wake-up
+              with `perf stat -t`, where the kernel gives hardware counters (a VM often does not:
+              the script says so).
+  cachegrind  (--cachegrind) instructions, data references and simulated I1/D1/LL misses per cycle
+              of the measuring thread, under valgrind's cache simulation (callgrind, one profile
+              per thread), from two runs of different lengths (-l N1 and -l N2: the difference
+              divided by N2 - N1 leaves set-up and exit out).
+              Deterministic, so it settles what time cannot on a noisy machine; but it simulates
+              caches that nothing else evicts, i.e. warm ones.
+
+  flock /tmp/rtloop-measure.lock python3 bench/rtcost/rtcost.py --bin build/bin
+  python3 bench/rtcost/rtcost.py --rounds 12 --seconds 3 --modes bare,telemetry --json cost.json
+  python3 bench/rtcost/rtcost.py --cachegrind --perf --rounds 0      # the counting measures only
+  python3 bench/rtcost/rtcost.py -- -m -a1 -p80 -i500                # other options
+
+Targets (issue 23; reported, never asserted): schedstat and instructions per wake-up within 1.05x
+of cyclictest's, bare and with telemetry. Exit 0 when every run ran (whatever the figures), 1 when
+a program failed, 2 on bad usage. Needs root for SCHED_FIFO and -m. Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEFAULT_OPTIONS = ["-m", "-t1", "-a1", "-p80", "-i1000"]
+MODES = ["bare", "telemetry", "client", "tasks8"]
+SET_BY_SCRIPT = ("-D", "--duration", "-l", "--loops", "-q", "--quiet", "--telemetry", "--json")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bin", default="build/bin", help="directory of rtloop-cyclic(-sink)")
+    p.add_argument("--cyclictest", default=shutil.which("cyclictest"),
+                   help="cyclictest to compare with (default: the one on PATH)")
+    p.add_argument("--rounds", type=int, default=8, help="rounds of every mode (default 8; 0: none)")
+    p.add_argument("--seconds", type=float, default=3.0, help="steady state measured per run (3)")
+    p.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring (1)")
+    p.add_argument("--modes", default=",".join(MODES), help="comma list of " + ", ".join(MODES))
+    p.add_argument("--perf", action="store_true", help="also perf stat per wake-up, each mode once")
+    p.add_argument("--cachegrind", action="store_true",
+                   help="also cachegrind per cycle (bare and telemetry)")
+    p.add_argument("--loops", default="300,1300", help="cachegrind's two run lengths (300,1300)")
+    p.add_argument("--json", help="also write every figure to this file")
+    p.add_argument("options", nargs="*",
+                   help="options of both tools after '--' (default: %s)" % " ".join(DEFAULT_OPTIONS))
+    a = p.parse_args()
+    a.modes = [m for m in a.modes.split(",") if m]
+    for m in a.modes:
+        if m not in MODES:
+            p.error("unknown mode %r: pick from %s" % (m, ", ".join(MODES)))
+    if a.rounds < 0 or a.seconds <= 0 or a.warmup < 0:
+        p.error("--rounds must be >= 0, --seconds > 0, --warmup >= 0")
+    try:
+        a.loops = [int(x) for x in a.loops.split(",")]
+        assert len(a.loops) == 2 and 0 < a.loops[0] < a.loops[1]
+    except (ValueError, AssertionError):
+        p.error("--loops must be N1,N2 with 0 < N1 < N2, got %r" % a.loops)
+    for opt in a.options:
+        if opt.startswith(SET_BY_SCRIPT):
+            p.error("option %s is set by the script" % opt)
+    a.options = a.options or DEFAULT_OPTIONS
+    a.rtloop = os.path.join(a.bin, "rtloop-cyclic")
+    a.sink = os.path.join(a.bin, "rtloop-cyclic-sink")
+    for path, what in ((a.rtloop, "rtloop-cyclic"), (a.sink, "rtloop-cyclic-sink")):
+        if not os.access(path, os.X_OK):
+            p.error("no %s in %s: build it, or give --bin DIR" % (what, a.bin))
+    if not a.cyclictest or not os.access(a.cyclictest, os.X_OK):
+        p.error("cyclictest not found: apt-get install rt-tests, or give --cyclictest PATH")
+    if a.cachegrind and shutil.which("valgrind") is None:
+        p.error("--cachegrind needs valgrind: apt-get install valgrind")
+    if a.perf and shutil.which("perf") is None:
+        p.error("--perf needs perf: apt-get install linux-perf")
+    return a
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def with_threads(options, n):
+    """`options` with -tN replaced (or added)."""
+    out = [o for o in options if not re.fullmatch(r"-t\d*|--threads(=\d+)?", o)]
+    return out + ["-t%d" % n]
+
+
+def commands(args, mode, port):
+    """(cyclictest argv, rtloop-cyclic argv, sink argv or None) of one mode."""
+    options = with_threads(args.options, 8) if mode == "tasks8" else list(args.options)
+    ct = [args.cyclictest] + options + ["-q"]
+    rt = [args.rtloop] + options + ["-q"]
+    sink = None
+    if mode in ("telemetry", "client"):
+        rt.append("--telemetry=127.0.0.1:%d" % port)
+    if mode == "client":
+        sink = [args.sink, "127.0.0.1:%d" % port, "10"]
+    return ct, rt, sink
+
+
+def measuring_threads(pid, tool):
+    """{tid: (cpu_ns, slices)} of the measuring threads of `pid`: cyclictest's threads but the
+    main one, rtloop-cyclic's "cyclicN" threads."""
+    out = {}
+    base = "/proc/%d/task" % pid
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open("%s/%s/comm" % (base, tid)) as f:
+                comm = f.read().strip()
+            if tool == "cyclictest" and int(tid) == pid:
+                continue
+            if tool == "rtloop" and not re.fullmatch(r"cyclic\d+", comm):
+                continue
+            with open("%s/%s/schedstat" % (base, tid)) as f:
+                cpu_ns, _wait, slices = (int(x) for x in f.read().split())
+            out[int(tid)] = (cpu_ns, slices)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def stop(proc):
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_one(argv, tool, args, sink_argv=None, during=None):
+    """Starts `argv`, measures its measuring threads over args.seconds after args.warmup; returns
+    {ns_per_wakeup, wakeups, threads, extra} or raises RuntimeError saying why it did not run."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        sink = None
+        try:
+            if sink_argv is not None:
+                sink = subprocess.Popen(sink_argv, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+            time.sleep(args.warmup)
+            first = measuring_threads(proc.pid, tool)
+            extra = during(list(first)) if during is not None else None
+            if during is None:
+                time.sleep(args.seconds)
+            last = measuring_threads(proc.pid, tool)
+            alive = proc.poll() is None
+        finally:
+            stop(proc)
+            stop(sink)
+        if not alive or not first:
+            err.seek(0)
+            lines = err.read().decode(errors="replace").strip().splitlines()
+            raise RuntimeError("%s did not run (exit %s): %s" % (
+                os.path.basename(argv[0]), proc.returncode, lines[-1] if lines else "no message"))
+    cpu = sum(last[t][0] - first[t][0] for t in first if t in last)
+    slices = sum(last[t][1] - first[t][1] for t in first if t in last)
+    return {"ns_per_wakeup": cpu / slices if slices else None, "wakeups": slices,
+            "threads": len(first), "extra": extra}
+
+
+def bootstrap_mean_ci(values, resamples=2000, seed=1):
+    """95 % percentile-bootstrap interval of the mean of `values` (fixed seed: reproducible)."""
+    if len(values) < 2:
+        return (values[0], values[0]) if values else (None, None)
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(values, k=len(values))) for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+# --- perf stat ---
+
+def perf_during(args):
+    def run(tids):
+        out = subprocess.run(["perf", "stat", "-x,", "-e", "instructions,cycles,cache-misses",
+                              "-t", ",".join(str(t) for t in tids), "--", "sleep",
+                              str(args.seconds)], capture_output=True, text=True, check=False)
+        counts = {}
+        for line in out.stderr.splitlines():
+            f = line.split(",")
+            if len(f) >= 3:
+                counts[f[2]] = None if f[0].startswith("<not") else float(f[0])
+        return counts
+    return run
+
+
+def perf_rows(args, port):
+    rows = []
+    for mode in args.modes:
+        ct, rt, sink = commands(args, mode, port)
+        for tool, argv, sink_argv in (("cyclictest", ct, None), ("rtloop", rt, sink)):
+            r = run_one(argv, tool, args, sink_argv, perf_during(args))
+            per = {k: (v / r["wakeups"] if v is not None and r["wakeups"] else None)
+                   for k, v in (r["extra"] or {}).items()}
+            rows.append({"mode": mode, "tool": tool, "per_wakeup": per})
+    return rows
+
+
+# --- cachegrind (callgrind's cache simulation, one profile per thread) ---
+
+CG_FIELDS = ("instructions", "i1_misses", "data_refs", "d1_misses", "lld_misses")
+
+
+def measuring_profile(path, tool):
+    """True when the per-thread profile at `path` is a measuring thread's: any of cyclictest's
+    but the main thread's (Debian's cyclictest has no symbols to tell them by), rtloop-cyclic's
+    task threads (they run the executor's start hooks)."""
+    if tool == "cyclictest":
+        return not path.endswith("-01")
+    marker = "Executor::Impl::RunStartHooks"
+    with open(path, errors="replace") as f:
+        return any(line.startswith("fn=") and marker in line for line in f)
+
+
+def cachegrind_counts(argv, tool, tmp):
+    """The measuring threads' simulated counts over a whole run of `argv`."""
+    for old in os.listdir(tmp):
+        os.unlink(os.path.join(tmp, old))
+    res = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                          "--cache-sim=yes", "--compress-strings=no",
+                          "--callgrind-out-file=" + os.path.join(tmp, "cg")]
+                         + argv, capture_output=True, text=True, check=False, timeout=600)
+    counts = dict.fromkeys(CG_FIELDS, 0)
+    found = 0
+    for name in sorted(os.listdir(tmp)):
+        path = os.path.join(tmp, name)
+        if not re.fullmatch(r"cg-\d+", name) or not measuring_profile(path, tool):
+            continue
+        with open(path, errors="replace") as f:
+            lines = f.read().splitlines()
+        events = next(l.split()[1:] for l in lines if l.startswith("events:"))
+        summary = next(l.split()[1:] for l in lines if l.startswith("summary:"))
+        v = dict(zip(events, (int(x) for x in summary)))
+        counts["instructions"] += v["Ir"]
+        counts["i1_misses"] += v["I1mr"]
+        counts["data_refs"] += v["Dr"] + v["Dw"]
+        counts["d1_misses"] += v["D1mr"] + v["D1mw"]
+        counts["lld_misses"] += v["DLmr"] + v["DLmw"]
+        found += 1
+    if res.returncode != 0 or found == 0:
+        tail = res.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise RuntimeError("%s under callgrind: exit %d, %d measuring thread(s) found: %s" % (
+            os.path.basename(argv[0]), res.returncode, found, tail[0]))
+    return counts
+
+
+def cachegrind_rows(args, tmp):
+    """Per cycle of the measuring thread, for cyclictest and rtloop-cyclic bare and with telemetry
+    (no -m: valgrind and mlockall do not mix; the counts do not depend on it)."""
+    options = [o for o in args.options if o != "-m"]
+    n1, n2 = args.loops
+    rows = []
+    port = free_port()
+    runs = [("cyclictest", "bare", [args.cyclictest] + options),
+            ("rtloop", "bare", [args.rtloop] + options),
+            ("rtloop", "telemetry", [args.rtloop] + options + ["--telemetry=127.0.0.1:%d" % port])]
+    for tool, mode, argv in runs:
+        a = cachegrind_counts(argv + ["-q", "-l%d" % n1], tool, tmp)
+        b = cachegrind_counts(argv + ["-q", "-l%d" % n2], tool, tmp)
+        rows.append({"tool": tool, "mode": mode,
+                     "per_cycle": {k: (b[k] - a[k]) / (n2 - n1) for k in CG_FIELDS}})
+    return rows
+
+
+# --- main ---
+
+def fmt(v, spec="%.0f"):
+    return spec % v if v is not None else "n/a"
+
+
+def main():
+    args = parse_args()
+    print("# cyclictest: %s; rtloop-cyclic: %s" % (args.cyclictest, args.rtloop))
+    print("# options: %s -q; %d rounds x %.1f s after %.1f s warm-up; modes %s" % (
+        " ".join(args.options), args.rounds, args.seconds, args.warmup, ",".join(args.modes)))
+    print("# machine: %s, %d CPUs, kernel %s" % (os.uname().nodename, os.cpu_count(),
+                                                 os.uname().release))
+    result = {"schema": 1, "options": args.options, "rounds": [], "summary": {}}
+    failed = 0
+    port = free_port()
+    if args.rounds:
+        print("\n%-5s %-10s %14s %14s %7s" % ("round", "mode", "cyclictest ns", "rtloop ns",
+                                             "ratio"))
+    for k in range(args.rounds):
+        for mode in args.modes:
+            ct, rt, sink = commands(args, mode, port)
+            runs = [("cyclictest", ct, None), ("rtloop", rt, sink)]
+            if k % 2:
+                runs.reverse()
+            got = {}
+            try:
+                for tool, argv, sink_argv in runs:
+                    got[tool] = run_one(argv, tool, args, sink_argv)
+            except RuntimeError as e:
+                failed += 1
+                print("%-5d %-10s %s" % (k, mode, e))
+                continue
+            c, r = got["cyclictest"]["ns_per_wakeup"], got["rtloop"]["ns_per_wakeup"]
+            ratio = r / c if c and r else None
+            print("%-5d %-10s %14s %14s %7s" % (k, mode, fmt(c), fmt(r), fmt(ratio, "%.3f")))
+            result["rounds"].append({"round": k, "mode": mode, "cyclictest": got["cyclictest"],
+                                     "rtloop": got["rtloop"], "ratio": ratio})
+    if args.rounds:
+        print("\n## schedstat: CPU time per wake-up of the measuring threads (target: ratio <= 1.05)")
+        print("%-10s %7s %14s %14s %8s %8s %17s" % ("mode", "rounds", "cyclictest ns",
+                                                    "rtloop ns", "median", "mean", "95% CI of mean"))
+    for mode in args.modes:
+        rs = [x for x in result["rounds"] if x["mode"] == mode and x["ratio"] is not None]
+        if not rs:
+            continue
+        ratios = [x["ratio"] for x in rs]
+        lo, hi = bootstrap_mean_ci(ratios)
+        s = {"rounds": len(rs),
+             "cyclictest_ns_median": statistics.median(x["cyclictest"]["ns_per_wakeup"] for x in rs),
+             "rtloop_ns_median": statistics.median(x["rtloop"]["ns_per_wakeup"] for x in rs),
+             "ratio_median": statistics.median(ratios), "ratio_mean": statistics.fmean(ratios),
+             "ratio_ci95": [lo, hi], "ratio_min": min(ratios), "ratio_max": max(ratios)}
+        result["summary"][mode] = s
+        print("%-10s %7d %14.0f %14.0f %8.3f %8.3f   [%.3f, %.3f]" % (
+            mode, s["rounds"], s["cyclictest_ns_median"], s["rtloop_ns_median"],
+            s["ratio_median"], s["ratio_mean"], lo, hi))
+    if args.perf:
+        try:
+            result["perf"] = perf_rows(args, port)
+        except RuntimeError as e:
+            failed += 1
+            print("perf: %s" % e)
+        print("\n## perf stat per wake-up of the measuring threads")
+        for row in result.get("perf", []):
+            p = row["per_wakeup"]
+            if all(v is None for v in p.values()):
+                text = "no hardware counters here (perf stat: <not supported>)"
+            else:
+                text = "  ".join("%s %s" % (k, fmt(v, "%.1f")) for k, v in sorted(p.items()))
+            print("%-10s %-10s %s" % (row["mode"], row["tool"], text))
+    if args.cachegrind:
+        print("\n## cachegrind per cycle of the measuring thread (-l %d and -l %d; simulated, warm)"
+              % tuple(args.loops))
+        with tempfile.TemporaryDirectory(prefix="rtloop-rtcost-") as tmp:
+            try:
+                result["cachegrind"] = cachegrind_rows(args, tmp)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                failed += 1
+                print("cachegrind: %s" % e)
+        base = next((r["per_cycle"] for r in result.get("cachegrind", [])
+                     if r["tool"] == "cyclictest"), None)
+        print("%-10s %-10s %12s %9s %10s %9s %9s %8s" % (
+            "tool", "mode", "instructions", "I1 miss", "data refs", "D1 miss", "LLd miss",
+            "Ir ratio"))
+        for row in result.get("cachegrind", []):
+            p = row["per_cycle"]
+            print("%-10s %-10s %12.0f %9.2f %10.0f %9.2f %9.2f %8.3f" % (
+                row["tool"], row["mode"], p["instructions"], p["i1_misses"], p["data_refs"],
+                p["d1_misses"], p["lld_misses"],
+                p["instructions"] / base["instructions"] if base else 0))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    print("\n%d run(s) failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
