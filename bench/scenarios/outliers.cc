@@ -283,8 +283,12 @@ json OutliersFromDocument(const OutliersDocument& doc, const std::string& eviden
   }
   by_cause[kNothingFound] = 0;
   by_cause[kNoEvidence] = 0;
+  json notes = json::object();  // the first record's note of each evidence kind
   for (const explain::OutlierRecord& r : doc.records) {
     ++by_evidence[explain::EvidenceKindName(r.evidence)];
+    if (!notes.contains(explain::EvidenceKindName(r.evidence))) {
+      notes[explain::EvidenceKindName(r.evidence)] = r.evidence_note;
+    }
     ++by_cause[r.evidence == explain::EvidenceKind::kNone ? kNoEvidence
                : r.causes.empty()                         ? kNothingFound
                                   : explain::CauseKindName(r.causes.front().kind)];
@@ -302,6 +306,9 @@ json OutliersFromDocument(const OutliersDocument& doc, const std::string& eviden
           {"dropped", doc.stats.dropped},
           {"samples_lost", doc.stats.samples_lost},
           {"by_evidence", Counts(by_evidence)},
+          {"evidence_notes", notes},
+          {"analysis_cpu_ms_max", static_cast<double>(doc.stats.explain_cpu_ns_max) / 1e6},
+          {"analysis_cpu_ms_total", static_cast<double>(doc.stats.explain_cpu_ns_total) / 1e6},
           {"by_leading_cause", Counts(by_cause)},
           {"summary", Lines(explain::OutliersSummary(doc.records, doc.stats, doc.thresholds))},
           {"max_cycle", MaxCycle(doc, threads)}};
@@ -392,6 +399,31 @@ std::string WorstCycle(const json& o) {
          ".\n";
 }
 
+// What rtloop-cyclic explained with, the records whose evidence was the coarser /proc counters
+// (one's note: how far its snapshots lay and why not the trace), and what the analysis cost.
+std::string EvidenceLines(const json& o) {
+  std::string out = "\n";
+  if (!Text(o, "evidence").empty()) out += "Evidence: " + Text(o, "evidence") + ".";
+  const json& by = o.value("by_evidence", json());
+  if (by.is_object() && Count(by, "counters") > 0) {
+    const json& notes = o.value("evidence_notes", json());
+    const std::uint64_t n = Count(by, "counters");
+    out += " " + std::to_string(n) + (n == 1 ? " record has" : " records have") +
+           " the /proc counters as evidence, such as: " +
+           (notes.is_object() ? Text(notes, "counters") : "") +
+           ". The counters give counts over the sampling interval around a window, not times "
+           "inside it; the threads they name are candidates that may have run.";
+  }
+  const json& total = o.value("analysis_cpu_ms_total", json());
+  if (total.is_number() && Count(o, "recorded") > 0) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, " The analysis took %.1f ms of CPU time, %.1f ms the costliest.",
+                  total.get<double>(), o.value("analysis_cpu_ms_max", 0.0));
+    out += buf;
+  }
+  return out == "\n" ? "" : out + "\n";
+}
+
 std::string Explained(const json& o) {
   std::string out;
   if (Count(o, "outliers") == 0) {
@@ -419,14 +451,7 @@ std::string Explained(const json& o) {
            (Count(o, "samples_lost") > 0 ? ", so the count of outliers is a lower bound" : "") +
            ".\n\n" + WorstCycle(o);
   }
-  if (!Text(o, "evidence").empty()) out += "\nEvidence: " + Text(o, "evidence") + ".";
-  const json& by = o.value("by_evidence", json());
-  if (by.is_object() && Count(by, "counters") > 0) {
-    out +=
-        " The /proc counters give counts over the sampling interval around a window, not "
-        "times inside it; the threads they name are candidates that may have run.";
-  }
-  return out + "\n" +
+  return out + EvidenceLines(o) +
          "Every record with its causes ranked by time and the raw evidence: `outliers.json`.\n";
 }
 

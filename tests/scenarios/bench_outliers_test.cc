@@ -106,6 +106,10 @@ TEST(BenchOutliers, ResultCountsByEvidenceAndLeadingCause) {
             json::parse(R"({"thread": 2, "irq": 1, "softirq": 0, "timer-delay": 0,
                             "page-faults": 1, "preemption": 0, "steal": 0,
                             "nothing-found": 1, "no-evidence": 1})"));
+  EXPECT_EQ(o["evidence_notes"]["none"].get<std::string>().rfind("trace: the window", 0), 0u);
+  EXPECT_EQ(o["evidence_notes"]["counters"].get<std::string>().rfind("counters: snapshots", 0), 0u);
+  EXPECT_DOUBLE_EQ(o["analysis_cpu_ms_total"].get<double>(), 31.0);
+  EXPECT_DOUBLE_EQ(o["analysis_cpu_ms_max"].get<double>(), 11.2);
   EXPECT_EQ(o["max_cycle"]["recorded"], true);
   EXPECT_EQ(o["max_cycle"]["cycle"], 149);
   // The summary is rtloop::explain's own grouping, not a copy of it.
