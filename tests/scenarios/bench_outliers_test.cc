@@ -192,6 +192,28 @@ TEST(BenchOutliers, OffFailedAndAbsentEachSayWhy) {
   EXPECT_EQ(ExplainedWithNote("no such line\n"), "");
 }
 
+// compare shows each result.json's outlier counts (not gated) and says when a run did not explain.
+TEST(BenchOutliers, CompareShowsTheOutlierCountsOfBothResults) {
+  const std::string base = std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/report-input.json";
+  json cand = json::parse(ReadFile(base));
+  Result<OutliersDocument> d = ParseOutliersJson(GoldenInput());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  cand["outliers"] = OutliersFromDocument(*d, "", cand["threads"]);
+  testing::TempDir dir("compare-outliers");
+  const std::string path = dir.path() + "/result.json";
+  std::ofstream(path) << cand.dump();
+  testing::RunResult r = testing::Run({kBench, "compare", base, path});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\noutliers (not gated; report.md says why): baseline not explained, "
+                       "candidate 9 above 100 us (6 recorded, 1 without evidence, 3 dropped, 5 "
+                       "samples lost)\n"),
+            std::string::npos)
+      << r.out;
+  // Without the object on either side (older results, cyclictest input): no line at all.
+  r = testing::Run({kBench, "compare", base, base});
+  EXPECT_EQ(r.out.find("outliers"), std::string::npos) << r.out;
+}
+
 // --explain-above is checked like the run's other numbers: the whole word, before anything runs.
 TEST(BenchOutliers, RunRefusesABadThresholdOrBothOptionsBeforeAnythingStarts) {
   for (const char* bad : {"--explain-above=abc", "--explain-above=100us", "--explain-above=0",
