@@ -4,10 +4,9 @@
 // records with rtloop::explain's own summary, and makes result.json's "outliers" object and
 // report.md's section "Why the worst cycles were late" from it.
 //
-//   Result<OutliersDocument> doc = ParseOutliersJson(ReadTextFile(dir + "/outliers.json"));
-//   result["outliers"] = OutliersResult(dir + "/outliers.json", cyclic_log, 100,
-//   result["threads"]); std::string md = OutliersSection(result);   // "## Why the worst cycles
-//   were late" ...
+//   Result<OutliersDocument> doc = ParseOutliersJson(*ReadTextFile(dir + "/outliers.json"));
+//   result["outliers"] = OutliersResult(dir + "/outliers.json", cyclic_log, result["threads"]);
+//   std::string md = OutliersSection(result);  // "## Why the worst cycles were late" ...
 //
 // Threading: pure functions but for OutliersResult (reads the file); not RT-safe (they allocate).
 #pragma once
