@@ -289,6 +289,25 @@ std::string Unsupported(const CompareOptions& o, const std::string& metric, cons
 
 }  // namespace
 
+namespace {
+
+// "outliers (explained, not gated): baseline 3 above 100 us (3 recorded, 0 without evidence, 0
+// dropped), candidate 52 above 100 us (...)": result.json's counts, or "not explained".
+std::string OutliersLine(const LatencyData& base, const LatencyData& cand) {
+  const auto side = [](const char* which, const std::optional<OutlierCounts>& c) {
+    std::string s = std::string(which) + " ";
+    if (!c) return s + "not explained";
+    return s + std::to_string(c->outliers) + " above " + std::to_string(c->latency_above_us) +
+           " us (" + std::to_string(c->recorded) + " recorded, " + std::to_string(c->unexplained) +
+           " without evidence, " + std::to_string(c->dropped) + " dropped, " +
+           std::to_string(c->samples_lost) + " samples lost)";
+  };
+  return "outliers (not gated; report.md says why): " + side("baseline", base.outliers) + ", " +
+         side("candidate", cand.outliers);
+}
+
+}  // namespace
+
 int CompareCommand(int argc, const char* const* argv) {
   if (WantsHelp(argc, argv)) {
     std::fputs(
@@ -314,6 +333,8 @@ int CompareCommand(int argc, const char* const* argv) {
                             base->kind + ") vs candidate " +
                             telemetry::EscapeControlCharacters(o->candidate) + " (" + cand->kind +
                             ")";
+  const std::string outliers =
+      base->outliers || cand->outliers ? OutliersLine(*base, *cand) : std::string();
   const ComparePlan plan = PlanCompare(std::move(*base), std::move(*cand), o->metrics);
   std::string table = "metric   thread  baseline  candidate  change    verdict\n";
   std::vector<std::string> skipped;
@@ -345,6 +366,7 @@ int CompareCommand(int argc, const char* const* argv) {
   std::fputs(table.c_str(), stdout);
   for (const std::string& n : plan.notes) std::printf("note: %s\n", n.c_str());
   for (const std::string& s : skipped) std::printf("skipped %s\n", s.c_str());
+  if (!outliers.empty()) std::printf("%s\n", outliers.c_str());
   std::printf("%s (max regression %.1f%%, min delta %.1f us; %s)\n",
               regression ? "REGRESSION" : "no regression", o->max_regression_pct, o->min_delta_us,
               kinds.c_str());

@@ -248,10 +248,31 @@ Status CheckRtloopObject(const json& rtloop, bool resolution_ns) {
   return Status::Ok();
 }
 
+// result.json's "outliers" counts; none when the run did not explain (or predates it) or the
+// object is not as rtloop-bench writes it: the latencies are compared all the same.
+std::optional<OutlierCounts> ResultOutliers(const json& j) {
+  const auto o = j.find("outliers");
+  if (o == j.end() || !o->is_object() || o->value("status", json()) != "ok") return std::nullopt;
+  OutlierCounts c;
+  for (const auto& [key, field] :
+       {std::pair<const char*, std::uint64_t*>{"latency_above_us", &c.latency_above_us},
+        {"outliers", &c.outliers},
+        {"recorded", &c.recorded},
+        {"unexplained", &c.unexplained},
+        {"dropped", &c.dropped},
+        {"samples_lost", &c.samples_lost}}) {
+    const auto v = o->find(key);
+    if (v == o->end() || !v->is_number_unsigned()) return std::nullopt;
+    *field = v->get<std::uint64_t>();
+  }
+  return c;
+}
+
 Result<LatencyData> ParseResultJson(const json& j) {
   RTLOOP_RETURN_IF_ERROR(CheckResultVersion(j));
   LatencyData d;
   d.kind = "result.json";
+  d.outliers = ResultOutliers(j);
   const auto threads = j.find("threads");
   if (threads == j.end() || !threads->is_array()) {
     return DataLossError("result.json has no \"threads\" array");

@@ -45,6 +45,13 @@ struct ThreadLatency {
   std::optional<std::uint64_t> missed_releases;
 };
 
+// result.json's "outliers" counts (outliers.h) when its explanation status is "ok": what compare
+// shows next to the latencies (not gated on).
+struct OutlierCounts {
+  std::uint64_t latency_above_us = 0;
+  std::uint64_t outliers = 0, recorded = 0, unexplained = 0, dropped = 0, samples_lost = 0;
+};
+
 struct LatencyData {
   // "result.json", "cyclictest-json", "rtloop-cyclic-json", "histogram-2.4", "histogram-2.7+".
   std::string kind;
@@ -53,6 +60,7 @@ struct LatencyData {
   // integer division of the sum by the count. A float average is compared with these only once
   // truncated the same way (compare says so).
   bool avg_truncated = false;
+  std::optional<OutlierCounts> outliers;  // a result.json's, when it has them
 };
 
 // What the parsers accept, so that compare's arithmetic stays exact: every min/avg/max/percentile

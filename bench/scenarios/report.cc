@@ -5,6 +5,7 @@
 #include <set>
 
 #include "latency_data.h"
+#include "outliers.h"
 #include "rtloop/telemetry/output_file.h"
 #include "rtloop/telemetry/utf8.h"
 
@@ -216,6 +217,7 @@ std::string FormatReportMarkdown(const json& result) {
   out += "Measured with `" + Str(scenario, "measure_command") + "` for " +
          Str(scenario, "duration_s") + " s (values in us).\n\n";
   out += ThreadTable(At(result, "threads"));
+  out += OutliersSection(result);
   out += LoadSection(result);
   out += SystemSection(result);
   const json& ref = At(result, "reference");

@@ -11,15 +11,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "bench_util.h"
 #include "commands.h"
+#include "outliers.h"
 #include "process_group.h"
 #include "report.h"
 #include "rtloop/framework/readiness.h"
@@ -47,17 +50,23 @@ struct RunOptions {
   std::int64_t window_ms = 1000;
   bool sparse = false;
   std::string cyclic;  // rtloop-cyclic to run
+  // rtloop-cyclic --explain=DIR/outliers.json --explain-above=US; off with --no-explain.
+  bool explain = true;
+  std::int64_t explain_above_us = kDefaultExplainAboveUs;
+  bool explain_above_given = false;
 };
 
 const char kRunHelp[] =
     "usage: rtloop-bench run --scenario=NAME [--duration=T] [--threads=N] [--cpus=LIST]\n"
     "         [--out=DIR] [--reference=BOARD/SCENARIO/KERNEL] [--tune] [--load='COMMAND']...\n"
     "         [--histogram=US] [--window=MS] [--histogram-style=2.4|sparse]\n"
-    "         [--rtloop-cyclic=PATH] [--reference-file=PATH]\n"
+    "         [--rtloop-cyclic=PATH] [--reference-file=PATH] [--explain-above=US | --no-explain]\n"
     "scenarios: idle stress stress-fft hackbench irq isolated custom\n"
     "--reference runs the published cyclictest options (and -h) and load, scaled to this\n"
     "      machine's CPUs; --cpus/--threads/--load are accepted and make it not like for like\n"
     "      (stderr, result.json and report.md's first line say why)\n"
+    "--explain-above=US: why the cycles above US (default 100) were late, into outliers.json\n"
+    "      and report.md's \"Why the worst cycles were late\"; --no-explain: not explained\n"
     "exit: 0 done, 1 error (missing tool, load died, measurement failed, gnuplot missing or\n"
     "      failed), 2 bad command line (every argument is checked before anything starts), 4 a\n"
     "      plot could not be written, 130 interrupted: a signal, or the measurement ended early\n"
@@ -122,12 +131,29 @@ Result<RunOptions> ParseRunOptions(int argc, const char* const* argv) {
       o.sparse = *st == "sparse";
     } else if (auto rc = a.Value("--rtloop-cyclic")) {
       o.cyclic = *rc;
+    } else if (auto ea = a.Value("--explain-above")) {
+      // The whole word a number: "100us" or "1e3" is refused, not read as 100 or 1.
+      std::int64_t us = 0;
+      const auto [end, ec] = std::from_chars(ea->data(), ea->data() + ea->size(), us);
+      if (ec != std::errc() || end != ea->data() + ea->size() || us < 1 ||
+          us > std::numeric_limits<std::int64_t>::max() / 1000) {
+        return InvalidArgumentError("--explain-above='" + *ea +
+                                    "': expected a latency in whole us >= 1, such as 100");
+      }
+      o.explain_above_us = us;
+      o.explain_above_given = true;
+    } else if (a.Flag("--no-explain")) {
+      o.explain = false;
     } else {
       (void)a.Unknown();
     }
   }
   if (!a.error().ok()) return a.error();
   if (o.request.name.empty()) return InvalidArgumentError("run needs --scenario=NAME");
+  if (!o.explain && o.explain_above_given) {
+    return InvalidArgumentError(
+        "--explain-above and --no-explain contradict each other: give one of them");
+  }
   if (!o.request.custom_loads.empty() && o.request.name != "custom" && o.reference.empty()) {
     return InvalidArgumentError("--load is for --scenario=custom or a --reference run");
   }
@@ -246,7 +272,7 @@ class BenchRun {
   Status CheckOutputsApart() const {
     std::vector<std::string> names = {"result.json",       "report.md",         "histogram.txt",
                                       "plot.png",          "max-over-time.png", "cyclic.json",
-                                      "max-over-time.txt", "rtloop-cyclic.log"};
+                                      "max-over-time.txt", "rtloop-cyclic.log", kOutliersFile};
     for (std::size_t i = 0; i < plan_.loads.size(); ++i) {
       names.push_back("load-" + std::to_string(i) + ".log");
     }
@@ -317,6 +343,11 @@ int BenchRun::Prepare() {
   std::filesystem::create_directories(o_.out, ec);
   if (ec || access(o_.out.c_str(), W_OK) != 0) {
     return Error("cannot create or write the output directory " + o_.out + ": " + ec.message());
+  }
+  // A previous run's records must not pass for this run's: the file there after the
+  // measurement is the one rtloop-cyclic wrote (it writes it whole or not at all).
+  if (std::filesystem::remove(OutPath(kOutliersFile), ec); ec) {
+    return Error("cannot remove the previous " + OutPath(kOutliersFile) + ": " + ec.message());
   }
   PlanMeasurement();
   if (const int rc = CheckMeasurement(); rc != kExitOk) return rc;
@@ -456,6 +487,10 @@ void BenchRun::PlanMeasurement() {
     cyclic_argv_.push_back(a);
   }
   if (o_.sparse) cyclic_argv_.push_back("--histogram-style=sparse");
+  if (o_.explain) {
+    cyclic_argv_.push_back("--explain=" + OutPath(kOutliersFile));
+    cyclic_argv_.push_back("--explain-above=" + std::to_string(o_.explain_above_us));
+  }
 }
 
 // Every argument is checked before anything starts (the doctor, --tune, a load): by the one
@@ -620,6 +655,10 @@ int BenchRun::Report(int status) {
   r["doctor"] = FindingsJson(doctor_);
   r["notes"] = plan_.notes;
   r["threads"] = ThreadsJson(*data, windows ? &*windows : nullptr);
+  const Result<std::string> cyclic_log = ReadTextFile(log, 64u << 20);
+  r["outliers"] = o_.explain ? OutliersResult(OutPath(kOutliersFile),
+                                              cyclic_log.ok() ? *cyclic_log : "", r["threads"])
+                             : OutliersOff("--no-explain was given");
   r["reference"] = reference_ ? ReferenceJson(*reference_) : json();
   r["reference_comparison"] = reference_ ? json{{"like_for_like", plan_.like_for_like},
                                                 {"reasons", plan_.differences},
@@ -652,8 +691,9 @@ int BenchRun::Report(int status) {
   }
   std::fputs(md.substr(0, md.find("\n## ")).c_str(), stdout);
   std::printf(
-      "\nrtloop-bench: wrote %s/{result.json,report.md,histogram.txt,plot.png,max-over-time.png}\n",
-      o_.out.c_str());
+      "\nrtloop-bench: wrote "
+      "%s/{result.json,report.md,histogram.txt,plot.png,max-over-time.png%s}\n",
+      o_.out.c_str(), r["outliers"].value("status", "") == "ok" ? ",outliers.json" : "");
   if (interrupted_) {
     std::fprintf(stderr, "rtloop-bench: interrupted: %s; the reports cover what was measured\n",
                  interrupted_reason_.c_str());

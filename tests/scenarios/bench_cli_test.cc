@@ -157,9 +157,13 @@ TEST(BenchScenario, StressFftRunsStressNg) {
   RTLOOP_REQUIRE_ROOT();
   RunScenario({"--scenario=stress-fft"}, 2);
 }
+// Without outlier explanation: rtloop-cyclic explains its last cycles after -D while 750
+// hackbench processes still run, and its SCHED_OTHER explaining thread waits among them (a 2 s run
+// here: 25 s from the measurement's start to the report, 7.5 s with --no-explain), beyond this
+// test's bound. The other scenarios run with it; bench_outliers_test.cc tests it.
 TEST(BenchScenario, HackbenchRunsItsProcessGroups) {
   RTLOOP_REQUIRE_ROOT();
-  RunScenario({"--scenario=hackbench"}, 700);
+  RunScenario({"--scenario=hackbench", "--no-explain"}, 700);
 }
 TEST(BenchScenario, IrqRunsAnIperf3ServerAndClient) {
   RTLOOP_REQUIRE_ROOT();
