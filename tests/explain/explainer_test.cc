@@ -262,6 +262,30 @@ TEST(ExplainerTest, PerTaskCountsByLeadingCauseAddUpAndRecordsPage) {
   EXPECT_TRUE((*ex)->Records(0, 0).empty());
 }
 
+TEST(OutliersSummaryTest, ACountedCauseIsOneGroupWhateverItsCountsAndStealIsNamedOnce) {
+  std::vector<OutlierRecord> records;
+  for (std::uint64_t count : {5u, 9u, 7u}) {
+    OutlierRecord r = MakeRecord(LatencyWindow(0, "t", 1, 1, count, 0, 200'000, 210'000));
+    r.evidence = EvidenceKind::kCounters;
+    r.causes.push_back({.kind = CauseKind::kIrq, .name = "LOC", .count = count});
+    FinishRecord(&r);
+    records.push_back(r);
+  }
+  OutlierRecord steal = MakeRecord(LatencyWindow(0, "t", 1, 1, 10, 0, 300'000, 310'000));
+  steal.evidence = EvidenceKind::kCounters;
+  steal.causes.push_back({.kind = CauseKind::kSteal, .name = "steal", .ns = 250'000, .count = 1});
+  FinishRecord(&steal);
+  records.push_back(steal);
+  ExplainerStats stats;
+  stats.outliers = stats.recorded = records.size();
+  const std::string text = OutliersSummary(records, stats, {.latency_above_ns = 100'000});
+  EXPECT_NE(text.find("  3 cycles: irq LOC, counted up to 9x in a window\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  1 cycle: steal, up to 0.250 ms of the window\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("steal steal"), std::string::npos) << text;
+}
+
 TEST(ExplainerTest, ARealtimeClockTasksReleaseIsMovedOntoTheMonotonicClock) {
   auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
   std::vector<std::unique_ptr<EvidenceSource>> sources;

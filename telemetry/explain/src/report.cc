@@ -98,7 +98,8 @@ std::string Ms(std::int64_t ns) {
   return buf;
 }
 
-// What a record is grouped under in the summary: its leading cause, or "unexplained".
+// What a record is grouped under in the summary: its leading cause (kind, name and who; never
+// its count, so that the same counted cause is one group), or "unexplained".
 std::string Leading(const OutlierRecord& r) {
   if (r.evidence == EvidenceKind::kNone) return "no evidence";
   if (r.causes.empty()) {
@@ -106,7 +107,8 @@ std::string Leading(const OutlierRecord& r) {
   }
   const Cause& c = r.causes.front();
   std::string s = std::string(CauseKindName(c.kind));
-  if (c.kind != CauseKind::kTimerDelay) s += " " + c.name;  // its name is only "timer"
+  // A timer delay's name is only "timer", steal's "steal": the kind says it.
+  if (c.kind != CauseKind::kTimerDelay && c.name != s) s += " " + c.name;
   std::string extra;
   if (c.kind == CauseKind::kThread && c.id >= 0) extra = "tid " + std::to_string(c.id);
   if (c.kind == CauseKind::kIrq && c.id >= 0) extra = "irq " + std::to_string(c.id);
@@ -114,7 +116,6 @@ std::string Leading(const OutlierRecord& r) {
     extra += (extra.empty() ? "" : ", ") + c.detail;
   }
   if (!extra.empty()) s += " (" + extra + ")";
-  if (c.ns < 0) s += ", counted " + std::to_string(c.count) + "x";
   return s;
 }
 
@@ -164,6 +165,7 @@ std::string OutliersSummary(const std::vector<OutlierRecord>& records, const Exp
   struct Group {
     std::uint64_t cycles = 0;
     std::int64_t max_ns = 0;
+    std::uint64_t max_count = 0;  // a counted-only leading cause: its largest count in a window
     std::string note;
   };
   std::map<std::string, Group> groups;
@@ -176,6 +178,7 @@ std::string OutliersSummary(const std::vector<OutlierRecord>& records, const Exp
                             : timed ? r.causes.front().ns
                                     : 0;
     g.max_ns = std::max(g.max_ns, ns);
+    if (!r.causes.empty() && !timed) g.max_count = std::max(g.max_count, r.causes.front().count);
     if (g.note.empty() && r.evidence == EvidenceKind::kNone) g.note = r.evidence_note;
   }
   std::vector<std::pair<std::string, Group>> sorted(groups.begin(), groups.end());
@@ -185,6 +188,7 @@ std::string OutliersSummary(const std::vector<OutlierRecord>& records, const Exp
   for (const auto& [what, g] : sorted) {
     out += "  " + std::to_string(g.cycles) + (g.cycles == 1 ? " cycle: " : " cycles: ") + what;
     if (g.max_ns > 0) out += ", up to " + Ms(g.max_ns) + " of the window";
+    if (g.max_count > 0) out += ", counted up to " + std::to_string(g.max_count) + "x in a window";
     if (!g.note.empty()) out += " (" + g.note + ")";
     out += "\n";
   }
