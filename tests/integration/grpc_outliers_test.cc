@@ -293,47 +293,57 @@ TEST(GrpcOutliersTest, ListOutliersNeedsTheTokenLikeEveryCall) {
   ASSERT_TRUE(with.ok()) << with.status().ToString();
 }
 
+// Two streams: one that looks every 20 ms, and one that looks only at its start (interval 60 s),
+// so that every record reaches it by the end of the run: what was made after its last look
+// (here: all of them) must still come, before the final message.
 TEST(GrpcOutliersTest, WatchOutliersSendsEveryRecordOnceThenTheEndWithTheFinalCounts) {
   OutlierRuntime rt;
   ASSERT_TRUE(rt.Build().ok());
   auto client = Connect(rt.address());
-  v1::WatchOutliersRequest req;
-  req.set_interval_ms(20);
-  std::unique_ptr<OutlierStream> stream = client->WatchOutliers(req);
-  Watchdog<OutlierStream> watchdog(*stream, std::chrono::seconds(50));
-  // The run ends once every outlier is explained: the stream then gets its last message.
+  std::vector<std::unique_ptr<OutlierStream>> streams;
+  for (const std::uint32_t interval_ms : {20u, 60'000u}) {
+    v1::WatchOutliersRequest req;
+    req.set_interval_ms(interval_ms);
+    streams.push_back(client->WatchOutliers(req));
+    ASSERT_TRUE(streams.back()->WaitForReady());
+  }
+  // The run ends once every outlier is explained: the streams then get their last messages.
   Background stopper([&rt] {
     (void)rt.WaitExplained();
     (void)rt.runtime().Stop();
   });
-  std::vector<v1::OutlierRecord> got;
-  v1::ListOutliersResponse msg;
-  v1::ListOutliersResponse last;
-  int messages = 0;
-  while (stream->Next(&msg)) {
-    ++messages;
-    EXPECT_LE(msg.records_size(), 100) << "a message is a bounded page";
-    for (const v1::OutlierRecord& r : msg.records()) got.push_back(r);
-    last = msg;
+  for (std::unique_ptr<OutlierStream>& stream : streams) {
+    SCOPED_TRACE(stream == streams[0] ? "every 20 ms" : "every 60 s");
+    Watchdog<OutlierStream> watchdog(*stream, std::chrono::seconds(50));
+    std::vector<v1::OutlierRecord> got;
+    v1::ListOutliersResponse msg;
+    v1::ListOutliersResponse last;
+    int messages = 0;
+    while (stream->Next(&msg)) {
+      ++messages;
+      EXPECT_LE(msg.records_size(), 100) << "a message is a bounded page";
+      for (const v1::OutlierRecord& r : msg.records()) got.push_back(r);
+      last = msg;
+    }
+    const Status end = stream->Finish();
+    watchdog.Disarm();
+    ASSERT_FALSE(watchdog.fired()) << "the stream did not end within 50 s";
+    ASSERT_TRUE(end.ok()) << end.ToString();
+    ASSERT_NE(stream->end(), nullptr);
+    EXPECT_TRUE(last.has_end()) << "the last message is the end, handed out with its counts";
+    const explain::ExplainerStats want = rt.runtime().OutlierStats();
+    EXPECT_TRUE(last.explaining());
+    EXPECT_EQ(last.recorded(), want.recorded);
+    EXPECT_EQ(last.outliers(), want.outliers);
+    EXPECT_EQ(last.total(), want.recorded);
+    EXPECT_EQ(last.next(), last.total()) << "every record was sent";
+    ASSERT_EQ(got.size(), want.recorded) << "in " << messages << " messages";
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].index(), i) << "each record once, in order";
+    }
+    EXPECT_GT(messages, 1);
   }
-  const Status end = stream->Finish();
-  watchdog.Disarm();
   stopper.Join();
-  ASSERT_FALSE(watchdog.fired()) << "the stream did not end within 50 s";
-  ASSERT_TRUE(end.ok()) << end.ToString();
-  ASSERT_NE(stream->end(), nullptr);
-  EXPECT_TRUE(last.has_end()) << "the last message is the end, handed out with its counts";
-  const explain::ExplainerStats want = rt.runtime().OutlierStats();
-  EXPECT_TRUE(last.explaining());
-  EXPECT_EQ(last.recorded(), want.recorded);
-  EXPECT_EQ(last.outliers(), want.outliers);
-  EXPECT_EQ(last.total(), want.recorded);
-  EXPECT_EQ(last.next(), last.total()) << "every record was sent";
-  ASSERT_EQ(got.size(), want.recorded) << "in " << messages << " messages";
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].index(), i) << "each record once, in order";
-  }
-  EXPECT_GT(messages, 1);
 }
 
 TEST(GrpcOutliersTest, WatchOutliersChecksItsRequestAndTheStreamLimit) {

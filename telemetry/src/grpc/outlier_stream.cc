@@ -32,8 +32,10 @@ class OutlierStreamReactor final : public StreamReactor<v1::ListOutliersResponse
     if (!more_) due_ = now + interval_;
     return Page(out, /*always=*/false);
   }
-  // The run ended: the records still to come, as fast as the client takes them.
-  bool FillQueued(v1::ListOutliersResponse* out) override { return more_ && Page(out, false); }
+  // The run ended: the records still to come, as fast as the client takes them. Looked up
+  // afresh, not by more_: that says what waited at the last look, and the last records of a
+  // run are made after it (the explanation's final pass runs just before the end).
+  bool FillQueued(v1::ListOutliersResponse* out) override { return Page(out, /*always=*/false); }
   void FillEnd(v1::ListOutliersResponse* out) override {
     (void)Page(out, /*always=*/true);
     out->mutable_end()->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
