@@ -260,8 +260,8 @@ Status Runtime::InitTelemetry() {
 Status Runtime::StartServer() {
   const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   const std::vector<int> before = ThreadIds();
-  Result<std::unique_ptr<telemetry::Server>> server =
-      telemetry::Server::Start(config_.telemetry.grpc, *hub_, *collector_, executor_.get());
+  Result<std::unique_ptr<telemetry::Server>> server = telemetry::Server::Start(
+      config_.telemetry.grpc, *hub_, *collector_, executor_.get(), &outlier_feed_);
   if (!server.ok()) {
     const std::string& hint = config_.telemetry.grpc_address_hint;
     return ServerStartError(server.status(), "telemetry",

@@ -129,6 +129,68 @@ Cell Jitter(bool has, std::int64_t ns) {
   return Micros(ns);
 }
 
+// The name of a cause kind as the explanation says it (explain::CauseKindName).
+const char* CauseKindText(v1::CauseKind kind) {
+  switch (kind) {
+    case v1::CAUSE_KIND_THREAD:
+      return "thread";
+    case v1::CAUSE_KIND_IRQ:
+      return "irq";
+    case v1::CAUSE_KIND_SOFTIRQ:
+      return "softirq";
+    case v1::CAUSE_KIND_TIMER_DELAY:
+      return "timer-delay";
+    case v1::CAUSE_KIND_PAGE_FAULTS:
+      return "page-faults";
+    case v1::CAUSE_KIND_PREEMPTION:
+      return "preemption";
+    case v1::CAUSE_KIND_STEAL:
+      return "steal";
+    default:
+      return "?";
+  }
+}
+
+// A cause's time ("4.0ms", "310us") or, counted only, its count ("x30").
+std::string CauseAmount(const v1::OutlierCause& c) {
+  if (!c.has_ns()) return "x" + std::to_string(c.count());
+  if (c.ns() >= 1'000'000) return StrFormat("%.1fms", static_cast<double>(c.ns()) * 1e-6);
+  return StrFormat("%" PRId64 "us", c.ns() / 1000);
+}
+
+// OUTL: the task's outliers seen; "-" when the task is not explained (never 0 then).
+std::string OutlierCount(const v1::TaskStats& t) {
+  return t.has_outliers() ? std::to_string(t.outliers().outliers()) : std::string("-");
+}
+
+// LAST_OUTLIER: the leading cause of the task's last record, at most `width` bytes: "thread
+// rtl-spinner 4.0ms" (the name is cut, never the amount); "none" before the first record;
+// "no evidence" / "unexplained" for a record without a cause; "-" when not explained.
+std::string LastOutlierCause(const v1::TaskStats& t, std::size_t width) {
+  if (!t.has_outliers()) return "-";
+  if (!t.outliers().has_last()) return "none";
+  const v1::OutlierRecord& last = t.outliers().last();
+  if (last.causes_size() == 0) {
+    return last.evidence() == v1::EVIDENCE_KIND_NONE ? "no evidence" : "unexplained";
+  }
+  const v1::OutlierCause& c = last.causes(0);
+  const std::string kind = CauseKindText(c.kind());
+  const std::string amount = CauseAmount(c);
+  // A name that only repeats the kind ("steal", "page faults") is left out.
+  std::string spoken = kind;
+  std::replace(spoken.begin(), spoken.end(), '-', ' ');
+  std::string name =
+      c.name() == kind || c.name() == spoken ? std::string() : EscapeControlCharacters(c.name());
+  const std::size_t fixed = kind.size() + amount.size() + (name.empty() ? 1 : 2);
+  if (fixed >= width) return (kind + " " + amount).substr(0, width);
+  if (name.size() > width - fixed) {
+    std::size_t cut = width - fixed;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+    name.resize(cut);
+  }
+  return kind + (name.empty() ? "" : " " + name) + " " + amount;
+}
+
 std::string PolicyOf(const Row& r) {
   if (r.info == nullptr) return "?";
   std::string p = PolicyName(r.info->effective_policy());
@@ -204,13 +266,26 @@ constexpr Column kColumns[] = {
     {"MISSED", 9, 3, false, [](const Row& r) { return Cell{Number(r.stats.missed_releases())}; }},
     {"DROPS", 9, 5, false, [](const Row& r) { return Cell{Number(r.stats.ring_dropped())}; }},
     {"LOSS", 9, 7, false, [](const Row& r) { return Cell{Number(r.loss)}; }},
+    // Shown only when some task is explained (kExplainColumns).
+    {"OUTL", 6, 1, false, [](const Row& r) { return Cell{OutlierCount(r.stats)}; }},
+    {"LAST_OUTLIER", 24, 1, true, [](const Row& r) { return Cell{LastOutlierCause(r.stats, 24)}; }},
 };
 constexpr std::size_t kColumnCount = std::size(kColumns);
+// The last columns, the outliers', are left out when no task of the snapshot is explained.
+constexpr std::size_t kExplainColumns = 2;
 
-// The columns that fit in `width` (0: all).
-std::vector<std::size_t> VisibleColumns(int width) {
-  std::vector<std::size_t> visible(kColumnCount);
-  for (std::size_t i = 0; i < kColumnCount; ++i) visible[i] = i;
+bool AnyExplained(const v1::GetStatsResponse& stats) {
+  for (const v1::TaskStats& t : stats.tasks()) {
+    if (t.has_outliers()) return true;
+  }
+  return false;
+}
+
+// The columns that fit in `width` (0: all); the outliers' only with `explaining`.
+std::vector<std::size_t> VisibleColumns(int width, bool explaining) {
+  const std::size_t columns = explaining ? kColumnCount : kColumnCount - kExplainColumns;
+  std::vector<std::size_t> visible(columns);
+  for (std::size_t i = 0; i < columns; ++i) visible[i] = i;
   auto total = [&] {
     int w = -1;
     for (std::size_t i : visible) w += kColumns[i].width + 1;
@@ -238,6 +313,7 @@ std::string TableHeader(const std::vector<std::size_t>& visible) {
     if (!line.empty()) line += ' ';
     line += Pad(kColumns[i].header, kColumns[i].width, kColumns[i].left);
   }
+  while (!line.empty() && line.back() == ' ') line.pop_back();  // a left-aligned last column
   return line;
 }
 
@@ -419,7 +495,7 @@ std::string RenderText(const Snapshot& snap, const RenderOptions& options) {
                                         .count();
   // With a height: height - 1 lines, so the cursor's line below the frame never scrolls it.
   const int max_lines = options.height > 0 ? std::max(options.height - 1, 1) : -1;
-  const std::vector<std::size_t> visible = VisibleColumns(options.width);
+  const std::vector<std::size_t> visible = VisibleColumns(options.width, AnyExplained(snap.stats));
   std::vector<std::string> lines = HeaderLines(snap, now_ns);
   lines.push_back(TableHeader(visible));
   const int room = max_lines < 0 ? -1 : std::max(max_lines - static_cast<int>(lines.size()), 1);
@@ -470,6 +546,24 @@ void ReplaceAll(std::string* text, const std::string& from, const std::string& t
   }
 }
 
+// A task that is not explained gets this as its `outliers` (a message field the printer would
+// leave out), printed as null; a record's absent cpu, cause time and id get the sentinels.
+constexpr std::int32_t kAbsentInt32 = std::numeric_limits<std::int32_t>::min();
+
+v1::TaskOutlierCounts NotExplained() {
+  v1::TaskOutlierCounts m;
+  m.set_task_name("\x01not explained");  // no task name of a server holds U+0001 unescaped
+  return m;
+}
+
+void MarkAbsent(v1::OutlierRecord* r) {
+  if (!r->has_cpu()) r->set_cpu(kAbsentInt32);
+  for (v1::OutlierCause& c : *r->mutable_causes()) {
+    if (!c.has_ns()) c.set_ns(kAbsentInt);
+    if (!c.has_id()) c.set_id(kAbsentInt32);
+  }
+}
+
 // `stats` as JSON, absent figures as null.
 std::string StatsJson(v1::GetStatsResponse stats,
                       const google::protobuf::util::JsonPrintOptions& options) {
@@ -478,10 +572,19 @@ std::string StatsJson(v1::GetStatsResponse stats,
     MarkAbsent(t.mutable_execution());
     if (!t.has_jitter_min_ns()) t.set_jitter_min_ns(kAbsentInt);
     if (!t.has_jitter_max_ns()) t.set_jitter_max_ns(kAbsentInt);
+    if (!t.has_outliers()) {
+      *t.mutable_outliers() = NotExplained();
+    } else if (t.outliers().has_last()) {
+      MarkAbsent(t.mutable_outliers()->mutable_last());
+    }
   }
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(stats, &json, options);
+  std::string not_explained;
+  (void)google::protobuf::util::MessageToJsonString(NotExplained(), &not_explained, options);
+  ReplaceAll(&json, "\"outliers\":" + not_explained, "\"outliers\":null");
   ReplaceAll(&json, "\"" + std::to_string(kAbsentInt) + "\"", "null");  // int64 is a JSON string
+  ReplaceAll(&json, ":" + std::to_string(kAbsentInt32), ":null");
   ReplaceAll(&json, "-1.7976931348623157e+308", "null");
   return json;
 }

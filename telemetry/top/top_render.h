@@ -9,7 +9,10 @@
 // without cycles shows "no data" (never 0.0); a missing percentile or jitter shows "-". FAULTS is
 // always shown; below the table, one line per task with a watchdog or a fault gives the
 // watchdog's limits, action, violations and trips and the last fault (cycle, t from the task's
-// first release, reason, execution time).
+// first release, reason, execution time). When some task is explained (TaskStats.outliers, API
+// revision 2), OUTL (its outliers) and LAST_OUTLIER (its last record's leading cause, "thread
+// rtl-spinner 4.0ms") follow; "-" for a task that is not explained, and no such columns when none
+// is. The JSON has TaskStats.outliers as the server sends it, null when not explained.
 //
 // Not RT-safe: allocates. Thread-safe (no shared state).
 #pragma once

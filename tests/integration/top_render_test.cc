@@ -213,6 +213,99 @@ TEST(TopRender, ControlCharactersFromTheServerNeverReachTheTerminal) {
   EXPECT_EQ(cut.find("\xc3\xa9\xc3 "), std::string::npos) << "a character was cut: " << cut;
 }
 
+// FixedSnapshot() with outlier explanation: "position" explained (its last outlier's leading
+// cause a thread, timed), and one task for each other case: explained without an outlier yet, a
+// last outlier with a counted-only cause, one without evidence, one not explained.
+Snapshot WithOutliers() {
+  Snapshot s = WithMoreTasks(0);  // "supervisor": no cycle yet, not explained
+  auto explained = [](v1::TaskStats* t, std::uint64_t outliers) {
+    v1::TaskOutlierCounts* o = t->mutable_outliers();
+    o->set_task_id(t->task_id());
+    o->set_task_name(t->task_name());
+    o->set_latency_above_ns(100'000);
+    o->set_outliers(outliers);
+    o->set_recorded(outliers);
+    return o;
+  };
+  auto last = [](v1::TaskOutlierCounts* o, v1::EvidenceKind evidence) {
+    v1::OutlierRecord* r = o->mutable_last();
+    r->set_index(41);
+    r->set_task_id(o->task_id());
+    r->set_task_name(o->task_name());
+    r->set_tid(812);
+    r->set_cycle(1499);
+    r->set_kind(v1::OUTLIER_KIND_LATENCY);
+    r->set_release_ns(1'000'000'000);
+    r->set_wake_ns(1'004'034'000);
+    r->set_done_ns(1'004'040'000);
+    r->set_latency_ns(4'034'000);
+    r->set_execution_ns(6'000);
+    r->set_evidence(evidence);
+    return r;
+  };
+  v1::TaskOutlierCounts* pos = explained(s.stats.mutable_tasks(0), 7);
+  v1::CauseKindCount* by = pos->add_by_leading_cause();
+  by->set_kind(v1::CAUSE_KIND_THREAD);
+  by->set_records(7);
+  v1::OutlierRecord* r = last(pos, v1::EVIDENCE_KIND_TRACE);
+  r->set_cpu(1);
+  v1::OutlierCause* c = r->add_causes();
+  c->set_kind(v1::CAUSE_KIND_THREAD);
+  c->set_name("rtl-spinner");
+  c->set_ns(3'994'000);
+  c->set_count(1);
+  c->set_id(30571);
+  c->set_detail("FIFO 90");
+  r->set_explained_ns(4'028'000);
+  r->set_unexplained_ns(6'000);
+  Snapshot more = WithMoreTasks(3);  // workers 0..2: ids 2..4
+  for (int i = 2; i < 5; ++i) {
+    *s.tasks.add_tasks() = more.tasks.tasks(i);
+    *s.stats.add_tasks() = more.stats.tasks(i);
+  }
+  explained(s.stats.mutable_tasks(2), 0);  // worker0: explained, no outlier yet
+  v1::OutlierRecord* counted =
+      last(explained(s.stats.mutable_tasks(3), 2), v1::EVIDENCE_KIND_COUNTERS);  // worker1
+  v1::OutlierCause* faults = counted->add_causes();
+  faults->set_kind(v1::CAUSE_KIND_PAGE_FAULTS);
+  faults->set_name("page faults");
+  faults->set_count(30);  // counted only: no ns
+  counted->set_unexplained_ns(4'034'000);
+  last(explained(s.stats.mutable_tasks(4), 1), v1::EVIDENCE_KIND_NONE)  // worker2
+      ->set_unexplained_ns(4'034'000);
+  return s;
+}
+
+TEST(TopRender, OutliersShowTheLastLeadingCauseAndADashWhenNotExplained) {
+  const Snapshot s = WithOutliers();
+  const std::string text = RenderText(s, {.show_histograms = false, .now_unix_ns = kNow});
+  ExpectGolden(text, "top_text_outliers.golden");
+  ExpectGolden(
+      RenderText(s, {.show_histograms = false, .now_unix_ns = kNow, .width = 100, .height = 30}),
+      "top_text_outliers_100x30.golden");
+  EXPECT_NE(text.find("thread rtl-spinner 4.0ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("page-faults x30"), std::string::npos) << text;
+  EXPECT_NE(text.find("no evidence"), std::string::npos) << text;
+  EXPECT_NE(text.find("none"), std::string::npos) << text;
+  // Nothing explained: no outlier columns at all (the other goldens hold that too).
+  const std::string plain = RenderText(FixedSnapshot(), {.now_unix_ns = kNow});
+  EXPECT_EQ(plain.find("OUTL"), std::string::npos) << plain;
+}
+
+TEST(TopRender, JsonCarriesTheOutliersAndNullWhenNotExplained) {
+  const std::string json = RenderJson(WithOutliers());
+  ExpectGolden(json, "top_json_outliers.golden");
+  // supervisor (task 1) is not explained: null, never a zero count.
+  EXPECT_NE(json.find("\"outliers\":null"), std::string::npos) << json;
+  // The counted-only cause's time and the unpinned CPU are null, not 0.
+  // (The printer puts a oneof's field after the others.)
+  EXPECT_NE(json.find("\"name\":\"page faults\",\"count\":\"30\",\"detail\":\"\",\"ns\":null"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"cycle\":\"1499\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"cpu\":null"), std::string::npos) << json;
+}
+
 TEST(TopRender, JsonSnapshotMatchesGolden) {
   ExpectGolden(RenderJson(FixedSnapshot()), "top_json.golden");
 }

@@ -81,6 +81,13 @@ Status FromGrpcStatus(const grpc::Status& status, std::string_view what,
     case grpc::StatusCode::CANCELLED:
       code = StatusCode::kUnavailable;
       break;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      // A server of an older API revision (telemetry.proto, "What a server has").
+      code = StatusCode::kFailedPrecondition;
+      hint =
+          " — the server does not serve this call: it predates it (see GetSystemInfo's "
+          "api_revision and api_features); update the server";
+      break;
     default:
       break;
   }
@@ -94,6 +101,7 @@ Status FromGrpcStatus(const grpc::Status& status, std::string_view what,
 // out; a stats stream's last message holds the final statistics and is.
 bool OnlyMarksTheEnd(const v1::StreamSamplesResponse& m) { return !m.has_batch(); }
 bool OnlyMarksTheEnd(const v1::GetStatsResponse& /*m*/) { return false; }
+bool OnlyMarksTheEnd(const v1::ListOutliersResponse& /*m*/) { return false; }
 
 template <typename Message>
 class ClientStream<Message>::Impl {
@@ -208,6 +216,7 @@ const v1::StreamEnd* ClientStream<Message>::end() const {
 
 template class ClientStream<v1::StreamSamplesResponse>;
 template class ClientStream<v1::GetStatsResponse>;
+template class ClientStream<v1::ListOutliersResponse>;
 
 // ---------------------------------------------------------------------------------------------
 // Client
@@ -330,11 +339,27 @@ Result<v1::ResetStatsResponse> Client::ResetStats(const std::vector<std::uint32_
   return response;
 }
 
+Result<v1::ListOutliersResponse> Client::ListOutliers(const v1::ListOutliersRequest& request) {
+  grpc::ClientContext context;
+  impl_->Prepare(context, true);
+  v1::ListOutliersResponse response;
+  grpc::Status s = impl_->stub->ListOutliers(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s, "ListOutliers", impl_->config.address);
+  return response;
+}
+
 std::unique_ptr<StatsStream> Client::WatchStats(const v1::WatchStatsRequest& request) {
   auto impl = std::make_unique<StatsStream::Impl>("WatchStats", impl_->config.address);
   impl_->Prepare(impl->context, false);
   impl->reader = impl_->stub->WatchStats(&impl->context, request);
   return std::make_unique<StatsStream>(std::move(impl));
+}
+
+std::unique_ptr<OutlierStream> Client::WatchOutliers(const v1::WatchOutliersRequest& request) {
+  auto impl = std::make_unique<OutlierStream::Impl>("WatchOutliers", impl_->config.address);
+  impl_->Prepare(impl->context, false);
+  impl->reader = impl_->stub->WatchOutliers(&impl->context, request);
+  return std::make_unique<OutlierStream>(std::move(impl));
 }
 
 std::unique_ptr<SampleStream> Client::StreamSamples(const v1::StreamSamplesRequest& request) {

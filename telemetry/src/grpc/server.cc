@@ -391,7 +391,8 @@ void Server::Stop() {
 }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, TelemetryHub& hub,
-                                              Collector& collector, Executor* executor) {
+                                              Collector& collector, Executor* executor,
+                                              const explain::OutlierFeed* outliers) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
   // The hub keeps no statistics of its own: they come from the executor.
   if (!hub.has_stats_source()) {
@@ -437,7 +438,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
 
   auto impl = std::make_unique<Impl>();
   impl->config = config;
-  impl->core = std::make_unique<ServerCore>(config, token, hub, collector, executor);
+  impl->core = std::make_unique<ServerCore>(config, token, hub, collector, executor, outliers);
 
   // Everything that touches gRPC runs on a SCHED_OTHER helper thread: the first gRPC call of the
   // process (credentials, service, builder) starts gRPC's own threads, and they, the server's

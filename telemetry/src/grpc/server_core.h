@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "outlier_fill.h"
 #include "rate_limiter.h"
 #include "rtloop/framework/status.h"
 #include "rtloop/telemetry/server.h"
@@ -65,7 +66,7 @@ class StreamBase {
 class ServerCore {
  public:
   ServerCore(const ServerConfig& config, std::string token, TelemetryHub& hub, Collector& collector,
-             Executor* executor);
+             Executor* executor, const explain::OutlierFeed* outliers);
   ~ServerCore();
 
   const ServerConfig& config() const { return config_; }
@@ -74,6 +75,7 @@ class ServerCore {
   TelemetryHub& hub() { return hub_; }
   Collector& collector() { return collector_; }
   const Executor* executor() const { return executor_; }
+  OutlierFill& outliers() { return outliers_; }
   // The ResetStats call after Admit(): PERMISSION_DENIED on a server without a token (it is the
   // one call that changes something; read-only unless a token is configured), FAILED_PRECONDITION
   // without an executor, NOT_FOUND for an unknown task id; else resets `ids` (all when empty).
@@ -102,8 +104,10 @@ class ServerCore {
 
   void AddStreamLoss(TaskId task, std::uint64_t lost);
   std::uint64_t stalled_streams_cancelled() const;
-  // A stats snapshot plus this server's stream facts.
+  // A stats snapshot plus this server's stream facts and the tasks' outlier counts.
   void FillStats(const std::vector<TaskId>& ids, bool histogram, v1::GetStatsResponse* out);
+  // The ListOutliers call after Admit(): INVALID_ARGUMENT for an unknown task id; else the page.
+  grpc::Status ListOutliers(const v1::ListOutliersRequest& request, v1::ListOutliersResponse* out);
 
   void StartPump();
   void StopPump();
@@ -127,6 +131,7 @@ class ServerCore {
   TelemetryHub& hub_;
   Collector& collector_;
   Executor* const executor_;
+  OutlierFill outliers_;
   internal::RateLimiter rate_limiter_;
 
   mutable std::mutex mu_;

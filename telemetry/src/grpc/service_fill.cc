@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "outlier_fill.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
@@ -71,6 +72,8 @@ void FillSystemInfo(const std::string& server_address, v1::GetSystemInfoResponse
   out->set_process_start_unix_ns(start_ns);
   out->set_cpu_dma_latency_us(CpuDmaLatencyUs());
   out->set_server_address(server_address);
+  out->set_api_revision(kApiRevision);
+  for (const char* feature : kApiFeatures) out->add_api_features(feature);
   // No live probe: this runs on a gRPC thread, whose scheduling must not change.
   ReadinessConfig readiness;
   readiness.probe = false;
@@ -170,22 +173,28 @@ Result<SampleStreamPlan> PlanSampleStream(const TelemetryHub& hub,
   return plan;
 }
 
-Result<StatsWatchPlan> PlanStatsWatch(const TelemetryHub& hub, const v1::WatchStatsRequest& request,
-                                      const ServerConfig& config) {
-  Result<std::vector<TaskId>> ids = ResolveTaskIds(hub, request.task_ids());
-  if (!ids.ok()) return ids.status();
-  const std::chrono::milliseconds interval = request.interval_ms() == 0
-                                                 ? kDefaultWatchInterval
-                                                 : std::chrono::milliseconds(request.interval_ms());
+Result<std::chrono::milliseconds> CheckWatchInterval(std::uint32_t interval_ms,
+                                                     const ServerConfig& config) {
+  const std::chrono::milliseconds interval =
+      interval_ms == 0 ? kDefaultWatchInterval : std::chrono::milliseconds(interval_ms);
   if (interval < config.min_watch_interval) {
     return InvalidArgumentError("interval_ms " + std::to_string(interval.count()) +
                                 " is below the minimum of " +
                                 std::to_string(config.min_watch_interval.count()) + " ms");
   }
+  return interval;
+}
+
+Result<StatsWatchPlan> PlanStatsWatch(const TelemetryHub& hub, const v1::WatchStatsRequest& request,
+                                      const ServerConfig& config) {
+  Result<std::vector<TaskId>> ids = ResolveTaskIds(hub, request.task_ids());
+  if (!ids.ok()) return ids.status();
+  Result<std::chrono::milliseconds> interval = CheckWatchInterval(request.interval_ms(), config);
+  if (!interval.ok()) return interval.status();
   return StatsWatchPlan{.tasks = std::move(*ids),
                         .every_task = request.task_ids_size() == 0,
                         .include_histogram = request.include_histogram(),
-                        .interval = interval};
+                        .interval = *interval};
 }
 
 void FillSampleBatch(const SampleBatch& batch, std::uint64_t lost_total,

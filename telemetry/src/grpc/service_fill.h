@@ -60,6 +60,11 @@ Result<SampleStreamPlan> PlanSampleStream(const TelemetryHub& hub,
                                           const v1::StreamSamplesRequest& request,
                                           const ServerConfig& config);
 
+// A watch's interval_ms (WatchStats, WatchOutliers), checked: 0 is kDefaultWatchInterval;
+// InvalidArgument below config.min_watch_interval.
+Result<std::chrono::milliseconds> CheckWatchInterval(std::uint32_t interval_ms,
+                                                     const ServerConfig& config);
+
 // A WatchStats request, checked.
 struct StatsWatchPlan {
   std::vector<TaskId> tasks;  // as SampleStreamPlan::tasks

@@ -7,6 +7,9 @@
 //       rtloop::telemetry::Client::Create(cc);
 //   if (!client.ok()) return Fail(client.status());
 //   rtloop::Result<v1::GetStatsResponse> stats = (*client)->GetStats({}, false);
+//   v1::ListOutliersRequest lo;                        // outlier records 0.. (and the counts)
+//   rtloop::Result<v1::ListOutliersResponse> page = (*client)->ListOutliers(lo);
+//   // then lo.set_first(page->next()) for the records made since
 //
 //   v1::StreamSamplesRequest req;                      // all tasks
 //   auto stream = (*client)->StreamSamples(req);
@@ -60,8 +63,8 @@ struct ClientConfig {
   std::chrono::milliseconds call_timeout{5000};
 };
 
-// A server stream of messages of type `Message` (v1::StreamSamplesResponse or
-// v1::GetStatsResponse).
+// A server stream of messages of type `Message` (v1::StreamSamplesResponse, v1::GetStatsResponse
+// or v1::ListOutliersResponse).
 template <typename Message>
 class ClientStream {
  public:
@@ -97,6 +100,7 @@ class ClientStream {
 
 using SampleStream = ClientStream<v1::StreamSamplesResponse>;
 using StatsStream = ClientStream<v1::GetStatsResponse>;
+using OutlierStream = ClientStream<v1::ListOutliersResponse>;
 
 class Client {
  public:
@@ -126,11 +130,18 @@ class Client {
   // ResetStats). Needs the server's token (ClientConfig); a server without one refuses it
   // (kPermissionDenied).
   Result<v1::ResetStatsResponse> ResetStats(const std::vector<std::uint32_t>& task_ids);
+  // Outlier records from request.first on, with the counts (telemetry.proto, ListOutliers). A
+  // server older than the call (API revision < 2: GetSystemInfo's api_features has no
+  // "list_outliers") gives kFailedPrecondition saying so.
+  Result<v1::ListOutliersResponse> ListOutliers(const v1::ListOutliersRequest& request);
 
   // Server streams. They never fail here: errors (bad request, token, stream limit) come back from
   // Finish() once Next() returned false.
   std::unique_ptr<StatsStream> WatchStats(const v1::WatchStatsRequest& request);
   std::unique_ptr<SampleStream> StreamSamples(const v1::StreamSamplesRequest& request);
+  // The outlier records as they are made (API revision 2, feature "watch_outliers"); the last
+  // message of a run that ended holds the last records and the final counts, with `end` set.
+  std::unique_ptr<OutlierStream> WatchOutliers(const v1::WatchOutliersRequest& request);
 
  private:
   class Impl;

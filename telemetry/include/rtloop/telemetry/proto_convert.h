@@ -11,6 +11,7 @@
 // Threading: pure functions on values. Not RT-safe: protobuf allocates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -23,6 +24,17 @@
 #include "rtloop/telemetry/sample.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "rtloop/telemetry/v1/types.pb.h"
+
+// The outlier records' types (rtloop/explain/outlier.h, explainer.h), declared here because this
+// header is included by the core's sample log, which does not see rtloop::explain; their
+// conversions are compiled into rtloop::telemetry (src/proto_convert_outliers.cc).
+namespace rtloop::explain {
+enum class CauseKind;
+enum class EvidenceKind;
+struct Cause;
+struct OutlierRecord;
+struct TaskOutlierStats;
+}  // namespace rtloop::explain
 
 namespace rtloop::telemetry {
 
@@ -51,5 +63,17 @@ void ToProto(const SampleBatch& batch, v1::SampleBatch* out);
 // differ in length or a value does not fit a Sample (task id > 65535, latency beyond int32,
 // execution beyond uint32, flags beyond uint16).
 Status FromProto(const v1::SampleBatch& batch, std::vector<Sample>* out);
+
+// Outlier records (API revision 2). A count-only cause (ns -1) leaves `ns` absent, an id of -1
+// leaves `id` absent, a CPU of -1 (not pinned) leaves `cpu` absent: absent, not 0.
+v1::CauseKind ToProto(explain::CauseKind kind) noexcept;
+v1::EvidenceKind ToProto(explain::EvidenceKind kind) noexcept;
+void ToProto(const explain::Cause& cause, v1::OutlierCause* out);
+// `index`: the record's place in recording order. Raw evidence lines only with `include_raw`;
+// `max_causes` causes at most (the leading ones).
+void ToProto(const explain::OutlierRecord& record, std::uint64_t index, bool include_raw,
+             v1::OutlierRecord* out, std::size_t max_causes = SIZE_MAX);
+// The counts; `last` is left for the caller (the counts do not hold the last record).
+void ToProto(const explain::TaskOutlierStats& stats, v1::TaskOutlierCounts* out);
 
 }  // namespace rtloop::telemetry

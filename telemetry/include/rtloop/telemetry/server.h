@@ -5,7 +5,8 @@
 //   rtloop::telemetry::ServerConfig sc;                 // 127.0.0.1:50051, no token, no TLS
 //   sc.address = "127.0.0.1:0";                         // port 0: the kernel picks a free port
 //   rtloop::Result<std::unique_ptr<rtloop::telemetry::Server>> server =
-//       rtloop::telemetry::Server::Start(sc, hub, collector, executor.get());
+//       rtloop::telemetry::Server::Start(sc, hub, collector, executor.get(),
+//                                        &runtime_feed);  // optional: outlier records
 //   if (!server.ok()) return Fail(server.status());     // port in use, bad TLS file, ...
 //   std::printf("telemetry on %s\n", (*server)->address().c_str());
 //   ...
@@ -66,6 +67,10 @@
 namespace rtloop {
 class Executor;
 }  // namespace rtloop
+
+namespace rtloop::explain {
+class OutlierFeed;
+}  // namespace rtloop::explain
 
 namespace rtloop::telemetry {
 
@@ -155,9 +160,12 @@ class Server {
   // of the ResetStats call, which without it answers FAILED_PRECONDITION) must outlive the
   // server. A hub without a stats source is attached to `executor`; with neither, Start() fails
   // (FailedPrecondition). Errors say what failed and how to fix it: bad address, port in use,
-  // unreadable or invalid TLS/token file, bad limits.
+  // unreadable or invalid TLS/token file, bad limits. `outliers` (optional; it must outlive the
+  // server) is what ListOutliers and TaskStats.outliers show (Runtime::outlier_feed()); without
+  // it ListOutliers answers explaining = false and no task has outlier counts.
   static Result<std::unique_ptr<Server>> Start(const ServerConfig& config, TelemetryHub& hub,
-                                               Collector& collector, Executor* executor = nullptr);
+                                               Collector& collector, Executor* executor = nullptr,
+                                               const explain::OutlierFeed* outliers = nullptr);
 
   ~Server();  // Stop()
   Server(const Server&) = delete;
