@@ -107,8 +107,11 @@ std::string Leading(const OutlierRecord& r) {
   }
   const Cause& c = r.causes.front();
   std::string s = std::string(CauseKindName(c.kind));
-  // A timer delay's name is only "timer", steal's "steal": the kind says it.
-  if (c.kind != CauseKind::kTimerDelay && c.name != s) s += " " + c.name;
+  // A timer delay's name is only "timer", steal's "steal", page faults' "page faults": the kind
+  // says it.
+  std::string spoken = s;
+  std::replace(spoken.begin(), spoken.end(), '-', ' ');
+  if (c.kind != CauseKind::kTimerDelay && c.name != s && c.name != spoken) s += " " + c.name;
   std::string extra;
   if (c.kind == CauseKind::kThread && c.id >= 0) extra = "tid " + std::to_string(c.id);
   if (c.kind == CauseKind::kIrq && c.id >= 0) extra = "irq " + std::to_string(c.id);
