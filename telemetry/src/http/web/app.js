@@ -158,18 +158,27 @@
   const outlierRecords = document.getElementById('outlier-records');
   const outlierRows = document.getElementById('outlier-rows');
 
+  const CAUSES_SHOWN = 3;  // per record, the leading ones; the rest in the "+N more" tooltip
   function duration(ns) {  // "4.0 ms", "310 µs"
     return Math.abs(ns) >= 1e6 ? (ns / 1e6).toFixed(1) + ' ms' : (ns / 1e3).toFixed(0) + ' µs';
   }
   // "thread rtloop-spin (tid 812, FIFO 95) 4.0 ms"; a cause the evidence only counted:
-  // "preemption involuntary switches ×3".
+  // "preemption involuntary switches ×3"; a thread the counters name without proof that it ran:
+  // "thread spinner (tid 812, candidate)". A long detail (the counters' prose) is left to the
+  // tooltip (causeTitle) so that a record stays a few lines.
+  const SHORT_DETAIL = 24;
   function cause(c) {
     const about = [];
-    if (c.id !== null) about.push((c.kind === 'thread' ? 'tid ' : c.kind === 'irq' ? 'irq ' : '') + c.id);
-    if (c.detail) about.push(c.detail);
-    return c.kind + ' ' + c.name + (about.length > 0 ? ' (' + about.join(', ') + ')' : '') +
-        (c.ns !== null ? ' ' + duration(c.ns) : ' ×' + c.count);
+    if (c.id !== null) {
+      about.push((c.kind === 'thread' ? 'tid ' : c.kind === 'irq' ? 'irq ' : '') + c.id);
+    }
+    if (c.detail && c.detail.length <= SHORT_DETAIL) about.push(c.detail);
+    if (c.kind === 'thread' && c.ns === null) about.push('candidate');
+    const amount = c.ns !== null ? ' ' + duration(c.ns) : c.count > 0 ? ' ×' + c.count : '';
+    const name = c.name === c.kind ? '' : ' ' + c.name;  // "steal", not "steal steal"
+    return c.kind + name + (about.length > 0 ? ' (' + about.join(', ') + ')' : '') + amount;
   }
+  function causeTitle(c) { return c.detail ? cause(c) + ': ' + c.detail : cause(c); }
   // "100 µs" or "100 µs / execution 800 µs": a task's thresholds.
   function above(t) {
     const limit = (ns) => ns < 1000 ? ns + ' ns' : fmt(ns) + ' µs';
@@ -205,16 +214,19 @@
     cell(tr, r.outlier + ' ' + duration(late)).dataset.field = 'late';
     const causes = cell(tr, '', 'causes');
     causes.dataset.field = 'causes';
-    for (const c of r.causes) {
+    for (const c of r.causes.slice(0, CAUSES_SHOWN)) {
       const line = document.createElement('div');
       line.textContent = cause(c);
+      line.title = causeTitle(c);  // a property: never parsed as HTML
       causes.appendChild(line);
     }
-    if (r.more_causes > 0) {
-      const more = document.createElement('div');
-      more.className = 'none';
-      more.textContent = '+' + r.more_causes + ' more';
-      causes.appendChild(more);
+    const more = r.causes.length - Math.min(r.causes.length, CAUSES_SHOWN) + r.more_causes;
+    if (more > 0) {
+      const line = document.createElement('div');
+      line.className = 'none';
+      line.textContent = '+' + more + ' more';
+      line.title = r.causes.slice(CAUSES_SHOWN).map(causeTitle).join('\n');
+      causes.appendChild(line);
     }
     if (r.causes.length === 0) {
       causes.className = 'causes none';
