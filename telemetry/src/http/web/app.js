@@ -220,12 +220,15 @@
       line.title = causeTitle(c);  // a property: never parsed as HTML
       causes.appendChild(line);
     }
-    const more = r.causes.length - Math.min(r.causes.length, CAUSES_SHOWN) + r.more_causes;
-    if (more > 0) {
+    // "+4 more: thread migration/0, thread spinner, ...": the rest by name (the counters' candidate
+    // threads rank after the counted IRQs), each in full in the tooltip.
+    const rest = r.causes.slice(CAUSES_SHOWN);
+    if (rest.length + r.more_causes > 0) {
       const line = document.createElement('div');
       line.className = 'none';
-      line.textContent = '+' + more + ' more';
-      line.title = r.causes.slice(CAUSES_SHOWN).map(causeTitle).join('\n');
+      line.textContent = '+' + (rest.length + r.more_causes) + ' more' +
+          (rest.length > 0 ? ': ' + rest.map((c) => c.kind + ' ' + c.name).join(', ') : '');
+      line.title = rest.map(causeTitle).join('\n');
       causes.appendChild(line);
     }
     if (r.causes.length === 0) {
