@@ -227,7 +227,8 @@
       const line = document.createElement('div');
       line.className = 'none';
       line.textContent = '+' + (rest.length + r.more_causes) + ' more' +
-          (rest.length > 0 ? ': ' + rest.map((c) => c.kind + ' ' + c.name).join(', ') : '');
+          (rest.length > 0 ? ': ' + rest.map((c) => c.kind + ' ' + c.name).join(', ') : '') +
+          (r.more_causes > 0 ? ', …' : '');
       line.title = rest.map(causeTitle).join('\n');
       causes.appendChild(line);
     }
