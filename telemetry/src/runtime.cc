@@ -279,7 +279,8 @@ Status Runtime::StartHttp() {
   const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   const std::vector<int> before = ThreadIds();
   Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
-      *config_.telemetry.http, *hub_, {.executor = executor_.get(), .collector = collector_.get()});
+      *config_.telemetry.http, *hub_,
+      {.executor = executor_.get(), .collector = collector_.get(), .outliers = &outlier_feed_});
   if (!http.ok()) {
     const std::string& hint = config_.telemetry.http_address_hint;
     return ServerStartError(http.status(), "telemetry http",

@@ -2,12 +2,16 @@
 // loopback port with a temporary TSDB and a 1 s scrape interval, scrapes the HTTP endpoint of a
 // running pipeline (and a running rtloop-cyclic when it is built); the test queries Prometheus's
 // HTTP API and compares with the gRPC API, runs every PromQL expression of the Grafana dashboard,
-// lints the exposition with promtool, and loads the live page in headless Chromium.
+// lints the exposition with promtool, and loads the live page in headless Chromium. A second
+// Runtime (job "explained") has a task whose every cycle is an outlier (explanation threshold
+// 1 ns): its outlier series in Prometheus are the Runtime's counts, and its page shows the last
+// outliers; the pipeline's tasks have no threshold: no outlier series, "not explained".
 //
 // One Prometheus serves the whole suite (SetUpTestSuite) to stay within the time budget. Skips
 // name the package to install when a tool is missing (cmake/dev.sh installs them).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -24,10 +28,13 @@
 
 #include "child_process.h"
 #include "http_test_util.h"
+#include "measure_lock.h"
 #include "metrics.h"
+#include "page_json.h"
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/http_server.h"
 #include "scratch_dir.h"
+#include "spinner.h"
 #include "telemetry_rig.h"
 
 namespace rtloop::telemetry {
@@ -40,6 +47,8 @@ using testing::ChildProcess;
 using testing::FreeLoopbackPort;
 using testing::HttpGet;
 using testing::HttpReply;
+using testing::IdleTask;
+using testing::OtherTask;
 using testing::Rig;
 using testing::RigConfig;
 using testing::ScratchDir;
@@ -102,19 +111,29 @@ class FleetTest : public ::testing::Test {
     HttpConfig hc;
     hc.address = "127.0.0.1:0";
     hc.log_to_stderr = false;
-    Result<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-        hc, rig_->hub(), {.executor = &rig_->executor(), .collector = &rig_->collector()});
+    // The rig's feed: none of its tasks has a threshold, so nothing is explained.
+    Result<std::unique_ptr<HttpServer>> http =
+        HttpServer::Start(hc, rig_->hub(),
+                          {.executor = &rig_->executor(),
+                           .collector = &rig_->collector(),
+                           .outliers = &rig_->runtime().outlier_feed()});
     if (!http.ok()) {
       setup_error_ = http.status().ToString();
       return;
     }
     http_ = std::move(*http);
+    if (Status s = BuildExplained(); !s.ok()) {
+      setup_error_ = s.ToString();
+      return;
+    }
     prom_port_ = FreeLoopbackPort();
     const std::filesystem::path config = *dir_ / "prometheus.yml";
     std::ofstream prom_config(config);
     prom_config << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                 << "scrape_configs:\n  - job_name: rtloop\n    static_configs:\n"
-                << "      - targets: ['" << http_->address() << "']\n";
+                << "      - targets: ['" << http_->address() << "']\n"
+                << "  - job_name: explained\n    static_configs:\n"
+                << "      - targets: ['" << explained_->http_address() << "']\n";
 #if defined(RTLOOP_CYCLIC_PATH)
     // A running rtloop-cyclic in its own process: gRPC and HTTP on ports picked here.
     cyclic_grpc_ = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
@@ -146,7 +165,12 @@ class FleetTest : public ::testing::Test {
       setup_error_ = s.ToString();
       return;
     }
+    if (Status s = explained_->Start(); !s.ok()) {
+      setup_error_ = s.ToString();
+      return;
+    }
     rig_->WaitTasks();
+    explained_->executor().Wait();
     // The endpoint's windows read the histograms once a second; Prometheus scrapes once a second.
     const double want = static_cast<double>(kCycles);
     if (!WaitUntil(
@@ -164,10 +188,45 @@ class FleetTest : public ::testing::Test {
   static void TearDownTestSuite() {
     prometheus_.reset();
     cyclic_.reset();
+    if (explained_ != nullptr) (void)explained_->Stop();
+    explained_.reset();
+    explained_tasks_.reset();
     http_.reset();
     rig_.reset();
     dir_.reset();
   }
+  // The explained Runtime: "explained" (pinned to CPU 0, threshold 1 ns: every cycle is an
+  // outlier) and "plain" (no threshold), kCycles each at 1 ms, its HTTP endpoint on a free port.
+  static Status BuildExplained() {
+    RuntimeConfig rc = testing::TestRuntimeConfig("fleet_explained");
+    rc.telemetry.serve_grpc = false;
+    rc.telemetry.http = HttpConfig{.address = "127.0.0.1:0", .log_to_stderr = false};
+    Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+    RTLOOP_RETURN_IF_ERROR(rt.status());
+    explained_ = std::move(*rt);
+    explained_tasks_ = std::make_unique<IdleTask[]>(2);
+    TaskConfig tc = OtherTask("explained", milliseconds(1), kCycles);
+    tc.cpus = {0};
+    tc.explain_latency_above = std::chrono::nanoseconds(1);
+    RTLOOP_RETURN_IF_ERROR(explained_->AddTask(explained_tasks_[0], tc).status());
+    return explained_->AddTask(explained_tasks_[1], OtherTask("plain", milliseconds(1), kCycles))
+        .status();
+  }
+  // The explained Runtime's counts once every cycle was seen and recorded or dropped (they then
+  // stay put); a test failure when that takes beyond the bound.
+  static explain::ExplainerStats SettledOutliers() {
+    explain::ExplainerStats s;
+    WaitUntil(
+        [&] {
+          s = explained_->OutlierStats();
+          return s.outliers == kCycles && s.recorded + s.dropped == s.outliers;
+        },
+        seconds(30));
+    EXPECT_EQ(s.outliers, kCycles) << "every cycle is above 1 ns";
+    EXPECT_EQ(s.recorded + s.dropped, s.outliers) << "none pending";
+    return s;
+  }
+
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
     ASSERT_TRUE(setup_error_.empty()) << setup_error_;
@@ -231,6 +290,8 @@ class FleetTest : public ::testing::Test {
   static inline std::unique_ptr<HttpServer> http_;
   static inline std::unique_ptr<ChildProcess> prometheus_;
   static inline int prom_port_ = 0;
+  static inline std::unique_ptr<IdleTask[]> explained_tasks_;  // outlive explained_
+  static inline std::unique_ptr<Runtime> explained_;
   static inline std::unique_ptr<ChildProcess> cyclic_;  // a running rtloop-cyclic, when built
   static inline std::string cyclic_grpc_;
 };
@@ -288,6 +349,55 @@ TEST_F(FleetTest, HistogramQuantileAgreesWithRtloopsOwnP99WithinTheBucket) {
     EXPECT_LE(got, upper) << t.task_name() << ": rtloop p99 " << p99;
     EXPECT_NEAR(gauge.at(t.task_name()), p99, p99 / 1024 + 1e-9) << t.task_name();
   }
+}
+
+// Issue 20: the explained task's outlier series, as Prometheus scraped them, are the Runtime's
+// counts (OutlierStats()); tasks without a threshold, and the pipeline without any, have none.
+TEST_F(FleetTest, OutlierSeriesInPrometheusAreTheRuntimesCountsAndOnlyForExplainedTasks) {
+  const explain::ExplainerStats s = SettledOutliers();
+  ASSERT_EQ(s.tasks.size(), 1u);
+  const explain::TaskOutlierStats& t = s.tasks[0];
+  const std::string sel = "{job=\"explained\",task=\"explained\"}";
+  // A scrape taken after the counts settled: the analysis's CPU time changes with every record.
+  const std::string cpu_expr = "rtloop_outlier_analysis_cpu_seconds_total{job=\"explained\"}";
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const json cpu = Query(cpu_expr);
+        return cpu.size() == 1 &&
+               std::abs(Value(cpu[0]) - static_cast<double>(s.explain_cpu_ns_total) * 1e-9) < 1e-9;
+      },
+      seconds(20)))
+      << Query(cpu_expr).dump() << " vs " << s.explain_cpu_ns_total << " ns";
+  const json outliers = Query("rtloop_task_outliers_total" + sel);
+  ASSERT_EQ(outliers.size(), 1u) << outliers.dump();
+  EXPECT_EQ(Value(outliers[0]), static_cast<double>(t.outliers));
+  EXPECT_EQ(Value(Query("rtloop_task_outliers_dropped_total" + sel)[0]),
+            static_cast<double>(t.dropped));
+  std::map<std::string, double> want;
+  for (std::size_t k = 0; k < explain::kCauseKindCount; ++k) {
+    want[explain::CauseKindName(static_cast<explain::CauseKind>(k))] =
+        static_cast<double>(t.by_leading_cause[k]);
+  }
+  want["none"] = static_cast<double>(t.without_cause);
+  std::map<std::string, double> got;
+  for (const json& r : Query("rtloop_task_outlier_records_total" + sel)) {
+    got[r["metric"]["cause"].get<std::string>()] = Value(r);
+  }
+  EXPECT_EQ(got, want);
+  const json sum = Query("sum(rtloop_task_outlier_records_total" + sel + ")");
+  ASSERT_EQ(sum.size(), 1u);
+  EXPECT_EQ(Value(sum[0]), static_cast<double>(t.recorded));
+  const json threshold = Query("rtloop_task_outlier_threshold_seconds" + sel);
+  ASSERT_EQ(threshold.size(), 1u) << "latency only: execution time is not judged";
+  EXPECT_EQ(threshold[0]["metric"]["kind"], "latency");
+  EXPECT_EQ(Value(threshold[0]), 1e-9);
+  const json cpu_max = Query("rtloop_outlier_analysis_cpu_max_seconds{job=\"explained\"}");
+  ASSERT_EQ(cpu_max.size(), 1u);
+  EXPECT_NEAR(Value(cpu_max[0]), static_cast<double>(s.explain_cpu_ns_max) * 1e-9, 1e-9);
+  EXPECT_EQ(Query("rtloop_outlier_samples_lost_total{job=\"explained\"}").size(), 1u);
+  // No series at all (absent, not 0) for a task without a threshold, nor for the pipeline.
+  EXPECT_EQ(Query("{__name__=~\"rtloop_.*outlier.*\",task=\"plain\"}").dump(), "[]");
+  EXPECT_EQ(Query("{__name__=~\"rtloop_.*outlier.*\",job=\"rtloop\"}").dump(), "[]");
 }
 
 // The issue's set-up: Prometheus scraping a running rtloop-cyclic (another process). Counters move,
@@ -356,11 +466,20 @@ TEST_F(FleetTest, PrometheusScrapesARunningRtloopCyclicAndItsCountersMatchGetSta
 TEST_F(FleetTest, PromtoolAcceptsTheExposition) {
   if (!Executable(kPromtool))
     GTEST_SKIP() << "promtool is not installed (apt-get install prometheus)";
-  const std::filesystem::path body = *dir_ / "metrics.txt";
-  std::ofstream(body) << HttpGet(http_->port(), "/metrics").body;
-  ChildProcess lint({"/bin/sh", "-c", std::string(kPromtool) + " check metrics < " + body.string()},
-                    *dir_ / "promtool.log");
-  EXPECT_EQ(lint.Wait(seconds(30)), 0) << lint.Output();
+  // The pipeline's, and the explained Runtime's with its outlier families.
+  (void)SettledOutliers();
+  for (const int port : {http_->port(), explained_->http()->port()}) {
+    const std::filesystem::path body = *dir_ / ("metrics-" + std::to_string(port) + ".txt").c_str();
+    const std::string text = HttpGet(port, "/metrics").body;
+    std::ofstream(body) << text;
+    if (port == explained_->http()->port()) {
+      ASSERT_NE(text.find("rtloop_task_outlier_records_total{"), std::string::npos) << text;
+    }
+    ChildProcess lint(
+        {"/bin/sh", "-c", std::string(kPromtool) + " check metrics < " + body.string()},
+        *dir_ / "promtool.log");
+    EXPECT_EQ(lint.Wait(seconds(30)), 0) << lint.Output();
+  }
 }
 
 // Every PromQL expression in the dashboard (panels and variables), with Grafana's variables
@@ -445,25 +564,56 @@ std::vector<std::string> ChromiumArgs(const ScratchDir& dir, const std::string& 
           "--virtual-time-budget=4000"};
 }
 
-TEST_F(FleetTest, PageInHeadlessChromiumShowsEveryTaskWithTheApiNumbersAndNoErrors) {
-  if (!Executable(kChromium))
-    GTEST_SKIP() << "Debian's chromium is not installed (apt-get install chromium)";
-  const std::string url = "http://" + http_->address() + "/";
-  std::vector<std::string> args = ChromiumArgs(*dir_, "profile-dom");
+// The DOM of the page served on `address` once Chromium ran its script (4 s of virtual time:
+// several polls), followed by what Chromium logged; empty, and a test failure, when it failed.
+std::string PageDom(const ScratchDir& dir, const std::string& address, const std::string& profile) {
+  std::vector<std::string> args = ChromiumArgs(dir, profile);
   args.push_back("--dump-dom");
-  args.push_back(url);
-  const std::filesystem::path out = *dir_ / "dom.html";
-  ChildProcess chrome(args, out);
-  ASSERT_TRUE(chrome.started()) << chrome.error();
-  ASSERT_EQ(chrome.Wait(seconds(60)), 0) << chrome.Output().substr(0, 4000);
-  const std::string dom = chrome.Output();
-  // The page counts its own errors (window.onerror, unhandled rejections) in #errors.
+  args.push_back("http://" + address + "/");
+  ChildProcess chrome(args, dir / (profile + ".html").c_str());
+  if (!chrome.started()) {
+    ADD_FAILURE() << chrome.error();
+    return {};
+  }
+  if (const int rc = chrome.Wait(seconds(60)); rc != 0) {
+    ADD_FAILURE() << "chromium exited with " << rc << ": " << chrome.Output().substr(0, 4000);
+    return {};
+  }
+  return chrome.Output();
+}
+
+// The page counted no error of its own (window.onerror, unhandled rejections: #errors), Chromium
+// logged none, and the page got data.
+void ExpectPageWithoutErrors(const std::string& dom) {
+  const std::size_t errors = dom.find("id=\"errors\"");
   EXPECT_NE(dom.find("id=\"errors\" data-count=\"0\""), std::string::npos)
-      << dom.substr(dom.find("id=\"errors\""), 400);
-  // Console errors Chromium logs to stderr.
+      << dom.substr(errors == std::string::npos ? 0 : errors, 400);
   EXPECT_EQ(dom.find(":ERROR:CONSOLE"), std::string::npos) << dom.substr(0, 2000);
   EXPECT_EQ(dom.find("Uncaught"), std::string::npos);
   EXPECT_NE(dom.find("data-updates=\""), std::string::npos) << "the page never got data";
+}
+
+// `text` as Chromium writes a text node: &, < and > escaped.
+std::string HtmlText(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : std::string(1, c);
+  }
+  return out;
+}
+
+TEST_F(FleetTest, PageInHeadlessChromiumShowsEveryTaskWithTheApiNumbersAndNoErrors) {
+  if (!Executable(kChromium))
+    GTEST_SKIP() << "Debian's chromium is not installed (apt-get install chromium)";
+  const std::string dom = PageDom(*dir_, http_->address(), "profile-dom");
+  ASSERT_FALSE(dom.empty());
+  ExpectPageWithoutErrors(dom);
+  // No task of the pipeline has a threshold: the outlier panel says so, with no zeros.
+  EXPECT_NE(dom.find("data-state=\"not-explained\">not explained — set "
+                     "TaskConfig::explain_latency_above or rtloop-cyclic --explain<"),
+            std::string::npos)
+      << dom.substr(dom.find("id=\"outliers\""), 800);
+  EXPECT_EQ(dom.find("<tr data-outlier="), std::string::npos);
   // Every task has a row and a chart card, and the row's numbers are the API's.
   const json api = json::parse(HttpGet(http_->port(), "/api/v1/tasks").body);
   ASSERT_EQ(api["tasks"].size(), static_cast<std::size_t>(kTasks));
@@ -492,6 +642,107 @@ TEST_F(FleetTest, PageInHeadlessChromiumShowsEveryTaskWithTheApiNumbersAndNoErro
   EXPECT_GE(canvases, static_cast<std::size_t>(2 * kTasks));
 }
 
+// Issue 20: the explained Runtime's page shows the last outliers, newest first, with the API's
+// figures, the per-task counts and the evidence note.
+TEST_F(FleetTest, PageShowsWhyTheLastCyclesWereLate) {
+  if (!Executable(kChromium))
+    GTEST_SKIP() << "Debian's chromium is not installed (apt-get install chromium)";
+  const explain::ExplainerStats s = SettledOutliers();
+  const std::string dom = PageDom(*dir_, explained_->http_address(), "profile-outliers");
+  ASSERT_FALSE(dom.empty());
+  ExpectPageWithoutErrors(dom);
+  EXPECT_NE(dom.find("data-state=\"records\">evidence: " + HtmlText(explained_->OutlierEvidence())),
+            std::string::npos)
+      << dom.substr(dom.find("id=\"outliers\""), 800);
+  const json api = json::parse(HttpGet(explained_->http()->port(), "/api/v1/tasks").body);
+  const json& records = api["outliers"]["records"];
+  ASSERT_EQ(records.size(), internal::kPageOutliers);
+  std::size_t previous = 0;
+  for (const json& r : records) {
+    const std::size_t row =
+        dom.find("<tr data-outlier=\"" + std::to_string(r["index"].get<std::size_t>()) + "\">");
+    ASSERT_NE(row, std::string::npos) << r.dump();
+    EXPECT_GT(row, previous) << "newest first";
+    previous = row;
+    const std::string tr = dom.substr(row, dom.find("</tr>", row) - row);
+    EXPECT_NE(tr.find("data-field=\"task\">explained<"), std::string::npos) << tr;
+    EXPECT_NE(tr.find("data-field=\"cycle\">" + std::to_string(r["cycle"].get<long long>()) + "<"),
+              std::string::npos)
+        << tr;
+    EXPECT_NE(tr.find("data-field=\"late\">latency "), std::string::npos) << tr;
+    EXPECT_NE(tr.find(">" + r["evidence"].get<std::string>() + "</td>"), std::string::npos) << tr;
+    if (!r["causes"].empty()) {  // each cause on its line: "KIND NAME (...) TIME"
+      const std::string kind = r["causes"][0]["kind"].get<std::string>();
+      const std::string name = r["causes"][0]["name"].get<std::string>();
+      EXPECT_NE(tr.find("\">" + HtmlText(name == kind ? kind : kind + " " + name)),
+                std::string::npos)
+          << tr;
+    }
+  }
+  const std::size_t counts = dom.find("<tr data-task=\"0\">");
+  ASSERT_NE(counts, std::string::npos);
+  const std::string tr = dom.substr(counts, dom.find("</tr>", counts) - counts);
+  EXPECT_NE(tr.find(">1 ns<"), std::string::npos) << tr;
+  EXPECT_NE(tr.find("data-field=\"outliers\">" + std::to_string(s.tasks[0].outliers) + "<"),
+            std::string::npos)
+      << tr;
+  EXPECT_NE(tr.find("data-field=\"recorded\">" + std::to_string(s.tasks[0].recorded) + "<"),
+            std::string::npos)
+      << tr;
+}
+
+// Names are untrusted: a thread's comm is whatever its process set. A SCHED_FIFO spinner named as
+// markup causes the outliers of a task whose name is markup too; the page shows both as text.
+TEST_F(FleetTest, PageShowsHostileThreadAndTaskNamesAsText) {
+  if (!Executable(kChromium))
+    GTEST_SKIP() << "Debian's chromium is not installed (apt-get install chromium)";
+  if (geteuid() != 0) GTEST_SKIP() << "the spinner's SCHED_FIFO 95 needs root (CAP_SYS_NICE)";
+  const rtloop::testing::MeasureLock lock(seconds(60));  // the spinner is a load
+  ASSERT_TRUE(lock.held()) << lock.why_not();
+  const std::string thread = "<b id=pwn>x</b>";  // 15 bytes: all a comm holds
+  rtloop::testing::Spinner spin(0, 95, std::chrono::microseconds(3000), milliseconds(100),
+                                thread.c_str());
+  if (!spin.ok()) GTEST_SKIP() << "SCHED_FIFO 95 on CPU 0 was refused";
+  IdleTask task;  // outlives the Runtime
+  RuntimeConfig rc = testing::TestRuntimeConfig("fleet_hostile");
+  rc.telemetry.serve_grpc = false;
+  rc.telemetry.http = HttpConfig{.address = "127.0.0.1:0", .log_to_stderr = false};
+  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  const std::string name = "<img src=x onerror=document.body.dataset.pwned=1>";
+  TaskConfig tc = OtherTask(name, milliseconds(1), 1500);
+  tc.cpus = {0};
+  tc.explain_latency_above = milliseconds(1);  // the spinner's 3 ms bursts
+  ASSERT_TRUE((*rt)->AddTask(task, tc).ok());
+  ASSERT_TRUE((*rt)->Start().ok());
+  (*rt)->executor().Wait();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const explain::ExplainerStats s = (*rt)->OutlierStats();
+        return s.recorded > 0 && s.recorded + s.dropped == s.outliers;
+      },
+      seconds(30)));
+  const json api = json::parse(HttpGet((*rt)->http()->port(), "/api/v1/tasks").body);
+  // The trace names it when it ran inside a window; the counters as a candidate.
+  int named = 0;
+  for (const json& r : api["outliers"]["records"]) {
+    for (const json& c : r["causes"]) named += c["kind"] == "thread" && c["name"] == thread;
+  }
+  ASSERT_GT(named, 0) << "the spinner is in none of the last records: " << api["outliers"].dump();
+  const std::string dom = PageDom(*dir_, (*rt)->http_address(), "profile-hostile");
+  ASSERT_FALSE(dom.empty());
+  ExpectPageWithoutErrors(dom);
+  EXPECT_EQ(dom.find("data-pwned"), std::string::npos) << "the task name ran as markup";
+  EXPECT_EQ(dom.find("<b id=\"pwn\">"), std::string::npos) << "the thread name became markup";
+  // As text: on a cause's line ("thread <b id=pwn>x</b> (tid N, FIFO 95) 3.0 ms"), or among the
+  // "+N more: ..." names when it ranks below the first three (a candidate of the counters).
+  EXPECT_NE(dom.find("thread " + HtmlText(thread)), std::string::npos)
+      << dom.substr(dom.find("id=\"outlier-rows\""), 2000);
+  EXPECT_NE(dom.find("data-field=\"task\">" + HtmlText(name) + "<"), std::string::npos);
+  EXPECT_TRUE((*rt)->Stop().ok());
+}
+
+// The README's picture: the explained Runtime's page (the outlier panel with records).
 TEST_F(FleetTest, ScreenshotOfThePage) {
   if (!Executable(kChromium))
     GTEST_SKIP() << "Debian's chromium is not installed (apt-get install chromium)";
@@ -499,9 +750,9 @@ TEST_F(FleetTest, ScreenshotOfThePage) {
   std::filesystem::remove(png);
   std::vector<std::string> args = ChromiumArgs(*dir_, "profile-shot");
   args.push_back("--hide-scrollbars");
-  args.push_back("--window-size=1400,900");
+  args.push_back("--window-size=1400,1200");
   args.push_back("--screenshot=" + png.string());
-  args.push_back("http://" + http_->address() + "/");
+  args.push_back("http://" + explained_->http_address() + "/");
   ChildProcess chrome(args, *dir_ / "screenshot.log");
   ASSERT_EQ(chrome.Wait(seconds(60)), 0) << chrome.Output().substr(0, 4000);
   ASSERT_TRUE(std::filesystem::exists(png));

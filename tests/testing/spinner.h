@@ -1,6 +1,6 @@
-// Spinner: a thread of the test process, named "rtloop-spin", SCHED_FIFO at a chosen priority
-// on one CPU, busy for `busy` every `every` until destroyed: a real cause of late cycles for the
-// outlier explanation's tests (a higher-priority thread on the task's CPU).
+// Spinner: a thread of the test process, named "rtloop-spin" (or as asked), SCHED_FIFO at a chosen
+// priority on one CPU, busy for `busy` every `every` until destroyed: a real cause of late cycles
+// for the outlier explanation's tests (a higher-priority thread on the task's CPU).
 //
 //   rtloop::testing::Spinner spin(0, 95, std::chrono::microseconds(3000),
 //                                 std::chrono::milliseconds(150));
@@ -22,8 +22,10 @@ namespace rtloop::testing {
 
 class Spinner {
  public:
-  Spinner(int cpu, int priority, std::chrono::microseconds busy, std::chrono::milliseconds every)
-      : thread_([=, this] { Run(cpu, priority, busy, every); }) {
+  // `name`: the thread's name (its comm: at most 15 bytes), e.g. markup for the views' tests.
+  Spinner(int cpu, int priority, std::chrono::microseconds busy, std::chrono::milliseconds every,
+          const char* name = "rtloop-spin")
+      : thread_([=, this] { Run(cpu, priority, busy, every, name); }) {
     while (state_.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~Spinner() {
@@ -34,8 +36,9 @@ class Spinner {
   int tid() const { return tid_.load(); }
 
  private:
-  void Run(int cpu, int priority, std::chrono::microseconds busy, std::chrono::milliseconds every) {
-    pthread_setname_np(pthread_self(), "rtloop-spin");
+  void Run(int cpu, int priority, std::chrono::microseconds busy, std::chrono::milliseconds every,
+           const char* name) {
+    pthread_setname_np(pthread_self(), name);
     tid_.store(gettid());
     cpu_set_t set;
     CPU_ZERO(&set);

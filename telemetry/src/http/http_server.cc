@@ -182,7 +182,8 @@ class HttpServer::Impl {
             .windows = sources.windows,
             .executor = sources.executor,
             .collector = sources.collector,
-            .http = &counters};
+            .http = &counters,
+            .outliers = sources.outliers};
   }
 
   // Sends a reply and counts it (rtloop_http_requests_total, requests()): every reply goes

@@ -4,11 +4,13 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "process_stats.h"
+#include "rtloop/explain/outlier_feed.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "rtloop/telemetry/windowed_stats.h"
 #include "task_view.h"
@@ -50,6 +52,14 @@ void AddGauge(MetricFamily* f, Labels labels, double value) {
 Labels With(Labels labels, const char* name, std::string value) {
   labels.push_back({name, std::move(value)});
   return labels;
+}
+
+// The labels every per-task series carries.
+Labels TaskLabels(const TaskView& t) {
+  return {{"task", t.label},
+          {"cpu", t.cpus},
+          {"policy", t.policy},
+          {"priority", std::to_string(t.priority)}};
 }
 
 // `r.bins` holds the counts per kHistogramBoundsNs bin (WindowedStats::Reading).
@@ -149,10 +159,7 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
              MetricType::Summary);
 
   for (const TaskView& t : tasks) {
-    const Labels labels = {{"task", t.label},
-                           {"cpu", t.cpus},
-                           {"policy", t.policy},
-                           {"priority", std::to_string(t.priority)}};
+    const Labels labels = TaskLabels(t);
     if (t.stats.tid != 0) rt_tids->push_back(t.stats.tid);
     // The counters and the histograms come from one reading (WindowedStats' last tick), so that a
     // scrape agrees with itself: cycles_total is the latency histogram's _count, and the other
@@ -190,6 +197,74 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
                           &latency_max, &latency_q, &execution_max, &execution_q}) {
     if (!f->metric.empty()) out->push_back(std::move(*f));
   }
+}
+
+// The outlier families (README.md, "Outliers"), appended to `out`: per explained task, and the
+// analysis's cost. Nothing at all while the feed explains no task ("not explained", never 0).
+// The counts only: OutlierFeed::Counts() copies no record.
+void AddOutlierFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
+                        std::vector<MetricFamily>* out) {
+  if (in.outliers == nullptr) return;
+  const explain::OutlierFeed::Page counts = in.outliers->Counts();
+  if (!counts.explaining) return;
+  MetricFamily outliers =
+      Family("rtloop_task_outliers_total",
+             "Cycles whose wake-up latency or execution time was above the task's explanation "
+             "threshold (rtloop_task_outlier_threshold_seconds)",
+             MetricType::Counter);
+  MetricFamily records =
+      Family("rtloop_task_outlier_records_total",
+             "Outlier records by the kind of their leading cause (thread, irq, softirq, "
+             "timer-delay, page-faults, preemption, steal; none: the record names no cause, for "
+             "want of evidence or because the evidence showed nothing)",
+             MetricType::Counter);
+  MetricFamily dropped = Family("rtloop_task_outliers_dropped_total",
+                                "Outliers counted but not recorded (the records kept are bounded)",
+                                MetricType::Counter);
+  MetricFamily threshold =
+      Family("rtloop_task_outlier_threshold_seconds",
+             "Explanation threshold: kind=latency the wake-up latency, kind=execution the "
+             "execution time (only when judged) above which a cycle is an outlier",
+             MetricType::Gauge);
+  for (const explain::TaskOutlierStats& s : counts.stats.tasks) {
+    const auto view =
+        std::find_if(tasks.begin(), tasks.end(), [&](const TaskView& t) { return t.id == s.task; });
+    if (view == tasks.end()) continue;  // not in the hub: no labels to give it
+    const Labels labels = TaskLabels(*view);
+    AddCounter(&outliers, labels, static_cast<double>(s.outliers));
+    for (std::size_t k = 0; k < explain::kCauseKindCount; ++k) {
+      AddCounter(&records,
+                 With(labels, "cause", explain::CauseKindName(static_cast<explain::CauseKind>(k))),
+                 static_cast<double>(s.by_leading_cause[k]));
+    }
+    AddCounter(&records, With(labels, "cause", "none"), static_cast<double>(s.without_cause));
+    AddCounter(&dropped, labels, static_cast<double>(s.dropped));
+    if (ThresholdInForce(s.latency_above_ns)) {
+      AddGauge(&threshold, With(labels, "kind", "latency"), Seconds(s.latency_above_ns));
+    }
+    if (ThresholdInForce(s.execution_above_ns)) {
+      AddGauge(&threshold, With(labels, "kind", "execution"), Seconds(s.execution_above_ns));
+    }
+  }
+  for (MetricFamily* f : {&outliers, &records, &dropped, &threshold}) {
+    if (!f->metric.empty()) out->push_back(std::move(*f));
+  }
+  MetricFamily cpu = Family("rtloop_outlier_analysis_cpu_seconds_total",
+                            "CPU time the outlier analysis took, every record together (a non-RT "
+                            "thread: rtloop-explain)",
+                            MetricType::Counter);
+  AddCounter(&cpu, {}, Seconds(counts.stats.explain_cpu_ns_total));
+  out->push_back(std::move(cpu));
+  MetricFamily cpu_max = Family("rtloop_outlier_analysis_cpu_max_seconds",
+                                "CPU time of the costliest record's analysis", MetricType::Gauge);
+  AddGauge(&cpu_max, {}, Seconds(counts.stats.explain_cpu_ns_max));
+  out->push_back(std::move(cpu_max));
+  MetricFamily lost = Family("rtloop_outlier_samples_lost_total",
+                             "Samples the outlier analysis lost before reading them: outliers may "
+                             "hide there (rtloop_task_outliers_total is then a lower bound)",
+                             MetricType::Counter);
+  AddCounter(&lost, {}, static_cast<double>(counts.stats.samples_lost));
+  out->push_back(std::move(lost));
 }
 
 // The process and HTTP families, appended to `out`.
@@ -267,9 +342,10 @@ std::uint64_t HttpCounters::Answered(int code) const noexcept {
 std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
   const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
   std::vector<MetricFamily> out;
-  out.reserve(24);
+  out.reserve(31);
   std::vector<int> rt_tids;
   AddTaskFamilies(in, tasks, &out, &rt_tids);
+  AddOutlierFamilies(in, tasks, &out);
   AddProcessFamilies(in, tasks.size(), rt_tids, &out);
   return out;
 }

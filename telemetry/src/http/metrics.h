@@ -22,6 +22,10 @@ namespace rtloop {
 class Executor;
 }  // namespace rtloop
 
+namespace rtloop::explain {
+class OutlierFeed;
+}  // namespace rtloop::explain
+
 namespace rtloop::telemetry {
 class Collector;
 class TelemetryHub;
@@ -78,6 +82,9 @@ struct MetricsInput {
   const Executor* executor = nullptr;      // optional
   const Collector* collector = nullptr;    // optional
   const HttpCounters* http = nullptr;      // optional
+  // Optional: the outlier families (read with OutlierFeed::Counts(): no record is copied) and the
+  // page's outlier panel.
+  const explain::OutlierFeed* outliers = nullptr;
 };
 
 // Every family, in the order of the README's table.

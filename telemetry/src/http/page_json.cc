@@ -1,11 +1,13 @@
 #include "page_json.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <vector>
 
+#include "rtloop/explain/outlier_feed.h"
 #include "rtloop/telemetry/utf8.h"
 #include "rtloop/telemetry/windowed_stats.h"
 #include "task_view.h"
@@ -172,6 +174,98 @@ void Faults(Json& j, const TaskView& t) {
   j.End('}');
 }
 
+// A threshold in force (ThresholdInForce()), else null.
+void Threshold(Json& j, const char* key, std::int64_t ns) {
+  j.Key(key);
+  IntOrNull(j, ThresholdInForce(ns), ns);
+}
+
+// One explained task's counts: "by_cause" has every cause kind and "none" (no cause named).
+void OutlierCounts(Json& j, const explain::TaskOutlierStats& s) {
+  j.Begin('{');
+  j.Key("task").Int(s.task);
+  j.Key("task_name").Str(s.name);
+  Threshold(j, "latency_above_ns", s.latency_above_ns);
+  Threshold(j, "execution_above_ns", s.execution_above_ns);
+  j.Key("outliers").Int(static_cast<long long>(s.outliers));
+  j.Key("recorded").Int(static_cast<long long>(s.recorded));
+  j.Key("unexplained").Int(static_cast<long long>(s.unexplained));
+  j.Key("dropped").Int(static_cast<long long>(s.dropped));
+  j.Key("by_cause").Begin('{');
+  for (std::size_t k = 0; k < explain::kCauseKindCount; ++k) {
+    j.Key(explain::CauseKindName(static_cast<explain::CauseKind>(k)))
+        .Int(static_cast<long long>(s.by_leading_cause[k]));
+  }
+  j.Key("none").Int(static_cast<long long>(s.without_cause));
+  j.End('}');
+  j.Key("last_cycle");
+  IntOrNull(j, s.recorded > 0, static_cast<long long>(s.last_cycle));
+  j.End('}');
+}
+
+// One record as the page shows it: the JSON document's fields (telemetry/explain/README.md)
+// without the raw lines, its first kPageCausesPerOutlier causes ("more_causes": the rest).
+void OutlierRecordJson(Json& j, std::size_t index, const explain::OutlierRecord& r) {
+  const explain::OutlierWindow& w = r.window;
+  j.Begin('{');
+  j.Key("index").Int(static_cast<long long>(index));
+  j.Key("task").Int(w.task);
+  j.Key("task_name").Str(w.task_name);
+  j.Key("tid").Int(w.tid);
+  j.Key("cpu");
+  IntOrNull(j, w.cpu >= 0, w.cpu);
+  j.Key("cycle").Int(static_cast<long long>(w.cycle));
+  j.Key("outlier").Str(w.execution ? "execution" : "latency");
+  j.Key("latency_ns").Int(w.wake_ns - w.release_ns);
+  j.Key("execution_ns").Int(w.done_ns - w.wake_ns);
+  j.Key("evidence").Str(explain::EvidenceKindName(r.evidence));
+  j.Key("evidence_note").Str(r.evidence_note);
+  j.Key("causes").Begin('[');
+  const std::size_t shown = std::min(r.causes.size(), kPageCausesPerOutlier);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const explain::Cause& c = r.causes[i];
+    j.Begin('{');
+    j.Key("kind").Str(explain::CauseKindName(c.kind));
+    j.Key("name").Str(c.name);
+    j.Key("ns");
+    IntOrNull(j, c.ns >= 0, c.ns);
+    j.Key("count").Int(static_cast<long long>(c.count));
+    j.Key("id");
+    IntOrNull(j, c.id >= 0, c.id);
+    j.Key("detail").Str(c.detail);
+    j.End('}');
+  }
+  j.End(']');
+  j.Key("more_causes").Int(static_cast<long long>(r.causes.size() - shown));
+  j.Key("explained_ns").Int(r.explained_ns);
+  j.Key("unexplained_ns").Int(r.unexplained_ns);
+  j.End('}');
+}
+
+// "outliers": {"explaining": false} when no task is explained (or the server has no feed);
+// else the evidence note, the counts, and the last kPageOutliers records, newest first.
+void Outliers(Json& j, const explain::OutlierFeed* feed) {
+  j.Key("outliers").Begin('{');
+  const explain::OutlierFeed::Page p =
+      feed != nullptr ? feed->Last(kPageOutliers) : explain::OutlierFeed::Page{};
+  j.Key("explaining").Bool(p.explaining);
+  if (p.explaining) {
+    j.Key("evidence").Str(p.evidence);
+    j.Key("total").Int(static_cast<long long>(p.total));
+    j.Key("samples_lost").Int(static_cast<long long>(p.stats.samples_lost));
+    j.Key("analysis_cpu_ns_max").Int(p.stats.explain_cpu_ns_max);
+    j.Key("analysis_cpu_ns_total").Int(p.stats.explain_cpu_ns_total);
+    j.Key("tasks").Begin('[');
+    for (const explain::TaskOutlierStats& s : p.stats.tasks) OutlierCounts(j, s);
+    j.End(']');
+    j.Key("records").Begin('[');
+    for (std::size_t i = p.records.size(); i-- > 0;)
+      OutlierRecordJson(j, p.first + i, p.records[i]);
+    j.End(']');
+  }
+  j.End('}');
+}
+
 }  // namespace
 
 std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds) {
@@ -238,6 +332,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     j.End('}');
   }
   j.End(']');
+  Outliers(j, in.outliers);
   j.End('}');
   return j.Take();
 }

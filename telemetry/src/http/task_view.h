@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct TaskView {
   bool has_subscriber_lost = false;   // a collector was given (else nobody subscribes)
   std::uint64_t subscriber_lost = 0;  // TaskTelemetry::subscriber_lost()
 };
+
+// True for an explanation threshold in force (explain::TaskOutlierStats): > 0, and not the "never"
+// (nanoseconds::max()) the Runtime gives the latency of a task judged on its execution time only.
+inline bool ThresholdInForce(std::int64_t threshold_ns) {
+  return threshold_ns > 0 && threshold_ns != std::numeric_limits<std::int64_t>::max();
+}
 
 // Every task of `hub`, by id. `executor` and `collector` are optional. The effective scheduling
 // is read from the executor only once a task's thread has applied it (state past kStarting);

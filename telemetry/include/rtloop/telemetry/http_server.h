@@ -61,6 +61,10 @@ namespace rtloop {
 class Executor;
 }  // namespace rtloop
 
+namespace rtloop::explain {
+class OutlierFeed;
+}  // namespace rtloop::explain
+
 namespace rtloop::telemetry {
 
 class Collector;
@@ -112,6 +116,11 @@ struct HttpSources {
   // Readings of the hub's histograms, ticking; without it the server creates and runs its own
   // (window and history from HttpConfig).
   const WindowedStats* windows = nullptr;
+  // The outlier records (Runtime::outlier_feed()): /metrics gets the per-task outlier counts by
+  // leading cause and the analysis's cost, the page its "Why the last cycles were late" panel.
+  // Without it, or while the feed explains no task, there are no outlier series and the page says
+  // "not explained".
+  const explain::OutlierFeed* outliers = nullptr;
 };
 
 // Checks an HTTP address (IPv4 HOST:PORT or :PORT, port 0..65535) without binding it: the same

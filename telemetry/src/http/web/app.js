@@ -1,5 +1,8 @@
-// rtloop's live page: polls /api/v1/tasks once per tick and draws the task-monitor table, a
+// rtloop's live page: polls /api/v1/tasks once per tick and draws the task-monitor table, the
+// "Why the last cycles were late" panel (the last outlier records and the per-task counts), a
 // log-scale latency histogram per task and the per-second max/p99 of the last minutes (dygraphs).
+// Every string from the board is set with textContent, never as HTML: task and thread names are
+// untrusted (a thread's comm is whatever its process named it).
 'use strict';
 
 (function () {
@@ -148,6 +151,125 @@
     if (entry.history.length > 0) entry.time.updateOptions({file: entry.history});
   }
 
+  // ---- "Why the last cycles were late" ------------------------------------------------------
+  const outlierState = document.getElementById('outliers-state');
+  const outlierCounts = document.getElementById('outlier-counts');
+  const outlierCountRows = document.getElementById('outlier-count-rows');
+  const outlierRecords = document.getElementById('outlier-records');
+  const outlierRows = document.getElementById('outlier-rows');
+
+  const CAUSES_SHOWN = 3;  // per record, the leading ones; the rest in the "+N more" tooltip
+  function duration(ns) {  // "4.0 ms", "310 µs"
+    return Math.abs(ns) >= 1e6 ? (ns / 1e6).toFixed(1) + ' ms' : (ns / 1e3).toFixed(0) + ' µs';
+  }
+  // "thread rtloop-spin (tid 812, FIFO 95) 4.0 ms"; a cause the evidence only counted:
+  // "preemption involuntary switches ×3"; a thread the counters name without proof that it ran:
+  // "thread spinner (tid 812, candidate)". A long detail (the counters' prose) is left to the
+  // tooltip (causeTitle) so that a record stays a few lines.
+  const SHORT_DETAIL = 24;
+  function cause(c) {
+    const about = [];
+    if (c.id !== null) {
+      about.push((c.kind === 'thread' ? 'tid ' : c.kind === 'irq' ? 'irq ' : '') + c.id);
+    }
+    if (c.detail && c.detail.length <= SHORT_DETAIL) about.push(c.detail);
+    if (c.kind === 'thread' && c.ns === null) about.push('candidate');
+    const amount = c.ns !== null ? ' ' + duration(c.ns) : c.count > 0 ? ' ×' + c.count : '';
+    const name = c.name === c.kind ? '' : ' ' + c.name;  // "steal", not "steal steal"
+    return c.kind + name + (about.length > 0 ? ' (' + about.join(', ') + ')' : '') + amount;
+  }
+  function causeTitle(c) { return c.detail ? cause(c) + ': ' + c.detail : cause(c); }
+  // "100 µs" or "100 µs / execution 800 µs": a task's thresholds.
+  function above(t) {
+    const limit = (ns) => ns < 1000 ? ns + ' ns' : fmt(ns) + ' µs';
+    const parts = [];
+    if (t.latency_above_ns !== null) parts.push(limit(t.latency_above_ns));
+    if (t.execution_above_ns !== null) parts.push('execution ' + limit(t.execution_above_ns));
+    return parts.join(' / ');
+  }
+  function byCause(counts) {  // "thread 5, irq 1, none 1" (the kinds that led some record)
+    const parts = Object.entries(counts).filter(([, n]) => n > 0).map(([k, n]) => k + ' ' + n);
+    return parts.length > 0 ? parts.join(', ') : '-';
+  }
+
+  function outlierCountRow(t) {
+    const tr = document.createElement('tr');
+    tr.dataset.task = String(t.task);
+    cell(tr, t.task_name, 'name');
+    cell(tr, above(t));
+    cell(tr, String(t.outliers)).dataset.field = 'outliers';
+    cell(tr, String(t.recorded)).dataset.field = 'recorded';
+    cell(tr, String(t.unexplained), t.unexplained > 0 ? 'bad' : '').dataset.field = 'unexplained';
+    cell(tr, String(t.dropped), t.dropped > 0 ? 'bad' : '').dataset.field = 'dropped';
+    cell(tr, byCause(t.by_cause), 'name').dataset.field = 'by_cause';
+    return tr;
+  }
+
+  function outlierRow(r) {
+    const tr = document.createElement('tr');
+    tr.dataset.outlier = String(r.index);
+    cell(tr, r.task_name, 'name').dataset.field = 'task';
+    cell(tr, String(r.cycle)).dataset.field = 'cycle';
+    const late = r.outlier === 'execution' ? r.execution_ns : r.latency_ns;
+    cell(tr, r.outlier + ' ' + duration(late)).dataset.field = 'late';
+    const causes = cell(tr, '', 'causes');
+    causes.dataset.field = 'causes';
+    for (const c of r.causes.slice(0, CAUSES_SHOWN)) {
+      const line = document.createElement('div');
+      line.textContent = cause(c);
+      line.title = causeTitle(c);  // a property: never parsed as HTML
+      causes.appendChild(line);
+    }
+    // "+4 more: thread migration/0, thread spinner, ...": the rest by name (the counters' candidate
+    // threads rank after the counted IRQs), each in full in the tooltip.
+    const rest = r.causes.slice(CAUSES_SHOWN);
+    if (rest.length + r.more_causes > 0) {
+      const line = document.createElement('div');
+      line.className = 'none';
+      line.textContent = '+' + (rest.length + r.more_causes) + ' more' +
+          (rest.length > 0 ? ': ' + rest.map((c) => c.kind + ' ' + c.name).join(', ') : '') +
+          (r.more_causes > 0 ? ', …' : '');
+      line.title = rest.map(causeTitle).join('\n');
+      causes.appendChild(line);
+    }
+    if (r.causes.length === 0) {
+      causes.className = 'causes none';
+      causes.textContent = r.evidence === 'none' ? 'no evidence: ' + r.evidence_note
+                                                 : 'the evidence showed nothing';
+    }
+    cell(tr, duration(r.unexplained_ns)).dataset.field = 'unexplained';
+    const evidence = cell(tr, r.evidence, r.evidence === 'none' ? 'bad' : '');
+    evidence.dataset.field = 'evidence';
+    evidence.title = r.evidence_note;  // a property: never parsed as HTML
+    return tr;
+  }
+
+  function updateOutliers(o) {
+    if (!o.explaining) {
+      outlierState.dataset.state = 'not-explained';
+      outlierState.textContent =
+          'not explained — set TaskConfig::explain_latency_above or rtloop-cyclic --explain';
+      outlierCounts.hidden = true;
+      outlierRecords.hidden = true;
+      return;
+    }
+    const notes = [];
+    if (o.total === 0) {
+      const limits = [...new Set(o.tasks.map(above))].join(', ');
+      notes.push('no outliers above ' + limits + ' yet');
+    }
+    notes.push('evidence: ' + o.evidence);
+    if (o.samples_lost > 0) {
+      notes.push(o.samples_lost + ' samples lost before the analysis (outliers may hide there)');
+    }
+    outlierState.dataset.state = o.total === 0 ? 'none-yet' : 'records';
+    outlierState.textContent = notes.join('; ');
+    outlierCountRows.replaceChildren(...o.tasks.map(outlierCountRow));
+    outlierCounts.hidden = false;
+    outlierRows.replaceChildren(...o.records.map(outlierRow));
+    outlierRecords.hidden = o.records.length === 0;
+  }
+
   let first = true;
   let timer = null;
   async function poll() {
@@ -172,6 +294,7 @@
         updateRow(entry, t);
         updateCharts(entry, t);
       }
+      updateOutliers(data.outliers || {explaining: false});
       status.textContent = data.tasks.length + ' tasks, updated ' +
           new Date(data.unix_ms).toLocaleTimeString() + ', window ' + data.window_s + ' s';
       status.className = '';
