@@ -262,6 +262,12 @@ TEST(TraceEvidenceTest, OpenRefusesABadConfigWithTheFix) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("buffer_size_kb"), std::string::npos);
   config.buffer_size_kb = 64;
+  config.history_kb = -1;
+  t = TraceEvidence::Open(config);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("history_kb -1 is out of range"), std::string::npos)
+      << t.status().message();
+  config.history_kb = 0;
   config.instance = "../escape";
   t = TraceEvidence::Open(config);
   ASSERT_FALSE(t.ok());

@@ -103,6 +103,12 @@ TEST(TraceRawTest, LayoutAndFormatsAreReadFromThisKernelsFiles) {
   EXPECT_FALSE(ParseHeaderPage("field: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n", &l, &why));
   EXPECT_NE(why.find("header_page"), std::string::npos);
   EXPECT_FALSE(ParseHeaderEvent("type_len : 5 bits\ntime_delta : 26 bits\n", &l, &why));
+  // A timestamp or commit inside the data would be read past a page of only a header.
+  EXPECT_FALSE(
+      ParseHeaderPage("field: u64 timestamp;\toffset:40;\tsize:8;\tsigned:0;\n"
+                      "field: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+                      "field: char data;\toffset:16;\tsize:4080;\tsigned:0;\n",
+                      &l, &why));
   EXPECT_FALSE(ParseEventFormat("name: x\nformat:\n", &f, &why));
 }
 

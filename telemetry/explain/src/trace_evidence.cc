@@ -22,6 +22,7 @@ namespace {
 using trace::WriteKnob;
 
 constexpr int kMaxBufferKb = 1 << 20;  // 1 GiB per CPU: beyond it is a typo
+constexpr int kDefaultHistoryKb = 1024;
 
 // Events to enable: sched_switch is required (without it nothing can be attributed to a thread);
 // the others are optional (a kernel without them gives coarser records, and a note says so).
@@ -33,8 +34,9 @@ constexpr const char* kOptionalEvents[] = {
     "irq/softirq_entry",  "irq/softirq_exit",      "timer/hrtimer_expire_entry",
 };
 constexpr const char* kHrtimerFilter = "function.function == hrtimer_wakeup";
-// Explain() parses from this long before the window: enough for the IRQ and softirq nesting and
-// the running thread's switch-in, a fraction of the buffer.
+// Explain() decodes from this long before the window to this long after it: enough for the IRQ
+// and softirq nesting, the running thread's switch-in and the task's own events, a fraction of
+// the history.
 constexpr std::int64_t kLookbackNs = 100'000'000;
 // How far from W_k the task's own events (its switch-in, its timer, its switch-out after Step())
 // may lie, beyond the window's length, for the read to be taken as covering the window.
@@ -60,7 +62,7 @@ Status ValidateConfig(const TraceConfig& config, const std::vector<int>& online)
   }
   if (config.history_kb < 0 || config.history_kb > kMaxBufferKb) {
     return InvalidArgumentError("trace history_kb " + std::to_string(config.history_kb) +
-                                " is out of range: give 0 (= buffer_size_kb) or 1.." +
+                                " is out of range: give 0 (the default) or 1.." +
                                 std::to_string(kMaxBufferKb) + " KiB per CPU");
   }
   for (int cpu : config.cpus) {
@@ -131,7 +133,7 @@ TraceEvidence::TraceEvidence(std::string name, std::string path, int buffer_kb, 
     : name_(std::move(name)),
       path_(std::move(path)),
       buffer_kb_(buffer_kb),
-      history_kb_(history_kb > 0 ? history_kb : buffer_kb),
+      history_kb_(history_kb > 0 ? history_kb : std::max(kDefaultHistoryKb, buffer_kb)),
       cpus_(std::move(cpus)) {
   errors_.resize(cpus_.size());
 }
@@ -260,7 +262,7 @@ std::size_t TraceEvidence::LocateCpu(const OutlierWindow& window, std::string* w
   std::int64_t best = -1;
   for (std::size_t i = 0; i < cpus_.size(); ++i) {
     if (history_->newest_ns(i) <= window.end_ns()) Drain(i);
-    history_->Events(i, window.begin_ns() - kLookbackNs, &events_);
+    history_->Events(i, window.begin_ns() - kLookbackNs, window.end_ns() + kLookbackNs, &events_);
     const std::int64_t d = trace::SwitchInDistance(events_, window.tid, window.wake_ns);
     if (d >= 0 && (best < 0 || d < best)) {
       best = d;
@@ -300,7 +302,7 @@ bool TraceEvidence::ExplainOn(const OutlierWindow& window, OutlierRecord* record
                 ") is no longer in the buffer, whose oldest event is at " + Seconds(oldest) +
                 ": raise history_kb or explain sooner");
   }
-  history_->Events(index, target.begin_ns - kLookbackNs, &events_);
+  history_->Events(index, target.begin_ns - kLookbackNs, target.end_ns + kLookbackNs, &events_);
   const std::vector<trace::TraceEvent>& events = events_;
   // The task runs at W_k, so its events are there unless they were lost: the kernel overwrites
   // pages a late Poll() had not read yet (a LOST gap; with the text reader of before, its

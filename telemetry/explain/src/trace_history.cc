@@ -4,7 +4,7 @@
 //
 //   Result<std::unique_ptr<RawHistory>> h = RawHistory::Open(tracefs, path, {1}, 256 << 10, true);
 //   (*h)->Drain(0);
-//   (*h)->Events(0, from_ns, &events);
+//   (*h)->Events(0, from_ns, to_ns, &events);
 //
 // Thread contract: one non-RT thread at a time (reads files, allocates).
 #include <fcntl.h>
@@ -148,7 +148,7 @@ void RawHistory::Drain(std::size_t index) {
   }
 }
 
-void RawHistory::Events(std::size_t index, std::int64_t from_ns,
+void RawHistory::Events(std::size_t index, std::int64_t from_ns, std::int64_t to_ns,
                         std::vector<TraceEvent>* out) const {
   out->clear();
   const Cpu& c = cpus_[index];
@@ -158,7 +158,7 @@ void RawHistory::Events(std::size_t index, std::int64_t from_ns,
   });
   std::int64_t last = -1;
   std::string why;
-  for (auto p = first; p != c.pages.end(); ++p) {
+  for (auto p = first; p != c.pages.end() && p->info.first_ns <= to_ns; ++p) {
     if (p->info.missed && p != c.pages.begin()) {
       TraceEvent lost;
       lost.type = EventType::kLost;

@@ -74,17 +74,6 @@ bool ParseTraceLine(std::string_view line, TraceEvent* event);
 // Every event of a trace file's text, in file order (time order for a per-CPU file).
 std::vector<TraceEvent> ParseTrace(std::string_view text);
 
-// The timestamp of the first event in `text`, -1 when it has none (the buffer's oldest event).
-std::int64_t FirstTime(std::string_view text);
-
-// The timestamp of the last event in `text`, -1 when it has none.
-std::int64_t LastTime(std::string_view text);
-
-// The offset of a line start at or before the first event at or after `ts_ns` (a trace file's
-// lines are in time order), by bisection: Explain() parses from a little before the window
-// instead of the whole buffer.
-std::size_t SeekTime(std::string_view text, std::int64_t ts_ns);
-
 // The window to attribute, on one CPU's events.
 struct Target {
   int tid = 0;                // the task's thread: its own runs are not a cause
@@ -239,7 +228,7 @@ std::string FormatEvent(const TraceEvent& e);
 //   10);
 //   (*h)->Drain(0);   // every Poll()
 //   std::vector<TraceEvent> events;
-//   (*h)->Events(0, begin_ns - lookback_ns, &events);
+//   (*h)->Events(0, begin_ns - lookback_ns, end_ns + lookback_ns, &events);
 //
 // Thread contract: one non-RT thread at a time (reads files, allocates).
 class RawHistory {
@@ -252,14 +241,15 @@ class RawHistory {
   RawHistory(const RawHistory&) = delete;
   RawHistory& operator=(const RawHistory&) = delete;
 
-  // Moves what the kernel holds for the CPU at `index` into the history (at most a kernel buffer's
-  // worth of pages per call), dropping the oldest pages beyond history_bytes. A read error or a
-  // damaged page is kept for error(index).
+  // Moves what the kernel holds for the CPU at `index` into the history (at most history_bytes of
+  // pages per call, so it ends), dropping the oldest pages beyond history_bytes. A read error or a
+  // damaged page is kept for TakeErrors(index).
   void Drain(std::size_t index);
-  // The history's events from the page that holds `from_ns` on, in time order, with a kLost
-  // event where the kernel overwrote events before they were read. Views into the history and
-  // the decoder: valid until the next Drain().
-  void Events(std::size_t index, std::int64_t from_ns, std::vector<TraceEvent>* out) const;
+  // The history's events from the page that holds `from_ns` to the page that holds `to_ns`, in
+  // time order, with a kLost event where the kernel overwrote events before they were read. Views
+  // into the history and the decoder: valid until the next Drain().
+  void Events(std::size_t index, std::int64_t from_ns, std::int64_t to_ns,
+              std::vector<TraceEvent>* out) const;
   std::int64_t oldest_ns(std::size_t index) const;  // -1: nothing kept
   std::int64_t newest_ns(std::size_t index) const;
   // The errors since the last call, "" when none (then cleared).

@@ -253,11 +253,13 @@ bool ParseHeaderPage(std::string_view text, RingLayout* layout, std::string* why
   }
   const bool sizes = layout->timestamp_size == 8 &&
                      (layout->commit_size == 4 || layout->commit_size == 8) && data_size > 0;
-  if (layout->timestamp_offset < 0 || layout->commit_offset < 0 || layout->data_offset < 0 ||
-      !sizes || layout->data_offset < layout->commit_offset + layout->commit_size) {
+  // Both before the data: WalkPage reads them from a page that may hold only its header.
+  if (layout->timestamp_offset < 0 || layout->commit_offset < 0 || !sizes ||
+      layout->data_offset < layout->commit_offset + layout->commit_size ||
+      layout->data_offset < layout->timestamp_offset + layout->timestamp_size) {
     *why =
-        "events/header_page does not give an 8-byte timestamp, a 4- or 8-byte commit and the "
-        "data before it";
+        "events/header_page does not give an 8-byte timestamp and a 4- or 8-byte commit before "
+        "the data";
     return false;
   }
   layout->page_size = layout->data_offset + data_size;
