@@ -99,12 +99,21 @@ Status MakeInstance(const std::string& tracefs, const std::string& path) {
                         tracefs + ")");
 }
 
+// A thread's comm from /proc when no event in the history named it (it ran since before the
+// history began and never switched): binary records carry the current task's pid only.
+std::string LiveComm(int tid) {
+  std::string comm;
+  if (!trace::ReadWhole("/proc/" + std::to_string(tid) + "/comm", &comm).ok()) return "<...>";
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm.empty() ? "<...>" : comm;
+}
+
 void AddCauses(const trace::Attribution& a, const OutlierWindow& window, OutlierRecord* record) {
   for (const trace::ThreadRun& run : a.threads) {
     if (run.ns <= 0) continue;
     Cause c;
     c.kind = CauseKind::kThread;
-    c.name = run.comm;
+    c.name = run.comm.empty() ? LiveComm(run.tid) : run.comm;
     c.ns = run.ns;
     c.count = run.count;
     c.id = run.tid;

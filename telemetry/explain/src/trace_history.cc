@@ -130,7 +130,8 @@ void RawHistory::Drain(std::size_t index) {
     if (got < 0 && errno == EINTR) continue;
     if (got < 0 && errno == EAGAIN) return;  // nothing more: the usual end
     if (got <= 0) {
-      if (got < 0) c.errors = "cannot read " + c.file + ": " + ErrnoError(errno, "read").message();
+      const int err = errno;
+      if (got < 0) c.errors = "cannot read " + c.file + ": " + ErrnoError(err, "read").message();
       return;
     }
     const std::string_view page(buf_.data(), static_cast<std::size_t>(got));
