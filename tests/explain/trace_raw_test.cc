@@ -103,6 +103,11 @@ TEST(TraceRawTest, LayoutAndFormatsAreReadFromThisKernelsFiles) {
   EXPECT_FALSE(ParseHeaderPage("field: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n", &l, &why));
   EXPECT_NE(why.find("header_page"), std::string::npos);
   EXPECT_FALSE(ParseHeaderEvent("type_len : 5 bits\ntime_delta : 26 bits\n", &l, &why));
+  // A type_len of 32 bits would shift a 32-bit header by its width (undefined).
+  EXPECT_FALSE(ParseHeaderEvent(
+      "type_len : 32 bits\ntime_delta : 0 bits\npadding : type == 29\ntime_extend : type == "
+      "30\ntime_stamp : type == 31\ndata max type_len == 28\n",
+      &l, &why));
   // A timestamp or commit inside the data would be read past a page of only a header.
   EXPECT_FALSE(
       ParseHeaderPage("field: u64 timestamp;\toffset:40;\tsize:8;\tsigned:0;\n"

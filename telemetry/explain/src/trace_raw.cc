@@ -292,8 +292,10 @@ bool ParseHeaderEvent(std::string_view text, RingLayout* layout, std::string* wh
   layout->time_stamp_type = static_cast<int>(type("time_stamp"));
   layout->max_data_type = static_cast<int>(type("data max type_len"));
   const int max = (1 << std::clamp(layout->type_len_bits, 0, 8)) - 1;
-  if (layout->type_len_bits < 1 || layout->type_len_bits + layout->time_delta_bits != 32 ||
-      layout->padding_type <= 0 || layout->padding_type > max || layout->time_extend_type <= 0 ||
+  // type_len is a handful of bits (5 since 2.6.x): 1..8 keeps every shift of WalkPage defined.
+  if (layout->type_len_bits < 1 || layout->type_len_bits > 8 ||
+      layout->type_len_bits + layout->time_delta_bits != 32 || layout->padding_type <= 0 ||
+      layout->padding_type > max || layout->time_extend_type <= 0 ||
       layout->time_extend_type > max || layout->time_stamp_type <= 0 ||
       layout->time_stamp_type > max || layout->max_data_type <= 0 ||
       layout->max_data_type >= layout->padding_type) {
