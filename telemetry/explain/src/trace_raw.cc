@@ -307,29 +307,43 @@ bool ParseHeaderEvent(std::string_view text, RingLayout* layout, std::string* wh
   return true;
 }
 
-bool WalkPage(const RingLayout& l, std::string_view page, PageInfo* info,
-              const std::function<void(const RawRecord&)>& on_record, std::string* why) {
-  *info = PageInfo{};
+namespace {
+
+// The page header: the commit (data bytes) and the missed-events flags into `info`. False with
+// `*why` when the page is shorter than its header or its commit.
+bool ReadPageHeader(const RingLayout& l, std::string_view page, PageInfo* info, std::size_t* commit,
+                    std::string* why) {
   if (l.data_offset < 0 || page.size() < static_cast<std::size_t>(l.data_offset)) {
     *why = "a page shorter than its header (" + std::to_string(page.size()) + " bytes)";
     return false;
   }
   const std::uint64_t flags = ReadUnsigned(page.data() + l.commit_offset, l.commit_size);
-  const std::size_t commit = static_cast<std::size_t>(flags & kCommitMask);
+  *commit = static_cast<std::size_t>(flags & kCommitMask);
   const std::string_view data = page.substr(static_cast<std::size_t>(l.data_offset));
-  info->used = static_cast<std::size_t>(l.data_offset) + std::min(commit, data.size());
+  info->used = static_cast<std::size_t>(l.data_offset) + std::min(*commit, data.size());
   if ((flags & kMissedEvents) != 0) {
     info->missed = true;
     // The count, when the kernel had room for it, follows the data.
-    if ((flags & kMissedStored) != 0 && commit + sizeof(long) <= data.size()) {
-      info->lost = ReadUnsigned(data.data() + commit, sizeof(long));
+    if ((flags & kMissedStored) != 0 && *commit + sizeof(long) <= data.size()) {
+      info->lost = ReadUnsigned(data.data() + *commit, sizeof(long));
     }
   }
-  if (commit > data.size()) {
-    *why = "a page whose commit (" + std::to_string(commit) + " bytes) is beyond its data (" +
+  if (*commit > data.size()) {
+    *why = "a page whose commit (" + std::to_string(*commit) + " bytes) is beyond its data (" +
            std::to_string(data.size()) + ")";
     return false;
   }
+  return true;
+}
+
+}  // namespace
+
+bool WalkPage(const RingLayout& l, std::string_view page, PageInfo* info,
+              const std::function<void(const RawRecord&)>& on_record, std::string* why) {
+  *info = PageInfo{};
+  std::size_t commit = 0;
+  if (!ReadPageHeader(l, page, info, &commit, why)) return false;
+  const std::string_view data = page.substr(static_cast<std::size_t>(l.data_offset));
   auto ts = static_cast<std::int64_t>(ReadUnsigned(page.data() + l.timestamp_offset, 8));
   const std::uint32_t type_mask = (1u << l.type_len_bits) - 1;
   std::size_t pos = 0;
