@@ -32,241 +32,17 @@
 #include <vector>
 
 #include "rtloop/framework/system_info.h"
+#include "trace_live.h"
 
 namespace rtloop::explain {
 namespace {
 
-std::int64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
-}
+using namespace live;  // NOLINT: the shared helpers of these tests
 
 bool DirExists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
-
-// The machine-wide measurement lock, taken with a bound (10 minutes).
-class MeasureLock {
- public:
-  MeasureLock() : fd_(open("/tmp/rtloop-measure.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
-    for (int i = 0; i < 6000 && fd_ >= 0; ++i) {
-      if (flock(fd_, LOCK_EX | LOCK_NB) == 0) {
-        held_ = true;
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling a lock, bounded
-    }
-  }
-  ~MeasureLock() {
-    if (fd_ >= 0) close(fd_);
-  }
-  bool held() const { return held_; }
-
- private:
-  int fd_;
-  bool held_ = false;
-};
-
-int TestCpu() {
-  const std::vector<int> online = ReadSystemInfo().online_cpus;
-  return online.empty() ? 0 : online.back();
-}
-
-// Opens the evidence on `cpu`, or says why the test must skip.
-std::unique_ptr<TraceEvidence> OpenOrSkipReason(int cpu, std::string* skip, int buffer_kb = 0) {
-  if (geteuid() != 0) {
-    *skip = "needs root (CAP_SYS_ADMIN and tracefs access) for a trace instance";
-    return nullptr;
-  }
-  TraceConfig config;
-  config.cpus = {cpu};
-  if (buffer_kb > 0) config.buffer_size_kb = buffer_kb;
-  Result<std::unique_ptr<TraceEvidence>> t = TraceEvidence::Open(config);
-  if (!t.ok()) {
-    *skip = "tracefs unavailable: " + t.status().ToString();
-    return nullptr;
-  }
-  return std::move(*t);
-}
-
-#define OPEN_TRACE_OR_SKIP(var, cpu, ...)                                                     \
-  std::string skip_reason_;                                                                   \
-  std::unique_ptr<TraceEvidence> var = OpenOrSkipReason((cpu), &skip_reason_, ##__VA_ARGS__); \
-  if (!var) GTEST_SKIP() << skip_reason_
-
-// Pins the calling thread to `cpu` at SCHED_FIFO `prio` and names it; false when refused.
-bool MakeRt(int cpu, int prio, const char* name) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(static_cast<std::size_t>(cpu), &set);
-  sched_param p{};
-  p.sched_priority = prio;
-  pthread_setname_np(pthread_self(), name);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 &&
-         pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
-}
-
-void PinOnly(int cpu, const char* name) {
-  pthread_setname_np(pthread_self(), name);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(static_cast<std::size_t>(cpu), &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
-struct Cycle {
-  std::int64_t release_ns;
-  std::int64_t wake_ns;
-};
-
-// A periodic SCHED_FIFO task like rtloop's cyclic task: absolute sleeps, skip policy on overrun.
-// It publishes each cycle as it ends (count, release order), so an explainer thread can explain
-// outliers within a drain period, as the Runtime's does.
-class LiveTask {
- public:
-  LiveTask(int cpu, int prio, std::int64_t period_ns, std::int64_t duration_ns)
-      : cycles_(static_cast<std::size_t>(duration_ns / period_ns) + 2) {
-    std::promise<void> started;
-    std::future<void> ready = started.get_future();
-    thread_ = std::thread([this, cpu, prio, period_ns, duration_ns, &started] {
-      rt_ = MakeRt(cpu, prio, "rtl-task");
-      tid_ = static_cast<int>(gettid());
-      started.set_value();
-      const std::int64_t start = NowNs();
-      std::int64_t next = start + period_ns;
-      std::size_t n = 0;
-      while (next < start + duration_ns && n < cycles_.size()) {
-        timespec ts{next / 1'000'000'000LL, next % 1'000'000'000LL};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-        }
-        const std::int64_t w = NowNs();
-        cycles_[n] = {next, w};
-        count_.store(++n, std::memory_order_release);
-        next += period_ns;
-        while (next <= w) next += period_ns;
-      }
-      finished_.store(true, std::memory_order_release);
-    });
-    ready.wait();
-  }
-  ~LiveTask() { Join(); }
-  void Join() {
-    if (thread_.joinable()) thread_.join();
-  }
-  bool finished() const { return finished_.load(std::memory_order_acquire); }
-  std::size_t count() const { return count_.load(std::memory_order_acquire); }
-  const Cycle& cycle(std::size_t k) const { return cycles_[k]; }
-  int tid() const { return tid_; }
-  bool rt() const { return rt_; }
-
- private:
-  std::vector<Cycle> cycles_;
-  std::atomic<std::size_t> count_{0};
-  std::atomic<bool> finished_{false};
-  int tid_ = 0;
-  bool rt_ = false;
-  std::thread thread_;
-};
-
-struct TaskRun {
-  std::vector<Cycle> cycles;
-  int tid = 0;
-  bool rt = false;
-};
-
-TaskRun RunTask(int cpu, int prio, std::int64_t period_ns, std::int64_t duration_ns) {
-  LiveTask task(cpu, prio, period_ns, duration_ns);
-  task.Join();
-  TaskRun run;
-  run.tid = task.tid();
-  run.rt = task.rt();
-  for (std::size_t k = 0; k < task.count(); ++k) run.cycles.push_back(task.cycle(k));
-  return run;
-}
-
-// The cycles' indexes, the worst wake-up latency first.
-std::vector<std::size_t> WorstFirst(const TaskRun& run) {
-  std::vector<std::size_t> order(run.cycles.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto latency = [&](std::size_t i) {
-    return run.cycles[i].wake_ns - run.cycles[i].release_ns;
-  };
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t a, std::size_t b) { return latency(a) > latency(b); });
-  return order;
-}
-
-std::string Describe(const OutlierRecord& r) {
-  std::string s = "cycle " + std::to_string(r.window.cycle) + " latency " +
-                  std::to_string(r.window.length_ns() / 1000) + " us [" +
-                  EvidenceKindName(r.evidence) + ": " + r.evidence_note + "]";
-  for (const Cause& c : r.causes) {
-    s += "\n    " + std::string(CauseKindName(c.kind)) + " " + c.name + " (" +
-         std::to_string(c.id) + ", " + c.detail + ") " + std::to_string(c.ns / 1000) + " us x" +
-         std::to_string(c.count);
-  }
-  s += "\n    unexplained " + std::to_string(r.unexplained_ns / 1000) + " us";
-  return s;
-}
-
-const Cause* ThreadCause(const OutlierRecord& r, int tid) {
-  for (const Cause& c : r.causes) {
-    if (c.kind == CauseKind::kThread && c.id == tid) return &c;
-  }
-  return nullptr;
-}
-
-// The spinner: SCHED_FIFO 90 on the task's CPU, busy 4 ms at a time, alive until released (so its
-// policy is read live: "FIFO 90"). The destructor releases and joins it, whatever failed.
-class Spinner {
- public:
-  static constexpr int kSpins = 4;
-  static constexpr std::int64_t kSpinNs = 4'000'000;
-
-  explicit Spinner(int cpu) {
-    std::promise<bool> rt;
-    std::future<bool> is_rt = rt.get_future();
-    thread_ = std::thread([this, cpu, &rt, done = release_.get_future()] {
-      const bool ok = MakeRt(cpu, 90, "rtl-spinner");
-      tid_ = static_cast<int>(gettid());
-      rt.set_value(ok);
-      if (!ok) return;
-      for (int i = 0; i < kSpins; ++i) {
-        timespec gap{0, 150'000'000};
-        clock_nanosleep(CLOCK_MONOTONIC, 0, &gap, nullptr);
-        const std::int64_t s0 = NowNs();
-        while (NowNs() - s0 < kSpinNs) {
-        }
-        spins_[static_cast<std::size_t>(i)] = {s0, NowNs()};
-      }
-      done.wait();
-    });
-    rt_ = is_rt.get();
-  }
-  ~Spinner() { Release(); }
-  void Release() {
-    if (!released_) release_.set_value();
-    released_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  bool rt() const { return rt_; }
-  int tid() const { return tid_; }
-  // After Release(): did the window overlap a spin?
-  bool Overlaps(std::int64_t begin, std::int64_t end) const {
-    return std::any_of(spins_.begin(), spins_.end(),
-                       [&](const auto& s) { return s.first < end && s.second > begin; });
-  }
-
- private:
-  std::array<std::pair<std::int64_t, std::int64_t>, kSpins> spins_{};
-  std::promise<void> release_;
-  bool released_ = false;
-  bool rt_ = false;
-  int tid_ = 0;
-  std::thread thread_;
-};
 
 TEST(TraceEvidenceTest, HigherPriorityBusyThreadIsNamedWithItsTimeInEveryOutlierItCauses) {
   const int cpu = TestCpu();
@@ -311,6 +87,7 @@ TEST(TraceEvidenceTest, HigherPriorityBusyThreadIsNamedWithItsTimeInEveryOutlier
       if (finished) break;
       timespec drain{0, 20'000'000};
       clock_nanosleep(CLOCK_MONOTONIC, 0, &drain, nullptr);
+      trace->Poll(NowNs());  // as the explainer's pass does before it explains
     }
   }
   spinner.Release();
@@ -356,80 +133,6 @@ TEST(TraceEvidenceTest, HigherPriorityBusyThreadIsNamedWithItsTimeInEveryOutlier
   std::printf("Explain() CPU time: last %.2f ms, max %.2f ms (buffer %d KiB per CPU)\n",
               static_cast<double>(trace->last_explain_cpu_ns()) / 1e6,
               static_cast<double>(trace->max_explain_cpu_ns()) / 1e6, trace->buffer_size_kb());
-}
-
-// A field of the instance's CPU buffer stats: "overrun" (events overwritten so far), "entries",
-// "oldest event ts" (seconds).
-double StatsField(const TraceEvidence& trace, int cpu, const std::string& key) {
-  std::FILE* f = std::fopen(
-      (trace.instance_path() + "/per_cpu/cpu" + std::to_string(cpu) + "/stats").c_str(), "r");
-  if (f == nullptr) return -1;
-  char line[256];
-  double value = -1;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::string(line).rfind(key + ": ", 0) == 0) value = std::atof(line + key.size() + 2);
-  }
-  std::fclose(f);
-  return value;
-}
-
-// The cost of Explain() with a full buffer (the steady state): a 1 kHz SCHED_FIFO task runs until
-// its CPU's buffer has wrapped; then, 10 times, it runs 200 ms more and the worst cycle of those is
-// explained (each a fresh read of the buffer), and finally 19 more windows of the last run are
-// explained from the same read (a burst). Prints the figures the README states;
-// RTLOOP_TRACE_BUFFER_KB=N measures another size. Asserts no duration. A benchmark, so it runs
-// only when asked (RTLOOP_TRACE_COST=1): on a loaded machine the buffer holds less history and the
-// windows it picks may be overwritten before they are read, which is what it measures, not a fault.
-TEST(TraceEvidenceTest, CostPerExplainWithAFullBuffer) {
-  if (std::getenv("RTLOOP_TRACE_COST") == nullptr) {
-    GTEST_SKIP() << "a benchmark: RTLOOP_TRACE_COST=1 runs it (telemetry/explain/README.md, "
-                    "\"Cost and buffer size\")";
-  }
-  const int cpu = TestCpu();
-  if (geteuid() != 0) GTEST_SKIP() << "needs root (CAP_SYS_ADMIN and tracefs access)";
-  TraceConfig config;
-  config.cpus = {cpu};
-  if (const char* kb = std::getenv("RTLOOP_TRACE_BUFFER_KB")) config.buffer_size_kb = std::atoi(kb);
-  Result<std::unique_ptr<TraceEvidence>> opened = TraceEvidence::Open(config);
-  if (!opened.ok()) GTEST_SKIP() << "tracefs unavailable: " << opened.status().ToString();
-  TraceEvidence& trace = **opened;
-  MeasureLock lock;
-  ASSERT_TRUE(lock.held()) << "/tmp/rtloop-measure.lock stayed busy for 10 minutes";
-  // Run in 1 s slices until the buffer wrapped (at most 30 s).
-  TaskRun run;
-  for (int i = 0; i < 30 && StatsField(trace, cpu, "overrun") <= 0; ++i) {
-    run = RunTask(cpu, 80, 1'000'000, 1'000'000'000);
-    ASSERT_TRUE(run.rt) << "SCHED_FIFO refused";
-  }
-  ASSERT_GT(StatsField(trace, cpu, "overrun"), 0) << "the buffer never wrapped in 30 s";
-  const auto explain = [&](std::size_t k) {
-    const Cycle& c = run.cycles[k];
-    OutlierRecord r = MakeRecord(
-        LatencyWindow(0, "rtl-task", run.tid, cpu, k, c.release_ns, c.wake_ns, c.wake_ns));
-    const bool ok = trace.Explain(r.window, &r);
-    EXPECT_TRUE(ok) << r.evidence_note;
-    return ok ? static_cast<double>(trace.last_explain_cpu_ns()) / 1e6 : 0.0;
-  };
-  double fresh_sum = 0;
-  double fresh_max = 0;
-  for (int i = 0; i < 10; ++i) {
-    run = RunTask(cpu, 80, 1'000'000, 200'000'000);
-    const double ms = explain(WorstFirst(run).front());
-    fresh_sum += ms;
-    fresh_max = std::max(fresh_max, ms);
-  }
-  const double entries = StatsField(trace, cpu, "entries");
-  const double history_s = static_cast<double>(run.cycles.back().wake_ns) / 1e9 -
-                           StatsField(trace, cpu, "oldest event ts");
-  const std::vector<std::size_t> order = WorstFirst(run);
-  double burst_max = 0;
-  for (std::size_t n = 1; n < std::min<std::size_t>(order.size(), 20); ++n) {
-    burst_max = std::max(burst_max, explain(order[n]));
-  }
-  std::printf(
-      "buffer %d KiB per CPU: %.0f events, %.2f s of history; Explain() CPU time with a fresh "
-      "read: mean %.2f ms, max %.2f ms (10 records); from the same read (a burst): max %.2f ms\n",
-      trace.buffer_size_kb(), entries, history_s, fresh_sum / 10, fresh_max, burst_max);
 }
 
 // Loopback UDP traffic from threads pinned to the task's CPU: its softirqs (NET_RX, NET_TX) run
@@ -559,6 +262,12 @@ TEST(TraceEvidenceTest, OpenRefusesABadConfigWithTheFix) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("buffer_size_kb"), std::string::npos);
   config.buffer_size_kb = 64;
+  config.history_kb = -1;
+  t = TraceEvidence::Open(config);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("history_kb -1 is out of range"), std::string::npos)
+      << t.status().message();
+  config.history_kb = 0;
   config.instance = "../escape";
   t = TraceEvidence::Open(config);
   ASSERT_FALSE(t.ok());

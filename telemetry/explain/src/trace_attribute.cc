@@ -75,9 +75,11 @@ class Replay {
         gap = true;
         continue;
       }
+      // Time never runs backwards here: an event older than the one before it (a damaged page)
+      // is taken at that one's time, so no span is counted twice.
       if (last >= 0 && !gap) Account(last, e);
       Apply(e);
-      last = e.ts_ns;
+      last = std::max(last, e.ts_ns);
       gap = false;
     }
   }

@@ -1,5 +1,6 @@
-// TraceEvidence (trace_evidence.h): the instance's life (Open, the destructor) and Explain(), which
-// reads one per-CPU buffer and turns the attribution (trace_attribute.cc) into causes.
+// TraceEvidence (trace_evidence.h): the instance's life (Open, the destructor), Poll(), which moves
+// the kernel's pages into the in-memory history (trace_history.cc), and Explain(), which decodes
+// one CPU's history around the window and turns the attribution (trace_attribute.cc) into causes.
 //
 // Example and thread contract: trace_evidence.h (Explain() from one non-RT thread at a time).
 #include "rtloop/explain/trace_evidence.h"
@@ -21,20 +22,21 @@ namespace {
 using trace::WriteKnob;
 
 constexpr int kMaxBufferKb = 1 << 20;  // 1 GiB per CPU: beyond it is a typo
+constexpr int kDefaultHistoryKb = 1024;
 
 // Events to enable: sched_switch is required (without it nothing can be attributed to a thread);
 // the others are optional (a kernel without them gives coarser records, and a note says so).
 constexpr const char* kRequiredEvent = "sched/sched_switch";
 // timer/hrtimer_expire_exit is left off and hrtimer_expire_entry keeps hrtimer_wakeup expiries
-// only: reading the buffer costs the kernel about 1.5-2.5 us per line, and this removes a quarter
-// of the lines of a CPU running 1 kHz tasks (README.md, "Trace evidence": the figures).
+// only: a quarter fewer events on a CPU running 1 kHz tasks, so the same memory covers more time.
 constexpr const char* kOptionalEvents[] = {
     "sched/sched_waking", "irq/irq_handler_entry", "irq/irq_handler_exit",
     "irq/softirq_entry",  "irq/softirq_exit",      "timer/hrtimer_expire_entry",
 };
 constexpr const char* kHrtimerFilter = "function.function == hrtimer_wakeup";
-// Explain() parses from this long before the window: enough for the IRQ and softirq nesting and
-// the running thread's switch-in, a fraction of the buffer.
+// Explain() decodes from this long before the window to this long after it: enough for the IRQ
+// and softirq nesting, the running thread's switch-in and the task's own events, a fraction of
+// the history.
 constexpr std::int64_t kLookbackNs = 100'000'000;
 // How far from W_k the task's own events (its switch-in, its timer, its switch-out after Step())
 // may lie, beyond the window's length, for the read to be taken as covering the window.
@@ -57,6 +59,11 @@ Status ValidateConfig(const TraceConfig& config, const std::vector<int>& online)
     return InvalidArgumentError("trace buffer_size_kb " + std::to_string(config.buffer_size_kb) +
                                 " is out of range: give 1.." + std::to_string(kMaxBufferKb) +
                                 " KiB per CPU");
+  }
+  if (config.history_kb < 0 || config.history_kb > kMaxBufferKb) {
+    return InvalidArgumentError("trace history_kb " + std::to_string(config.history_kb) +
+                                " is out of range: give 0 (the default) or 1.." +
+                                std::to_string(kMaxBufferKb) + " KiB per CPU");
   }
   for (int cpu : config.cpus) {
     if (std::find(online.begin(), online.end(), cpu) == online.end()) {
@@ -92,12 +99,21 @@ Status MakeInstance(const std::string& tracefs, const std::string& path) {
                         tracefs + ")");
 }
 
+// A thread's comm from /proc when no event in the history named it (it ran since before the
+// history began and never switched): binary records carry the current task's pid only.
+std::string LiveComm(int tid) {
+  std::string comm;
+  if (!trace::ReadWhole("/proc/" + std::to_string(tid) + "/comm", &comm).ok()) return "<...>";
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm.empty() ? "<...>" : comm;
+}
+
 void AddCauses(const trace::Attribution& a, const OutlierWindow& window, OutlierRecord* record) {
   for (const trace::ThreadRun& run : a.threads) {
     if (run.ns <= 0) continue;
     Cause c;
     c.kind = CauseKind::kThread;
-    c.name = run.comm;
+    c.name = run.comm.empty() ? LiveComm(run.tid) : run.comm;
     c.ns = run.ns;
     c.count = run.count;
     c.id = run.tid;
@@ -121,18 +137,19 @@ void AddCauses(const trace::Attribution& a, const OutlierWindow& window, Outlier
 
 }  // namespace
 
-TraceEvidence::TraceEvidence(std::string name, std::string path, int buffer_kb,
+TraceEvidence::TraceEvidence(std::string name, std::string path, int buffer_kb, int history_kb,
                              std::vector<int> cpus)
     : name_(std::move(name)),
       path_(std::move(path)),
       buffer_kb_(buffer_kb),
+      history_kb_(history_kb > 0 ? history_kb : std::max(kDefaultHistoryKb, buffer_kb)),
       cpus_(std::move(cpus)) {
-  texts_.resize(cpus_.size());
-  newest_.assign(cpus_.size(), -1);
+  errors_.resize(cpus_.size());
 }
 
 TraceEvidence::~TraceEvidence() {
   (void)WriteKnob(path_ + "/tracing_on", "0");
+  history_.reset();  // its open trace_pipe_raw files would keep the instance busy
   rmdir(path_.c_str());
 }
 
@@ -150,23 +167,19 @@ Result<std::unique_ptr<TraceEvidence>> TraceEvidence::Open(const TraceConfig& co
   const std::string path = *tracefs + "/instances/" + name;
   RTLOOP_RETURN_IF_ERROR(MakeInstance(*tracefs, path));
   // From here the destructor removes the instance, whatever fails next.
-  std::unique_ptr<TraceEvidence> t(new TraceEvidence(name, path, config.buffer_size_kb, cpus));
+  std::unique_ptr<TraceEvidence> t(
+      new TraceEvidence(name, path, config.buffer_size_kb, config.history_kb, cpus));
   t->notes_ = std::move(notes);
-  RTLOOP_RETURN_IF_ERROR(t->Configure());
+  RTLOOP_RETURN_IF_ERROR(t->Configure(*tracefs));
   return t;
 }
 
-Status TraceEvidence::Configure() {
+Status TraceEvidence::Configure(const std::string& tracefs) {
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/tracing_on", "0"));
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/trace_clock", "mono"));
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/buffer_size_kb", std::to_string(buffer_kb_)));
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/tracing_cpumask", trace::CpuMaskText(cpus_)));
   RTLOOP_RETURN_IF_ERROR(WriteKnob(path_ + "/options/overwrite", "1"));
-  // Opening the trace file would pause recording while Explain() reads it (events lost around
-  // the next outlier): keep recording.
-  (void)WriteKnob(path_ + "/options/pause-on-trace", "0");
-  // No irq-info column (the event names say the context): 10 % less kernel time per line read.
-  (void)WriteKnob(path_ + "/options/irq-info", "0");
   const std::string required = path_ + "/events/" + kRequiredEvent + "/enable";
   if (access(required.c_str(), F_OK) != 0) {
     return NotFoundError(std::string("this kernel has no ") + kRequiredEvent +
@@ -185,20 +198,49 @@ Status TraceEvidence::Configure() {
   }
   // Older kernels have no .function filter: then every timer's expiry is recorded (more lines).
   const std::string filter = path_ + "/events/timer/hrtimer_expire_entry/filter";
-  if (access(filter.c_str(), F_OK) == 0 && !WriteKnob(filter, kHrtimerFilter).ok()) {
+  hrtimer_filtered_ = access(filter.c_str(), F_OK) == 0 && WriteKnob(filter, kHrtimerFilter).ok();
+  if (!hrtimer_filtered_) {
     notes_.push_back(
         "this kernel cannot filter hrtimer_expire_entry by function: every timer "
-        "expiry is recorded, so the buffer covers less time");
+        "expiry is recorded, so the history covers less time");
   }
   // The osnoise events (noise seen by the osnoise/timerlat tracers) where the kernel has them.
   const std::string osnoise = path_ + "/events/osnoise/enable";
   if (access(osnoise.c_str(), F_OK) == 0) RTLOOP_RETURN_IF_ERROR(WriteKnob(osnoise, "1"));
+  Result<std::unique_ptr<trace::RawHistory>> history = trace::RawHistory::Open(
+      tracefs, path_, cpus_, static_cast<std::size_t>(history_kb_) * 1024, hrtimer_filtered_);
+  if (!history.ok()) {
+    return Status(history.status().code(),
+                  "cannot read the trace in binary: " + history.status().message() +
+                      " (the counters are used)");
+  }
+  history_ = std::move(*history);
   return WriteKnob(path_ + "/tracing_on", "1");
 }
 
 std::string TraceEvidence::Note(int cpu) const {
-  return "trace instance " + name_ + " (" + std::to_string(buffer_kb_) + " KiB per CPU), CPU " +
-         std::to_string(cpu);
+  return "trace instance " + name_ + " (" + std::to_string(buffer_kb_) + " KiB per CPU, " +
+         std::to_string(history_kb_) + " KiB history), CPU " + std::to_string(cpu);
+}
+
+void TraceEvidence::Drain(std::size_t index) {
+  history_->Drain(index);
+  std::string e = history_->TakeErrors(index);
+  if (e.empty()) return;
+  if (!errors_[index].empty()) errors_[index] += "; ";
+  if (errors_[index].size() < 1024) errors_[index] += e;  // the first errors say the most
+}
+
+std::int64_t TraceEvidence::history_oldest_ns(int cpu) const {
+  const auto it = std::find(cpus_.begin(), cpus_.end(), cpu);
+  return it == cpus_.end() ? -1 : history_->oldest_ns(static_cast<std::size_t>(it - cpus_.begin()));
+}
+
+void TraceEvidence::Poll(std::int64_t now_ns) {
+  (void)now_ns;
+  const std::int64_t start = ThreadCpuNs();
+  for (std::size_t i = 0; i < cpus_.size(); ++i) Drain(i);
+  poll_cpu_ns_ += ThreadCpuNs() - start;
 }
 
 bool TraceEvidence::Explain(const OutlierWindow& window, OutlierRecord* record) {
@@ -209,18 +251,8 @@ bool TraceEvidence::Explain(const OutlierWindow& window, OutlierRecord* record) 
   return ok;
 }
 
-Status TraceEvidence::ReadCpu(std::size_t index, std::int64_t until_ns) {
-  // Reading costs the kernel ~1.5 us per line; outliers come in bursts, so a text read for an
-  // earlier window serves every window it covers to the end.
-  if (until_ns >= 0 && newest_[index] > until_ns) return Status::Ok();
-  const std::string file = path_ + "/per_cpu/cpu" + std::to_string(cpus_[index]) + "/trace";
-  const Status s = trace::ReadWhole(file, &texts_[index]);
-  if (!s.ok()) texts_[index].clear();
-  newest_[index] = trace::LastTime(texts_[index]);
-  return s;
-}
-
-// The index of the window's CPU in cpus_, read into texts_; cpus_.size() with `why` when none.
+// The index of the window's CPU in cpus_, its history drained up to now; cpus_.size() with `why`
+// when none.
 std::size_t TraceEvidence::LocateCpu(const OutlierWindow& window, std::string* why) {
   if (window.cpu >= 0) {
     const auto it = std::find(cpus_.begin(), cpus_.end(), window.cpu);
@@ -230,19 +262,17 @@ std::size_t TraceEvidence::LocateCpu(const OutlierWindow& window, std::string* w
              " (it traces " + FormatCpuList(cpus_) + ")";
       return cpus_.size();
     }
-    const Status s = ReadCpu(index, window.end_ns());
-    if (!s.ok()) *why = "trace instance " + name_ + ": " + s.message();
-    return s.ok() ? index : cpus_.size();
+    // What came since the last Poll(): the window's end is in the kernel's buffer still.
+    if (history_->newest_ns(index) <= window.end_ns()) Drain(index);
+    return index;
   }
   // Not pinned: the CPU the task's thread ran on nearest W_k.
   std::size_t best_index = cpus_.size();
   std::int64_t best = -1;
   for (std::size_t i = 0; i < cpus_.size(); ++i) {
-    if (!ReadCpu(i, window.end_ns()).ok()) continue;
-    const std::string_view text = texts_[i];
-    const std::vector<trace::TraceEvent> e =
-        trace::ParseTrace(text.substr(trace::SeekTime(text, window.begin_ns() - kLookbackNs)));
-    const std::int64_t d = trace::SwitchInDistance(e, window.tid, window.wake_ns);
+    if (history_->newest_ns(i) <= window.end_ns()) Drain(i);
+    history_->Events(i, window.begin_ns() - kLookbackNs, window.end_ns() + kLookbackNs, &events_);
+    const std::int64_t d = trace::SwitchInDistance(events_, window.tid, window.wake_ns);
     if (d >= 0 && (best < 0 || d < best)) {
       best = d;
       best_index = i;
@@ -270,34 +300,37 @@ bool TraceEvidence::ExplainOn(const OutlierWindow& window, OutlierRecord* record
   target.begin_ns = window.begin_ns();
   target.end_ns = window.end_ns();
   target.timer_delay = !window.execution;
-  const std::string_view text = texts_[index];
-  const std::int64_t oldest = trace::FirstTime(text);
-  if (oldest < 0) return fail(Note(cpu) + ": no events recorded on the CPU");
+  // A read error since the last record: said once, in this record's note.
+  std::string errors;
+  errors.swap(errors_[index]);
+  const std::string note = errors.empty() ? Note(cpu) : Note(cpu) + "; " + errors;
+  const std::int64_t oldest = history_->oldest_ns(index);
+  if (oldest < 0) return fail(note + ": no events recorded on the CPU");
   if (oldest > target.begin_ns) {
-    return fail(Note(cpu) + ": the window (from " + Seconds(target.begin_ns) +
+    return fail(note + ": the window (from " + Seconds(target.begin_ns) +
                 ") is no longer in the buffer, whose oldest event is at " + Seconds(oldest) +
-                ": raise the buffer size or explain sooner");
+                ": raise history_kb or explain sooner");
   }
-  const std::vector<trace::TraceEvent> events =
-      trace::ParseTrace(text.substr(trace::SeekTime(text, target.begin_ns - kLookbackNs)));
-  // The task runs at W_k, so its events are there unless the read lost them: the buffer is read
-  // while it records, and under load the kernel's iterator can skip pages the writer overwrote
-  // (seen: a 4 ms window attributed whole to the thread of the last line before the gap). Such a
-  // read cannot say who ran; the next source (the counters) is asked instead.
+  history_->Events(index, target.begin_ns - kLookbackNs, target.end_ns + kLookbackNs, &events_);
+  const std::vector<trace::TraceEvent>& events = events_;
+  // The task runs at W_k, so its events are there unless they were lost: the kernel overwrites
+  // pages a late Poll() had not read yet (a LOST gap; with the text reader of before, its
+  // iterator skipped pages under load: a 4 ms window went whole to the thread of the last line
+  // before the gap). Such a history cannot say who ran; the next source (the counters) is asked.
   const std::int64_t d = trace::SwitchInDistance(events, window.tid, window.wake_ns);
   if (window.tid > 0 && (d < 0 || d > window.length_ns() + kTaskEventSlackNs)) {
-    return fail(Note(cpu) + ": the trace read does not show thread " + std::to_string(window.tid) +
-                " around W_k: its events are missing (lost while the buffer was read under "
-                "load), or the thread did not run there");
+    return fail(note + ": the trace read does not show thread " + std::to_string(window.tid) +
+                " around W_k: its events are missing (overwritten before they were read, "
+                "under load), or the thread did not run there");
   }
   const trace::Attribution a = trace::Attribute(events, target);
   AddCauses(a, window, record);
   for (std::size_t i : a.raw) {
     if (record->raw.size() >= kMaxRawLines) break;
-    record->raw.emplace_back(events[i].line);
+    record->raw.push_back(trace::FormatEvent(events[i]));
   }
   record->evidence = EvidenceKind::kTrace;
-  record->evidence_note = Note(cpu);
+  record->evidence_note = note;
   if (a.lost_in_window > 0) {
     record->evidence_note += "; " + std::to_string(a.lost_in_window) +
                              " events lost near the window (raise the buffer size)";

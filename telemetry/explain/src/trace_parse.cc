@@ -3,6 +3,9 @@
 // where comm may hold spaces and dashes, the tgid column appears with options/record-tgid and the
 // flags column with options/irq-info; "CPU:N [LOST n EVENTS]" marks a gap. The parser anchors on
 // the "[cpu]" field followed by a timestamp, never trusts column widths, and never crashes.
+// TraceEvidence reads the binary pages (trace_raw.cc) since the text cost the kernel ~2 us per
+// line; this parser stays for what is written as text: the attribution tests' fixtures and the
+// golden test that the binary decoder agrees with the kernel's own text of the same buffer.
 //
 //   TraceEvent e;
 //   if (ParseTraceLine("  <idle>-0  [001] 5.000001: softirq_entry: vec=3 [action=NET_RX]", &e)) ...
@@ -238,70 +241,6 @@ std::vector<TraceEvent> ParseTrace(std::string_view text) {
     pos = nl + 1;
   }
   return events;
-}
-
-std::int64_t FirstTime(std::string_view text) {
-  std::size_t pos = 0;
-  TraceEvent e;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    if (ParseTraceLine(text.substr(pos, nl - pos), &e) && e.type != EventType::kLost) {
-      return e.ts_ns;
-    }
-    pos = nl + 1;
-  }
-  return -1;
-}
-
-std::int64_t LastTime(std::string_view text) {
-  std::size_t end = text.size();
-  TraceEvent e;
-  while (end > 0) {
-    if (text[end - 1] == '\n') --end;
-    const std::size_t nl = text.rfind('\n', end == 0 ? 0 : end - 1);
-    const std::size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
-    if (ParseTraceLine(text.substr(begin, end - begin), &e) && e.type != EventType::kLost) {
-      return e.ts_ns;
-    }
-    if (begin == 0) break;
-    end = begin;
-  }
-  return -1;
-}
-
-std::size_t SeekTime(std::string_view text, std::int64_t ts_ns) {
-  // Bisection on byte offsets: `lo` is always a line start whose event is before ts_ns (or 0).
-  constexpr std::size_t kScanBytes = 4096;  // below this a linear parse is as cheap
-  std::size_t lo = 0;
-  std::size_t hi = text.size();
-  TraceEvent e;
-  while (hi - lo > kScanBytes) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    const std::size_t nl = text.find('\n', mid);
-    if (nl == std::string_view::npos || nl + 1 >= hi) {
-      hi = mid;
-      continue;
-    }
-    // The first event line at or after mid (a comment or LOST line has no time: skip it).
-    std::size_t line = nl + 1;
-    std::int64_t ts = -1;
-    while (line < hi) {
-      std::size_t end = text.find('\n', line);
-      if (end == std::string_view::npos) end = text.size();
-      if (ParseTraceLine(text.substr(line, end - line), &e) && e.type != EventType::kLost) {
-        ts = e.ts_ns;
-        break;
-      }
-      line = end + 1;
-    }
-    if (ts >= 0 && ts < ts_ns) {
-      lo = line;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
 }
 
 }  // namespace rtloop::explain::trace
