@@ -397,15 +397,30 @@ TEST(TraceEvidenceTest, OpenRemovesTheInstanceOfADeadProcessAndSaysSoThenRemoves
   }
   EXPECT_FALSE(DirExists(own)) << "the destructor removes the instance";
   EXPECT_EQ(rmdir(alive.c_str()), 0);
-  // A second instance of the same name in this process is refused with the fix.
+  // Two at once in one process (two Runtimes): the second takes rtloop-<pid>-2.
   TraceConfig config;
   config.cpus = {cpu};
   Result<std::unique_ptr<TraceEvidence>> first = TraceEvidence::Open(config);
-  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
   Result<std::unique_ptr<TraceEvidence>> second = TraceEvidence::Open(config);
-  ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.status().message().find("another name"), std::string::npos);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*first)->instance_path(), own);
+  EXPECT_EQ((*second)->instance_path(), own + "-2");
+  // A name the caller gives is taken as it is: in use, it is refused with the fix.
+  config.instance = "rtloop-" + std::to_string(getpid());
+  Result<std::unique_ptr<TraceEvidence>> third = TraceEvidence::Open(config);
+  ASSERT_FALSE(third.ok());
+  EXPECT_NE(third.status().message().find("another name"), std::string::npos);
   EXPECT_TRUE(DirExists((*first)->instance_path())) << "the refused Open removed nothing";
+  // A dead process's second instance is stale too.
+  const std::string stale2 = instances + "/rtloop-" + std::to_string(dead) + "-2";
+  ASSERT_EQ(mkdir(stale2.c_str(), 0750), 0);
+  config.instance.clear();
+  second->reset();
+  Result<std::unique_ptr<TraceEvidence>> again = TraceEvidence::Open(config);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(DirExists(stale2));
+  EXPECT_EQ((*again)->instance_path(), own + "-2") << "the name freed by the closed one";
 }
 
 }  // namespace

@@ -80,13 +80,21 @@ Status ValidateConfig(const TraceConfig& config, const std::vector<int>& online)
   return Status::Ok();
 }
 
+// Trace instances one process may hold open at once (TraceEvidence objects alive together).
+constexpr int kMaxInstancesPerProcess = 16;
+
+bool InstanceExists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 Status MakeInstance(const std::string& tracefs, const std::string& path) {
   if (mkdir(path.c_str(), 0750) == 0) return Status::Ok();
   const int err = errno;
   if (err == EEXIST) {
     return ErrnoError(err, "cannot create the trace instance " + path,
-                      "another TraceEvidence of this process uses it: give TraceConfig::instance "
-                      "another name, or rmdir it if it is left over");
+                      "another TraceEvidence uses it: give TraceConfig::instance another name (or "
+                      "leave it empty: rtloop-<pid>[-N]), or rmdir it if it is left over");
   }
   if (err == ENOENT) {
     return ErrnoError(err, "cannot create the trace instance " + path,
@@ -162,10 +170,21 @@ Result<std::unique_ptr<TraceEvidence>> TraceEvidence::Open(const TraceConfig& co
   Result<std::string> tracefs = trace::FindOrMountTracefs();
   if (!tracefs.ok()) return tracefs.status();
   std::vector<std::string> notes = trace::RemoveStaleInstances(*tracefs);
-  const std::string name =
-      config.instance.empty() ? "rtloop-" + std::to_string(getpid()) : config.instance;
-  const std::string path = *tracefs + "/instances/" + name;
-  RTLOOP_RETURN_IF_ERROR(MakeInstance(*tracefs, path));
+  // The default name is the process's, rtloop-<pid>; a second TraceEvidence open in the same
+  // process at the same time (two Runtimes) takes rtloop-<pid>-2, -3... A name the caller gives
+  // is taken as it is, or refused.
+  std::string name = config.instance;
+  std::string path;
+  Status made;
+  for (int n = 1; n <= kMaxInstancesPerProcess; ++n) {
+    if (config.instance.empty()) {
+      name = "rtloop-" + std::to_string(getpid()) + (n > 1 ? "-" + std::to_string(n) : "");
+    }
+    path = *tracefs + "/instances/" + name;
+    made = MakeInstance(*tracefs, path);
+    if (made.ok() || !config.instance.empty() || !InstanceExists(path)) break;
+  }
+  RTLOOP_RETURN_IF_ERROR(made);
   // From here the destructor removes the instance, whatever fails next.
   std::unique_ptr<TraceEvidence> t(
       new TraceEvidence(name, path, config.buffer_size_kb, config.history_kb, cpus));

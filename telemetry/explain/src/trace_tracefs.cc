@@ -128,10 +128,19 @@ std::vector<std::string> RemoveStaleInstances(const std::string& tracefs) {
   while (const dirent* entry = readdir(d)) {
     const std::string_view name = entry->d_name;
     if (name.substr(0, 7) != "rtloop-") continue;
+    // rtloop-<pid> or rtloop-<pid>-<n> (a second instance of the same process).
     int pid = 0;
-    const std::string_view digits = name.substr(7);
-    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-    if (ec != std::errc() || ptr != digits.data() + digits.size() || pid <= 0) continue;
+    const std::string_view rest = name.substr(7);
+    const char* end = rest.data() + rest.size();
+    const auto [ptr, ec] = std::from_chars(rest.data(), end, pid);
+    if (ec != std::errc() || pid <= 0) continue;
+    if (ptr != end) {
+      int n = 0;
+      const auto [nptr, nec] = ptr[0] == '-'
+                                   ? std::from_chars(ptr + 1, end, n)
+                                   : std::from_chars_result{ptr, std::errc::invalid_argument};
+      if (nec != std::errc() || nptr != end || n <= 1) continue;
+    }
     if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;
     stale.emplace_back(name);
   }
@@ -141,7 +150,7 @@ std::vector<std::string> RemoveStaleInstances(const std::string& tracefs) {
     (void)WriteKnob(path + "/tracing_on", "0");
     if (rmdir(path.c_str()) == 0) {
       notes.push_back("removed the stale trace instance " + path + " (its process " +
-                      name.substr(7) + " is gone)");
+                      name.substr(7, name.find('-', 7) - 7) + " is gone)");
     } else {
       notes.push_back("could not remove the stale trace instance " + path + ": " +
                       ErrnoError(errno, "rmdir").message());
