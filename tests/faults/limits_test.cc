@@ -189,9 +189,12 @@ TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethodsAndTheTokenGuardedR
   for (int i = 0; i < service->method_count(); ++i) methods.push_back(service->method(i)->name());
   // Reading methods, and ResetStats (issue 19): the one call that changes anything (it clears
   // min/max and windows, never a total), refused by a server without a token
-  // (GrpcReset.AServerWithoutATokenIsReadOnly). A new method must be added here on purpose.
+  // (GrpcReset.AServerWithoutATokenIsReadOnly). ListOutliers and WatchOutliers (issue 20) read
+  // the outlier records, which name threads of any process on a task's CPU: data like any other,
+  // behind the token (GrpcOutliersTest). A new method must be added here on purpose.
   EXPECT_EQ(methods, (std::vector<std::string>{"GetSystemInfo", "ListTasks", "GetStats",
-                                               "WatchStats", "StreamSamples", "ResetStats"}));
+                                               "WatchStats", "StreamSamples", "ResetStats",
+                                               "ListOutliers", "WatchOutliers"}));
 }
 
 // No request can start a program: the libraries that serve requests (framework, telemetry, the
