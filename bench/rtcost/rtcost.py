@@ -49,6 +49,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cyclic"))
+import telemetry_cost  # noqa: E402  (read_threads: the threads' schedstat, shared)
+
 DEFAULT_OPTIONS = ["-m", "-t1", "-a1", "-p80", "-i1000"]
 MODES = ["bare", "telemetry", "client", "tasks8"]
 SET_BY_SCRIPT = ("-D", "--duration", "-l", "--loops", "-q", "--quiet", "--telemetry", "--json")
@@ -129,24 +132,12 @@ def measuring_threads(pid, tool):
     """{tid: (cpu_ns, slices)} of the measuring threads of `pid`: cyclictest's threads but the
     main one, rtloop-cyclic's "cyclicN" threads."""
     out = {}
-    base = "/proc/%d/task" % pid
-    try:
-        tids = os.listdir(base)
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open("%s/%s/comm" % (base, tid)) as f:
-                comm = f.read().strip()
-            if tool == "cyclictest" and int(tid) == pid:
-                continue
-            if tool == "rtloop" and not re.fullmatch(r"cyclic\d+", comm):
-                continue
-            with open("%s/%s/schedstat" % (base, tid)) as f:
-                cpu_ns, _wait, slices = (int(x) for x in f.read().split())
-            out[int(tid)] = (cpu_ns, slices)
-        except (OSError, ValueError):
+    for tid, (comm, cpu_ns, slices, _allowed) in telemetry_cost.read_threads(pid).items():
+        if tool == "cyclictest" and tid == pid:
             continue
+        if tool == "rtloop" and not re.fullmatch(r"cyclic\d+", comm):
+            continue
+        out[tid] = (cpu_ns, slices)
     return out
 
 
