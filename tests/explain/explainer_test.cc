@@ -145,6 +145,67 @@ TEST(ExplainerTest, ACountersSourceIsAskedAgainUntilItAnswersAnyOtherSourceOnce)
       << "why the preferred source did not explain it";
 }
 
+TEST(ExplainerTest, ARecordTheTraceMadeGetsTheCountersPageFaultsOnceTheyHaveSampled) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  auto* trace = new ScriptedSource(EvidenceKind::kTrace, ThreadRan);
+  auto* counters = new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int n) {
+    if (n < 2) {
+      r->evidence_note = "not yet sampled";
+      return false;
+    }
+    r->evidence = EvidenceKind::kCounters;
+    r->causes.push_back({.kind = CauseKind::kPageFaults,
+                         .name = "page faults",
+                         .count = 30,
+                         .detail = "major 0, minor 30"});
+    r->causes.push_back({.kind = CauseKind::kIrq, .name = "LOC", .count = 2});  // not taken
+    return true;
+  });
+  sources.emplace_back(trace);
+  sources.emplace_back(counters);
+  auto ex = Explainer::Start(Config(), sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  const std::vector<telemetry::Sample> samples = {MakeSample(5, 1'000'000, 500'000)};
+  sub->Offer(0, samples);
+  ASSERT_TRUE(WaitFor([&] { return (*ex)->stats().recorded >= 1; }));
+  (*ex)->Stop();
+  EXPECT_EQ(trace->calls.load(), 1);
+  EXPECT_EQ(counters->calls.load(), 2) << "asked until it had sampled after the window";
+  const std::vector<OutlierRecord> records = (*ex)->Records();
+  ASSERT_EQ(records.size(), 1u);
+  const OutlierRecord& r = records[0];
+  EXPECT_EQ(r.evidence, EvidenceKind::kTrace);
+  ASSERT_EQ(r.causes.size(), 2u) << "the trace's thread and the counters' page faults only";
+  EXPECT_EQ(r.causes[0].kind, CauseKind::kThread) << "timed causes rank first";
+  EXPECT_EQ(r.causes[1].kind, CauseKind::kPageFaults);
+  EXPECT_EQ(r.causes[1].count, 30u);
+}
+
+TEST(ExplainerTest, WhenTheCountersNeverSampleTheTraceRecordSaysThePageFaultsAreNotKnown) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  sources.emplace_back(new ScriptedSource(EvidenceKind::kTrace, ThreadRan));
+  sources.emplace_back(
+      new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int) {
+        r->evidence_note = "too old";
+        return false;
+      }));
+  auto ex = Explainer::Start(Config(), sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  const std::vector<telemetry::Sample> samples = {MakeSample(5, 1'000'000, 500'000)};
+  sub->Offer(0, samples);
+  ASSERT_TRUE(WaitFor([&] { return (*ex)->stats().recorded >= 1; }));
+  (*ex)->Stop();
+  const std::vector<OutlierRecord> records = (*ex)->Records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].evidence, EvidenceKind::kTrace);
+  EXPECT_EQ(records[0].causes.size(), 1u);
+  EXPECT_NE(records[0].evidence_note.find("page faults are not known (counters: too old)"),
+            std::string::npos)
+      << records[0].evidence_note;
+}
+
 TEST(ExplainerTest, AWindowNoSourceExplainsIsRecordedAsUnexplainedWithEverySourcesNote) {
   auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
   std::vector<std::unique_ptr<EvidenceSource>> sources;

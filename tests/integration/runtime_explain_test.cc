@@ -3,6 +3,7 @@
 // for 3 ms at a time. The kernel is never mocked.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -122,6 +123,58 @@ TEST(RuntimeExplainTest, EveryCycleAnOutlierAndTheTasksThreadStillAllocatesNothi
   const explain::ExplainerStats stats = (*rt)->OutlierStats();
   EXPECT_GE(stats.outliers, CountingTask::kTo) << "the explanation ran on every cycle";
   EXPECT_GT(stats.recorded, 0u);
+}
+
+// Touches kPages fresh pages every kEvery-th cycle (one minor fault each; memory not locked).
+class FaultingTask final : public PeriodicTask {
+ public:
+  static constexpr std::size_t kPages = 256;
+  static constexpr std::uint64_t kEvery = 50;
+  StepResult Step(const CycleContext& ctx) noexcept override {
+    if (ctx.cycle == 0 || ctx.cycle % kEvery != 0) return StepResult::kContinue;
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* p =
+        mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return StepResult::kContinue;
+    for (std::size_t i = 0; i < kPages; ++i) static_cast<volatile char*>(p)[i * page] = 1;
+    munmap(p, kPages * page);
+    return StepResult::kContinue;
+  }
+};
+
+TEST(RuntimeExplainTest, PageFaultsInStepAreNamedWhenTheTraceExplains) {
+  if (geteuid() != 0) GTEST_SKIP() << "the trace evidence needs root (tracefs)";
+  const testing::MeasureLock lock(std::chrono::seconds(300));
+  ASSERT_TRUE(lock.held()) << lock.why_not();
+  RuntimeConfig rc = Config();
+  rc.executor.lock_memory = false;  // fresh pages fault in Step()
+  auto rt = Runtime::Create(rc);
+  ASSERT_TRUE(rt.ok());
+  FaultingTask task;
+  TaskConfig tc = telemetry::testing::OtherTask("faulting", milliseconds(2));
+  tc.cpus = {0};
+  tc.explain_execution_above = std::chrono::microseconds(60);
+  tc.run_for = std::chrono::milliseconds(1200);
+  ASSERT_TRUE((*rt)->AddTask(task, tc).ok());
+  ASSERT_TRUE((*rt)->Start().ok());
+  (*rt)->executor().Wait();
+  ASSERT_TRUE((*rt)->Stop().ok());
+  if ((*rt)->OutlierEvidence().find("trace") == std::string::npos) {
+    GTEST_SKIP() << "no trace evidence here: " << (*rt)->OutlierEvidence();
+  }
+  int faulting = 0;
+  int named = 0;
+  for (const explain::OutlierRecord& r : (*rt)->Outliers()) {
+    if (!r.window.execution || r.window.cycle % FaultingTask::kEvery != 0) continue;
+    if (r.evidence != explain::EvidenceKind::kTrace) continue;  // the counters' own test exists
+    ++faulting;
+    for (const explain::Cause& c : r.causes) {
+      if (c.kind == explain::CauseKind::kPageFaults && c.count >= FaultingTask::kPages) ++named;
+    }
+  }
+  ASSERT_GT(faulting, 0) << "a cycle touching " << FaultingTask::kPages
+                         << " fresh pages ran longer than 60 us and the trace explained it";
+  EXPECT_EQ(named, faulting) << "every such record names the task's page faults";
 }
 
 TEST(RuntimeExplainTest, TheBusyHigherPriorityThreadIsNamedInTheTasksOutliers) {

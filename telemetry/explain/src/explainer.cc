@@ -198,7 +198,38 @@ void Explainer::TryPending(bool last) {
   pending_.erase(done, pending_.end());
 }
 
+bool Explainer::FaultsFromCounters(Pending& p, bool last) {
+  const std::int64_t cpu0 = ThreadCpuNs();
+  EvidenceSource* counters = nullptr;
+  for (auto& s : sources_) {
+    if (s->kind() == EvidenceKind::kCounters) counters = s.get();
+  }
+  bool done = counters == nullptr;
+  if (counters != nullptr) {
+    OutlierRecord c = MakeRecord(p.window);
+    if (counters->Explain(p.window, &c)) {
+      for (Cause& cause : c.causes) {
+        if (cause.kind == CauseKind::kPageFaults) p.record.causes.push_back(std::move(cause));
+      }
+      done = true;
+    } else {
+      const std::int64_t age = Now(Clock::kMonotonic).ns() - p.seen_ns;
+      if (last || age >= std::chrono::nanoseconds(config_.give_up_after).count()) {
+        p.record.evidence_note +=
+            "; the task's page faults are not known (counters: " + c.evidence_note + ")";
+        done = true;
+      }
+    }
+  }
+  p.cpu_ns += ThreadCpuNs() - cpu0;
+  if (!done) return false;
+  FinishRecord(&p.record);
+  Record(std::move(p.record), p.cpu_ns);
+  return true;
+}
+
 bool Explainer::TryExplain(Pending& p, bool last) {
+  if (p.traced) return FaultsFromCounters(p, last);
   const std::int64_t cpu0 = ThreadCpuNs();
   for (std::size_t i = 0; i < sources_.size(); ++i) {
     EvidenceSource& source = *sources_[i];
@@ -212,6 +243,12 @@ bool Explainer::TryExplain(Pending& p, bool last) {
         if (p.notes[j].empty()) continue;
         if (!r.evidence_note.empty()) r.evidence_note += "; ";
         r.evidence_note += Labelled(sources_[j]->kind(), p.notes[j]);
+      }
+      if (source.kind() == EvidenceKind::kTrace) {  // the counters add the task's page faults
+        p.traced = true;
+        p.record = std::move(r);
+        p.cpu_ns = ThreadCpuNs() - cpu0;
+        return FaultsFromCounters(p, last);
       }
       FinishRecord(&r);
       Record(std::move(r), ThreadCpuNs() - cpu0);

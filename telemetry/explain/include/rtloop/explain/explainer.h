@@ -15,8 +15,11 @@
 //
 // How a window is explained: on each tick (ExplainerConfig::poll_period) every source is polled,
 // the new samples are read, and every pending window is offered to the sources in order. The first
-// that returns true makes the record. A source of kind kCounters answers only once it sampled
-// after the window, so it is asked again on later ticks; any other source is asked once per
+// that returns true makes the record. The trace shows who else ran, not the task's own page
+// faults: a record the trace made also gets the counters' page-fault count of the task's thread
+// over the sampling interval around the window, once the counters sampled after it (or, if they
+// cannot within give_up_after, a note why not). A source of kind kCounters answers only once it
+// sampled after the window, so it is asked again on later ticks; any other source is asked once per
 // window. A window that no source explained within give_up_after is recorded with the evidence
 // kNone and every source's note, so no outlier is ever silently missing. Beyond max_records the
 // outliers are counted (ExplainerStats::dropped), not recorded; so are those whose samples the
@@ -125,6 +128,11 @@ class Explainer {
     std::int64_t seen_ns = 0;        // CLOCK_MONOTONIC when the sample was read
     std::vector<bool> asked;         // per source: asked once already (sources not re-asked)
     std::vector<std::string> notes;  // per source: its last note
+    // The trace explained the window; the record waits for the counters' page faults of the
+    // task's own thread, which the trace does not show (FaultsFromCounters()).
+    bool traced = false;
+    OutlierRecord record;
+    std::int64_t cpu_ns = 0;  // the analysis's CPU time so far
   };
   Explainer(const ExplainerConfig& config, std::shared_ptr<telemetry::Subscription> subscription,
             std::vector<std::unique_ptr<EvidenceSource>> sources);
@@ -132,6 +140,9 @@ class Explainer {
   void ReadSamples();
   void TryPending(bool last);
   bool TryExplain(Pending& p, bool last);  // true when the window is recorded
+  // For a window the trace explained: adds the counters' page faults of the task's thread; false
+  // while the counters have not sampled after the window (and it is not time to give up).
+  bool FaultsFromCounters(Pending& p, bool last);
   void Record(OutlierRecord record, std::int64_t cpu_ns);
   const ExplainedTask* FindTask(TaskId task) const;
   TaskOutlierStats* TaskStats(TaskId task);  // mu_ held
