@@ -35,6 +35,7 @@ PACKAGES=(
   stress-ng stress rt-tests iperf3  # rtloop-bench's load scenarios (rt-tests: hackbench) and tests
   gnuplot-nox  # rtloop-bench: plot.png, max-over-time.png
   valgrind  # tests and bench/rtcost: the RT thread's simulated instructions and cache misses per cycle
+  linux-perf  # tests and bench/rtcost: perf stat of the RT thread (counters where the kernel has them)
   systemd  # tests: systemd-analyze verify of the board's unit (examples/board)
   libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
   libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)
