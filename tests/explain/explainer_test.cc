@@ -159,7 +159,8 @@ TEST(ExplainerTest, ARecordTheTraceMadeGetsTheCountersPageFaultsOnceTheyHaveSamp
                          .name = "page faults",
                          .count = 30,
                          .detail = "major 0, minor 30"});
-    r->causes.push_back({.kind = CauseKind::kIrq, .name = "LOC", .count = 2});  // not taken
+    r->causes.push_back(
+        {.kind = CauseKind::kIrq, .name = "LOC", .count = 2, .detail = ""});  // not taken
     return true;
   });
   sources.emplace_back(trace);
@@ -328,13 +329,14 @@ TEST(OutliersSummaryTest, ACountedCauseIsOneGroupWhateverItsCountsAndStealIsName
   for (std::uint64_t count : {5u, 9u, 7u}) {
     OutlierRecord r = MakeRecord(LatencyWindow(0, "t", 1, 1, count, 0, 200'000, 210'000));
     r.evidence = EvidenceKind::kCounters;
-    r.causes.push_back({.kind = CauseKind::kIrq, .name = "LOC", .count = count});
+    r.causes.push_back({.kind = CauseKind::kIrq, .name = "LOC", .count = count, .detail = ""});
     FinishRecord(&r);
     records.push_back(r);
   }
   OutlierRecord steal = MakeRecord(LatencyWindow(0, "t", 1, 1, 10, 0, 300'000, 310'000));
   steal.evidence = EvidenceKind::kCounters;
-  steal.causes.push_back({.kind = CauseKind::kSteal, .name = "steal", .ns = 250'000, .count = 1});
+  steal.causes.push_back(
+      {.kind = CauseKind::kSteal, .name = "steal", .ns = 250'000, .count = 1, .detail = ""});
   FinishRecord(&steal);
   records.push_back(steal);
   ExplainerStats stats;
