@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <future>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -316,9 +317,19 @@ std::string InNamespaceWithoutTracefs(Body body) {
     std::string out = "SKIP: cannot make a private mount namespace";
     if (unshare(CLONE_NEWNS) == 0 &&
         mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
-      umount2("/sys/kernel/tracing", MNT_DETACH);
-      umount2("/sys/kernel/debug/tracing", MNT_DETACH);
-      umount2("/sys/kernel/debug", MNT_DETACH);
+      // Every tracefs and debugfs mount, wherever it is (a chroot's bind mounts too: another
+      // mount point would be found instead of "not mounted"); the deepest first.
+      std::vector<std::string> points;
+      if (std::FILE* m = std::fopen("/proc/self/mounts", "re")) {
+        char dev[256], dir[4096], type[64];
+        while (std::fscanf(m, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3) {
+          if (std::string_view(type) == "tracefs" || std::string_view(type) == "debugfs") {
+            points.emplace_back(dir);
+          }
+        }
+        std::fclose(m);
+      }
+      for (auto it = points.rbegin(); it != points.rend(); ++it) umount2(it->c_str(), MNT_DETACH);
       out = body();
     }
     (void)!write(fds[1], out.data(), out.size());
