@@ -27,7 +27,10 @@ OutlierFeed::Page OutlierFeed::Read(std::size_t first, std::size_t max) const {
   // before it exists.
   p.stats = s->stats();
   p.records = s->Records(first, max);
-  p.total = std::max(s->record_count(), first + p.records.size());
+  // At least the records returned (one may have been made after the count was read); a `first`
+  // past the end returns none and leaves the count as it is.
+  p.total =
+      p.records.empty() ? s->record_count() : std::max(s->record_count(), first + p.records.size());
   p.first = first;
   return p;
 }

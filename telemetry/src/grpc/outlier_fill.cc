@@ -1,6 +1,7 @@
 #include "outlier_fill.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "rtloop/explain/explainer.h"
@@ -57,7 +58,11 @@ void OutlierFill::List(const v1::ListOutliersRequest& request, const std::vector
   const std::size_t max = request.max() == 0
                               ? kDefaultOutliersPerCall
                               : std::min<std::size_t>(request.max(), kMaxOutliersPerCall);
-  const explain::OutlierFeed::Page page = feed_->Read(request.first(), max);
+  // A first index beyond what size_t holds (32-bit targets) is past every record, not wrapped.
+  const std::size_t first = request.first() > std::numeric_limits<std::size_t>::max()
+                                ? std::numeric_limits<std::size_t>::max()
+                                : static_cast<std::size_t>(request.first());
+  const explain::OutlierFeed::Page page = feed_->Read(first, max);
   if (!page.explaining) return;
   out->set_explaining(true);
   out->set_evidence(ToValidUtf8(page.evidence));
