@@ -267,24 +267,21 @@ bool ParseHeaderPage(std::string_view text, RingLayout* layout, std::string* why
 }
 
 bool ParseHeaderEvent(std::string_view text, RingLayout* layout, std::string* why) {
-  const auto bits = [&](std::string_view key) {
+  // The number after `key`, between `after` and `until` ("type_len    :    5 bits",
+  // "padding     : type == 29"); -1 when absent or not a number.
+  const auto number = [&](std::string_view key, std::string_view after, std::string_view until) {
     const std::size_t at = text.find(key);
     if (at == std::string_view::npos) return -1L;
     std::string_view v = text.substr(at + key.size());
-    v = v.substr(v.find(':') + 1);
-    v = v.substr(0, v.find("bits"));
+    const std::size_t from = v.find(after);
+    if (from == std::string_view::npos) return -1L;
+    v = v.substr(from + after.size());
+    v = v.substr(0, v.find(until));
     long n = -1;
     return ToInt(v, &n) ? n : -1L;
   };
-  const auto type = [&](std::string_view key) {
-    const std::size_t at = text.find(key);
-    if (at == std::string_view::npos) return -1L;
-    std::string_view v = text.substr(at + key.size());
-    v = v.substr(v.find("==") + 2);
-    v = v.substr(0, v.find('\n'));
-    long n = -1;
-    return ToInt(v, &n) ? n : -1L;
-  };
+  const auto bits = [&](std::string_view key) { return number(key, ":", "bits"); };
+  const auto type = [&](std::string_view key) { return number(key, "==", "\n"); };
   layout->type_len_bits = static_cast<int>(bits("type_len"));
   layout->time_delta_bits = static_cast<int>(bits("time_delta"));
   layout->padding_type = static_cast<int>(type("padding"));
