@@ -188,6 +188,20 @@ Status CheckUserInputs(const TelemetryConfig& t) {
   return Status::Ok();
 }
 
+// Create(config, nullptr): a config that asks for a part only the services have.
+Status CheckWithoutServices(const TelemetryConfig& t) {
+  if (!t.enabled) return Status::Ok();
+  const char* what = t.serve_grpc             ? "telemetry.serve_grpc (the gRPC API)"
+                     : t.http.has_value()     ? "telemetry.http (the HTTP endpoint)"
+                     : !t.record_path.empty() ? "telemetry.record_path (the sample log)"
+                                              : nullptr;
+  if (what == nullptr) return Status::Ok();
+  return FailedPreconditionError(std::string("RuntimeConfig::") + what +
+                                 " needs the telemetry services, and this runtime was created "
+                                 "without them (Runtime::Create(config, nullptr)) — use "
+                                 "Runtime::Create(config), or turn the setting off");
+}
+
 // OK without faults; else kAborted naming each faulted task, its fault count and its last fault.
 Status FaultStatus(const std::vector<TaskReport>& faulted) {
   if (faulted.empty()) return Status::Ok();
@@ -204,7 +218,8 @@ Status FaultStatus(const std::vector<TaskReport>& faulted) {
 
 }  // namespace
 
-Runtime::Runtime(const RuntimeConfig& config) : config_(config) {}
+Runtime::Runtime(const RuntimeConfig& config, std::unique_ptr<RuntimeServices> services)
+    : config_(config), services_(std::move(services)) {}
 
 Runtime::~Runtime() { (void)Stop(); }
 
@@ -214,9 +229,11 @@ Status Runtime::Check(const RuntimeConfig& config) {
   return CheckUserInputs(config.telemetry);
 }
 
-Result<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config) {
+Result<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeConfig& config,
+                                                 std::unique_ptr<RuntimeServices> services) {
   RTLOOP_RETURN_IF_ERROR(Check(config));  // before anything is created, started or bound
-  std::unique_ptr<Runtime> rt(new Runtime(config));
+  if (services == nullptr) RTLOOP_RETURN_IF_ERROR(CheckWithoutServices(config.telemetry));
+  std::unique_ptr<Runtime> rt(new Runtime(config, std::move(services)));
   RTLOOP_RETURN_IF_ERROR(rt->Init());
   return rt;
 }
@@ -260,17 +277,16 @@ Status Runtime::InitTelemetry() {
 Status Runtime::StartServer() {
   const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   const std::vector<int> before = ThreadIds();
-  Result<std::unique_ptr<telemetry::Server>> server = telemetry::Server::Start(
-      config_.telemetry.grpc, *hub_, *collector_, executor_.get(), &outlier_feed_);
-  if (!server.ok()) {
+  const Status started = services_->StartGrpc(config_.telemetry.grpc, *hub_, *collector_,
+                                              executor_.get(), &outlier_feed_);
+  if (!started.ok()) {
     const std::string& hint = config_.telemetry.grpc_address_hint;
-    return ServerStartError(server.status(), "telemetry",
+    return ServerStartError(started, "telemetry",
                             !hint.empty() ? hint.c_str()
                                           : "set RuntimeConfig::telemetry.grpc.address, e.g. "
                                             "\"127.0.0.1:0\" for any free port, or "
                                             "telemetry.serve_grpc = false");
   }
-  server_ = std::move(*server);
   server_tids_ = ThreadsSince(before);
   return Status::Ok();
 }
@@ -278,18 +294,17 @@ Status Runtime::StartServer() {
 Status Runtime::StartHttp() {
   const SignalBlockScope blocked({SIGINT, SIGTERM, config_.monitor_signal});
   const std::vector<int> before = ThreadIds();
-  Result<std::unique_ptr<telemetry::HttpServer>> http = telemetry::HttpServer::Start(
+  const Status started = services_->StartHttp(
       *config_.telemetry.http, *hub_,
       {.executor = executor_.get(), .collector = collector_.get(), .outliers = &outlier_feed_});
-  if (!http.ok()) {
+  if (!started.ok()) {
     const std::string& hint = config_.telemetry.http_address_hint;
-    return ServerStartError(http.status(), "telemetry http",
+    return ServerStartError(started, "telemetry http",
                             !hint.empty() ? hint.c_str()
                                           : "set RuntimeConfig::telemetry.http->address, e.g. "
                                             "\"127.0.0.1:0\" for any free port, or leave "
                                             "telemetry.http unset");
   }
-  http_ = std::move(*http);
   http_tids_ = ThreadsSince(before);
   return Status::Ok();
 }
@@ -364,6 +379,11 @@ Status Runtime::RecordTo(telemetry::OutputFile file, const telemetry::SampleLogC
     return FailedPreconditionError(
         "RecordTo() without telemetry: the sample log needs RuntimeConfig::telemetry.enabled");
   }
+  if (services_ == nullptr) {
+    return FailedPreconditionError(
+        "RecordTo(): the sample log needs the telemetry services, and this runtime was created "
+        "without them (Runtime::Create(config, nullptr)) — use Runtime::Create(config)");
+  }
   if (!config_.telemetry.record_path.empty() || record_file_.has_value()) {
     return FailedPreconditionError(
         "RecordTo() with a sample log already set (telemetry.record_path or an earlier "
@@ -378,21 +398,17 @@ Status Runtime::OpenSampleLog() {
   if (hub_ == nullptr) return Status::Ok();
   const bool given = record_file_.has_value();
   if (!given && config_.telemetry.record_path.empty()) return Status::Ok();
-  Result<std::unique_ptr<telemetry::SampleLogWriter>> log = [&] {
-    if (given) {
-      telemetry::OutputFile file = std::move(*record_file_);
-      record_file_.reset();
-      return telemetry::SampleLogWriter::Open(record_header_, std::move(file), *hub_,
-                                              ReadSystemInfo());
-    }
-    telemetry::SampleLogConfig lc;
-    lc.path = config_.telemetry.record_path;
-    lc.tool_name = config_.app_name;
-    return telemetry::SampleLogWriter::Open(lc, *hub_, ReadSystemInfo());
-  }();
-  if (!log.ok()) return log.status();
-  sample_log_ = std::move(*log);
-  return collector_->AddSink(sample_log_.get());
+  // Here with a sample log only with the services: Create() and RecordTo() refuse one without.
+  if (services_ == nullptr) return InternalError("sample log without the telemetry services");
+  if (given) {
+    std::optional<telemetry::OutputFile> file = std::move(record_file_);
+    record_file_.reset();
+    return services_->OpenSampleLog(record_header_, std::move(file), *hub_, *collector_);
+  }
+  telemetry::SampleLogConfig lc;
+  lc.path = config_.telemetry.record_path;
+  lc.tool_name = config_.app_name;
+  return services_->OpenSampleLog(lc, std::nullopt, *hub_, *collector_);
 }
 
 // The collector thread inherits the affinity of the thread that starts it: start it from a helper
@@ -429,7 +445,7 @@ Status Runtime::Start() {
     if (!telemetry_cpus_.empty() && config_.telemetry.grpc.cpus.empty()) {
       PinThreads(server_tids_, telemetry_cpus_);
     }
-    if (!telemetry_cpus_.empty() && http_ != nullptr && config_.telemetry.http->cpus.empty()) {
+    if (!telemetry_cpus_.empty() && http() != nullptr && config_.telemetry.http->cpus.empty()) {
       PinThreads(http_tids_, telemetry_cpus_);
     }
     Status s = OpenSampleLog();
@@ -565,18 +581,10 @@ Status Runtime::StopLocked(bool abandon) {
   if (collector_ != nullptr) collector_->Stop();  // the rings' tail reaches streams and the log
   if (explain_ != nullptr) explain_->Stop();      // the last cycles' records
   // A run that started ends normally: every stream gets its tail, a final message and OK.
-  if (server_ != nullptr) (started && !abandon) ? server_->Finish() : server_->Stop();
-  if (http_ != nullptr) http_->Stop();  // the page's last poll gets the final figures
+  // The HTTP endpoint after it: the page's last poll gets the final figures.
+  if (services_ != nullptr) services_->StopServers(/*finish=*/started && !abandon);
   if (record_file_.has_value()) record_file_->Discard();  // RecordTo() without a Start()
-  Status status;
-  if (sample_log_ != nullptr) {
-    if (abandon) {
-      sample_log_->Abandon();
-    } else {
-      status = sample_log_->Close();
-    }
-  }
-  return status;
+  return services_ != nullptr ? services_->CloseSampleLog(abandon) : Status::Ok();
 }
 
 Status Runtime::RunUntilSignal() {
@@ -623,11 +631,11 @@ TaskReport Runtime::Report(TaskId id) const { return MakeTaskReport(*executor_, 
 std::vector<TaskReport> Runtime::Reports() const { return MakeTaskReports(*executor_, hub_.get()); }
 
 std::string Runtime::grpc_address() const {
-  return server_ != nullptr ? server_->address() : std::string();
+  return services_ != nullptr ? services_->grpc_address() : std::string();
 }
 
 std::string Runtime::http_address() const {
-  return http_ != nullptr ? http_->address() : std::string();
+  return services_ != nullptr ? services_->http_address() : std::string();
 }
 
 int ExitCode(const Status& status) {

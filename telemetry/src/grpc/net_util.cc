@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "rtloop/telemetry/input_file.h"
+#include "rtloop/telemetry/server.h"
 
 namespace rtloop::telemetry::internal {
 
@@ -216,3 +217,12 @@ Status MakeHousekeepingThread(const std::vector<int>& cpus, std::string_view fie
 }
 
 }  // namespace rtloop::telemetry::internal
+
+namespace rtloop::telemetry {
+
+// Here, not in server.cc: programs check addresses without linking gRPC (a lean rtloop-cyclic).
+Status CheckServerAddress(std::string_view address) {
+  return internal::ParseAddress(address, internal::AddressRole::kListen).status();
+}
+
+}  // namespace rtloop::telemetry

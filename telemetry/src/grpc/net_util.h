@@ -31,6 +31,9 @@ enum class AddressRole { kListen, kConnect };
 // InvalidArgument with the expected form in the message. Every tool that takes an address
 // (rtloop-cyclic --telemetry/--metrics, the Runtime's servers, rtloop-top) goes through this.
 Result<HostPort> ParseAddress(std::string_view address, AddressRole role);
+// ParseAddress(address, kListen) for the HTTP endpoint: IPv4 only (Debian's civetweb has no IPv6).
+// Defined in http/http_address.cc (builds with RTLOOP_HTTP).
+Result<HostPort> ParseHttpAddress(std::string_view address);
 
 // "host:port", bracketing IPv6 literals.
 std::string FormatAddress(const std::string& host, int port);

@@ -149,10 +149,6 @@ int Millis(std::chrono::milliseconds ms) {
 
 }  // namespace
 
-Status CheckServerAddress(std::string_view address) {
-  return internal::ParseAddress(address, internal::AddressRole::kListen).status();
-}
-
 class Server::Impl {
  public:
   ServerConfig config;

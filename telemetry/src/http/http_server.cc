@@ -141,20 +141,7 @@ internal::HttpRequestView ViewOf(const mg_request_info* ri) {
   return view;
 }
 
-// An IPv4 listening address (see CheckHttpAddress()).
-Result<internal::HostPort> ParseHttpAddress(std::string_view address) {
-  Result<internal::HostPort> hp = internal::ParseAddress(address, internal::AddressRole::kListen);
-  if (hp.ok() && hp->host.find(':') != std::string::npos) {
-    return InvalidArgumentError("bad address \"" + std::string(address) +
-                                "\": Debian's civetweb is built without IPv6; use an IPv4 "
-                                "address (127.0.0.1, 0.0.0.0 or the board's LAN address)");
-  }
-  return hp;
-}
-
 }  // namespace
-
-Status CheckHttpAddress(std::string_view address) { return ParseHttpAddress(address).status(); }
 
 class HttpServer::Impl {
  public:
@@ -414,7 +401,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpConfig& config,
                                                       const TelemetryHub& hub,
                                                       const HttpSources& sources) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
-  Result<internal::HostPort> hp = ParseHttpAddress(config.address);
+  Result<internal::HostPort> hp = internal::ParseHttpAddress(config.address);
   if (!hp.ok()) return InvalidArgumentError("HttpConfig.address: " + hp.status().message());
   auto impl = std::make_unique<Impl>();
   impl->config = config;

@@ -29,6 +29,7 @@ add_custom_command(
   VERBATIM)
 
 target_sources(rtloop_telemetry PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/http_address.cc  # CheckHttpAddress, without civetweb
   ${CMAKE_CURRENT_LIST_DIR}/http_request.cc  # routing, token and query checks (fuzzed)
   ${CMAKE_CURRENT_LIST_DIR}/http_server.cc
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cc

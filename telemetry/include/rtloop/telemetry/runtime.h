@@ -75,6 +75,7 @@
 #include "rtloop/framework/task_config.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/http_server.h"
+#include "rtloop/telemetry/runtime_services.h"
 #include "rtloop/telemetry/sample_log.h"
 #include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_report.h"
@@ -193,6 +194,12 @@ class Runtime {
   // fails here, naming the port and the fix. Errors are Statuses with messages that say what to
   // change (ExitCode() prints them).
   static Result<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config);
+  // The same with `services` for the gRPC server, the HTTP endpoint and the sample log
+  // (runtime_services.h); Create(config) passes LinkedRuntimeServices(). nullptr: none of them,
+  // and FailedPrecondition naming the setting when `config` asks for one (serve_grpc is true by
+  // default: set it false). A program that must not link the servers' libraries calls this.
+  static Result<std::unique_ptr<Runtime>> Create(const RuntimeConfig& config,
+                                                 std::unique_ptr<RuntimeServices> services);
   ~Runtime();  // Stop()
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -281,8 +288,12 @@ class Runtime {
   const Executor& executor() const noexcept { return *executor_; }
   telemetry::TelemetryHub* hub() noexcept { return hub_.get(); }           // nullptr: telemetry off
   telemetry::Collector* collector() noexcept { return collector_.get(); }  // nullptr: telemetry off
-  telemetry::Server* server() noexcept { return server_.get(); }           // nullptr: not serving
-  telemetry::HttpServer* http() noexcept { return http_.get(); }  // nullptr: no HTTP endpoint
+  telemetry::Server* server() noexcept {                                   // nullptr: not serving
+    return services_ != nullptr ? services_->server() : nullptr;
+  }
+  telemetry::HttpServer* http() noexcept {  // nullptr: no HTTP endpoint
+    return services_ != nullptr ? services_->http() : nullptr;
+  }
   // The bound gRPC address ("127.0.0.1:50051"); "" when not serving.
   std::string grpc_address() const;
   // The bound HTTP address ("127.0.0.1:9101"); "" without TelemetryConfig::http.
@@ -294,7 +305,7 @@ class Runtime {
 
  private:
   enum class Phase { kCreated, kStarted, kStopped };
-  explicit Runtime(const RuntimeConfig& config);
+  Runtime(const RuntimeConfig& config, std::unique_ptr<RuntimeServices> services);
   Status Init();
   Status InitTelemetry();  // Init()'s hub, collector and servers
   Status StartServer();
@@ -314,12 +325,11 @@ class Runtime {
   std::unique_ptr<telemetry::Collector> collector_;
   // The explanation's records for the servers: declared before them, destroyed after them.
   explain::OutlierFeed outlier_feed_;
-  std::unique_ptr<telemetry::Server> server_;
-  std::vector<int> server_tids_;  // the threads Server::Start() created
-  // Reads the hub, the collector and the executor: declared after them, destroyed first.
-  std::unique_ptr<telemetry::HttpServer> http_;
-  std::vector<int> http_tids_;  // the threads HttpServer::Start() created
-  std::unique_ptr<telemetry::SampleLogWriter> sample_log_;
+  // The gRPC server, the HTTP endpoint (they read the hub, the collector, the executor and the
+  // feed: declared after them, destroyed first) and the sample log; nullptr: none linked.
+  std::unique_ptr<RuntimeServices> services_;
+  std::vector<int> server_tids_;  // the threads the gRPC server's start created
+  std::vector<int> http_tids_;    // the threads the HTTP endpoint's start created
   // Prints task faults from a non-RT thread; from Start() to Stop().
   std::unique_ptr<internal::FaultWatcher> fault_watcher_;
   std::vector<explain::ExplainPlan> explain_plans_;  // guarded by mu_
