@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "cyclic_thread_stats.h"
+#include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/sample.h"
@@ -29,14 +29,16 @@ constexpr std::uint64_t kBaseSlackBytes = 64 * kMiB;
 
 // "/proc/<file>" line "<key>: <n> kB" in bytes, or 0.
 std::uint64_t ReadKilobytes(const char* file, const std::string& key) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) != 0) continue;
+  std::uint64_t bytes = 0;
+  ForEachLine(file, [&](std::string_view line) {
+    if (line.substr(0, key.size()) != key) return true;
     unsigned long long kb = 0;
-    if (std::sscanf(line.c_str() + key.size(), " %llu", &kb) == 1) return kb * 1024;
-  }
-  return 0;
+    if (std::sscanf(std::string(line.substr(key.size())).c_str(), " %llu", &kb) == 1) {
+      bytes = kb * 1024;
+    }
+    return false;
+  });
+  return bytes;
 }
 
 std::string Gib(std::uint64_t bytes) {

@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 
+#include "rtloop/framework/system_info.h"
 #include "rtloop/framework/time.h"
 
 namespace rtloop::cyclic {
@@ -172,15 +172,13 @@ void WarnAboutClock(const CyclicOptions& o) {
 }
 
 Status CheckSmi() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
   std::string vendor;
-  while (std::getline(in, line)) {
-    if (line.rfind("vendor_id", 0) == 0) {
-      vendor = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
+  ForEachLine("/proc/cpuinfo", [&](std::string_view line) {
+    if (line.substr(0, 9) != "vendor_id") return true;
+    const std::size_t colon = line.find(": ");
+    if (colon != std::string_view::npos) vendor = line.substr(colon + 2);
+    return false;
+  });
   if (vendor != "GenuineIntel") {
     return Status(StatusCode::kFailedPrecondition,
                   "FATAL: SMI counter is not supported on this processor (" +
@@ -217,12 +215,7 @@ int CpuNumaNode(int cpu) {
   return node;
 }
 
-std::string ReadLoadavg() {
-  std::ifstream in("/proc/loadavg");
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
+std::string ReadLoadavg() { return ReadFirstLine("/proc/loadavg"); }
 
 void TraceMarker::Open() {
   for (const char* dir : {"/sys/kernel/debug/tracing/", "/sys/kernel/tracing/"}) {

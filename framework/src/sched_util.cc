@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "rtloop/framework/system_info.h"
@@ -63,14 +62,12 @@ bool IsRealtimePolicy(SchedPolicy policy) noexcept {
 
 PrivilegeFacts ReadPrivilegeFacts() {
   PrivilegeFacts facts;
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("CapEff:", 0) == 0) {
-      const std::uint64_t caps = std::strtoull(line.c_str() + 7, nullptr, 16);
-      facts.cap_sys_nice = ((caps >> kCapSysNice) & 1u) != 0;
-    }
-  }
+  ForEachLine("/proc/self/status", [&](std::string_view line) {
+    if (line.substr(0, 7) != "CapEff:") return true;
+    const std::uint64_t caps = std::strtoull(std::string(line.substr(7)).c_str(), nullptr, 16);
+    facts.cap_sys_nice = ((caps >> kCapSysNice) & 1u) != 0;
+    return false;
+  });
   rlimit rl{};
   if (getrlimit(RLIMIT_RTPRIO, &rl) == 0) facts.rtprio_limit = rl.rlim_cur;
   if (getrlimit(RLIMIT_NICE, &rl) == 0) facts.nice_limit = rl.rlim_cur;
@@ -241,10 +238,7 @@ Status ValidateCpus(const std::vector<int>& cpus, const std::vector<int>& online
 }
 
 std::vector<int> PresentCpus() {
-  std::ifstream in("/sys/devices/system/cpu/present");
-  std::string line;
-  std::getline(in, line);
-  Result<std::vector<int>> cpus = ParseCpuList(line);
+  Result<std::vector<int>> cpus = ParseCpuList(ReadFirstLine("/sys/devices/system/cpu/present"));
   return cpus.ok() ? *cpus : std::vector<int>{};
 }
 

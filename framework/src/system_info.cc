@@ -7,26 +7,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 namespace rtloop {
 
 namespace {
 
-std::string ReadFirstLine(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  if (in) std::getline(in, line);
-  return line;
-}
-
-bool HasWord(const std::string& text, const std::string& word) {
-  std::istringstream in(text);
-  std::string w;
-  while (in >> w) {
-    if (w == word) return true;
+bool HasWord(std::string_view text, std::string_view word) {
+  constexpr std::string_view kSpace = " \t\n";
+  for (std::size_t at = text.find_first_not_of(kSpace); at != std::string_view::npos;) {
+    const std::size_t end = std::min(text.find_first_of(kSpace, at), text.size());
+    if (text.substr(at, end - at) == word) return true;
+    at = text.find_first_not_of(kSpace, end);
   }
   return false;
 }
@@ -41,6 +34,30 @@ Result<int> ParseCpuNumber(const std::string& part, const std::string& whole) {
 }
 
 }  // namespace
+
+bool ForEachLine(const char* path, const std::function<bool(std::string_view line)>& line) {
+  std::FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return false;
+  char* buf = nullptr;
+  std::size_t cap = 0;
+  for (ssize_t n; (n = getline(&buf, &cap, f)) >= 0;) {
+    std::string_view text(buf, static_cast<std::size_t>(n));
+    if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+    if (!line(text)) break;
+  }
+  std::free(buf);
+  std::fclose(f);
+  return true;
+}
+
+std::string ReadFirstLine(const char* path) {
+  std::string first;
+  ForEachLine(path, [&](std::string_view line) {
+    first = line;
+    return false;
+  });
+  return first;
+}
 
 const char* PreemptModelName(PreemptModel model) noexcept {
   switch (model) {

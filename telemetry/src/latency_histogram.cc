@@ -72,7 +72,11 @@ std::uint64_t NearestRank(double percentile, std::uint64_t total) noexcept {
   if (total == 0) return 0;
   const double p = percentile > 0.0 ? std::min(percentile, 100.0) : 0.0;
   constexpr std::uint64_t kHundredPercent = 100'000'000'000;  // units of 1e-9 percent
-  const auto units = static_cast<std::uint64_t>(std::llround(p * 1e9));
+  // std::llround without libm (a lean program then maps none of it: bench/footprint/README.md):
+  // for x >= 0, x minus its integer part is exact, so this rounds half away from zero as it does.
+  const double x = p * 1e9;
+  auto units = static_cast<std::uint64_t>(x);
+  if (x - static_cast<double>(units) >= 0.5) ++units;
   // units <= kHundredPercent, so the rank is at most total: it fits in 64 bits.
   const std::uint64_t rank = MulDivCeil(units, total, kHundredPercent);
   if (rank < 1) return 1;

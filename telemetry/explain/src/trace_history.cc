@@ -12,9 +12,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
 
+#include "rtloop/framework/system_info.h"
 #include "trace_internal.h"
 
 namespace rtloop::explain::trace {
@@ -43,15 +42,14 @@ Status ReadFormat(const std::string& events_dir, const std::string& event, Event
 
 // hrtimer_wakeup's address in /proc/kallsyms, 0 when hidden (kptr_restrict) or absent.
 std::uint64_t HrtimerWakeupAddress() {
-  std::ifstream syms("/proc/kallsyms");
-  std::string line;
-  while (std::getline(syms, line)) {
-    if (line.size() < 16 || line.compare(line.size() - 15, 15, " hrtimer_wakeup") != 0) continue;
-    std::uint64_t a = 0;
-    std::istringstream(line) >> std::hex >> a;
-    return a;
-  }
-  return 0;
+  std::uint64_t a = 0;
+  ForEachLine("/proc/kallsyms", [&](std::string_view line) {
+    constexpr std::string_view kName = " hrtimer_wakeup";
+    if (line.size() < 16 || line.substr(line.size() - kName.size()) != kName) return true;
+    a = std::strtoull(std::string(line.substr(0, line.find(' '))).c_str(), nullptr, 16);
+    return false;
+  });
+  return a;
 }
 
 }  // namespace

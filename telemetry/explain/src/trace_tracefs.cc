@@ -14,10 +14,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "rtloop/framework/system_info.h"
 #include "trace_internal.h"
 
 namespace rtloop::explain::trace {
@@ -88,17 +87,19 @@ Status WriteKnob(const std::string& path, const std::string& value) {
 }
 
 Result<std::string> FindOrMountTracefs() {
-  std::ifstream mounts("/proc/mounts");
-  std::string line;
   std::string found;
   std::string debugfs;
-  while (std::getline(mounts, line)) {
-    std::istringstream fields(line);
-    std::string dev, dir, type;
-    fields >> dev >> dir >> type;
+  ForEachLine("/proc/mounts", [&](std::string_view line) {
+    // DEVICE DIR TYPE OPTIONS 0 0; the kernel escapes blanks in DIR as \040.
+    const std::size_t dir_at = line.find(' ') + 1;  // npos + 1 == 0: no field, no match below
+    const std::size_t type_at = line.find(' ', dir_at) + 1;
+    if (dir_at == 0 || type_at == 0) return true;
+    const std::string_view dir = line.substr(dir_at, type_at - 1 - dir_at);
+    const std::string_view type = line.substr(type_at, line.find(' ', type_at) - type_at);
     if (type == "tracefs" && (found.empty() || dir == kTracing)) found = dir;
     if (type == "debugfs" && debugfs.empty()) debugfs = dir;
-  }
+    return true;
+  });
   if (!found.empty()) return found;
   if (!debugfs.empty() && Exists(debugfs + "/tracing/instances")) return debugfs + "/tracing";
   if (ReadSmall("/proc/filesystems").find("\ttracefs") == std::string::npos) {

@@ -9,7 +9,9 @@
 // /proc and allocate.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtloop/framework/status.h"
@@ -45,5 +47,13 @@ PreemptModel ParsePreemptModel(const std::string& kernel_version, const std::str
 
 // The CPUs this thread may run on (sched_getaffinity). Empty on failure.
 std::vector<int> CurrentAffinity();
+
+// A text file of /proc or /sys read with stdio, never iostreams: a program built on the framework
+// then links none of libstdc++'s locale and stream machinery (about 1 MiB of code, all of it
+// locked under -m; bench/footprint/README.md). ForEachLine calls `line` with each line, without
+// its newline, until it returns false; false when the file cannot be opened. ReadFirstLine: ""
+// when it cannot be read.
+bool ForEachLine(const char* path, const std::function<bool(std::string_view line)>& line);
+std::string ReadFirstLine(const char* path);
 
 }  // namespace rtloop
