@@ -117,9 +117,12 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
-# The tools both kinds of package hold (the Debian package with the shared libraries, the tarball
-# as single static files).
-STATIC_TOOLS=(rtloop-cyclic rtloop-top rtloop-bench)
+# The tools of the Debian package (with the shared libraries) and of the tarball (single static
+# files). The tarball's rtloop-cyclic is the lean one (bench/cyclic/README.md, "Two binaries"):
+# no server linked in, it hands --telemetry/--record over to rtloop-cyclic-full beside it. The
+# package's rtloop-cyclic has the servers through librtloop_telemetry.so: one binary.
+PACKAGE_TOOLS=(rtloop-cyclic rtloop-top rtloop-bench)
+STATIC_TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-top rtloop-bench)
 
 # package ARCH: shared libraries and tools built for ARCH, then CPack's Debian packages.
 package() {
@@ -133,7 +136,7 @@ package() {
   cmake -S . -B "$BUILD_DIR" -G Ninja $toolchain -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_INSTALL_PREFIX=/usr -DBUILD_SHARED_LIBS=ON -DRTLOOP_BUILD_EXAMPLES=OFF \
     -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON -DRTLOOP_DEB_ARCH="$arch" ${RTLOOP_CMAKE_ARGS:-}
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${STATIC_TOOLS[@]}" rtloop_bench_micro
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target "${PACKAGE_TOOLS[@]}" rtloop_bench_micro
   rm -f "$BUILD_DIR"/packages/*.deb "$BUILD_DIR"/packages/*.tar.gz
   (cd "$BUILD_DIR" && cpack -G DEB)
   static_tools "$arch" "$toolchain"

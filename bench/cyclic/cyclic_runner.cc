@@ -69,8 +69,8 @@ void AddExecutorAndTelemetryFigures(const TaskReport& task, ThreadReport& r) {
 // One run of rtloop-cyclic: set-up in cyclictest's order, the main loop, the final output.
 class Run {
  public:
-  Run(int argc, const char* const* argv, CyclicOptions options)
-      : argc_(argc), argv_(argv), o_(std::move(options)) {}
+  Run(int argc, const char* const* argv, CyclicOptions options, MakeRuntimeServices services)
+      : argc_(argc), argv_(argv), o_(std::move(options)), services_(services) {}
   ~Run() {
     TearDown(/*abandon_outputs=*/true);
     if (dma_fd_ >= 0) close(dma_fd_);
@@ -147,6 +147,7 @@ class Run {
   std::vector<std::unique_ptr<CyclicThreadStats>> stats_;  // by thread index
   std::unique_ptr<MaxOverTime> max_over_time_;
   std::unique_ptr<CyclicExplain> explain_;  // --explain
+  const MakeRuntimeServices services_;      // nullptr: the lean binary (no server, no sample log)
   std::unique_ptr<Runtime> runtime_;
   std::vector<TaskId> ids_;         // by thread index
   std::vector<ThreadReport> base_;  // the static fields of every thread's report
@@ -272,7 +273,8 @@ Status Run::CreateRuntime() {
     tc.http = hc;
   }
   tc.http_address_hint = "choose another with --metrics=HOST:PORT; port 0 picks a free one";
-  Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
+  Result<std::unique_ptr<Runtime>> rt =
+      Runtime::Create(rc, services_ != nullptr ? services_() : nullptr);
   if (!rt.ok()) return rt.status();
   runtime_ = std::move(*rt);
   return Status::Ok();
@@ -774,7 +776,11 @@ std::vector<std::string> CheckFailBounds(const CyclicOptions& o,
   return out;
 }
 
-int RunCyclic(int argc, const char* const* argv) {
+bool NeedsServices(const CyclicOptions& o) noexcept {
+  return o.telemetry || o.metrics || !o.record_path.empty();
+}
+
+int RunCyclic(int argc, const char* const* argv, CyclicLinks links) {
   IgnoreSigpipe();
   if (const char* closed = ClosedStandardStream()) {
     std::fprintf(stderr,
@@ -792,10 +798,18 @@ int RunCyclic(int argc, const char* const* argv) {
     return kExitOk;
   }
   if (o.check_options) return kExitOk;
+  if (links.services == nullptr && NeedsServices(o)) {
+    if (links.hand_over != nullptr) return links.hand_over(argv);
+    std::fputs(
+        "rtloop-cyclic: --telemetry, --metrics and --record need the telemetry servers, "
+        "which this binary does not link: run rtloop-cyclic-full\n",
+        stderr);
+    return kExitFatal;
+  }
   if (o.unbuffered) std::setvbuf(stdout, nullptr, _IONBF, 0);
   for (const std::string& note : o.stderr_notes) WriteAll(stderr, note);
   for (const std::string& note : o.stdout_notes) WriteAll(stdout, note);
-  Run run(argc, argv, std::move(o));
+  Run run(argc, argv, std::move(o), links.services);
   return run.Execute();
 }
 

@@ -4,7 +4,9 @@
 // screen, -v draining, -M, -D/-l/-b end, signals, -F), prints the final output in cyclictest
 // 2.4's order (bench/cyclic/CYCLICTEST-2.4.md §1, "At the end") and returns the exit status.
 //
-//   int main(int argc, char** argv) { return rtloop::cyclic::RunCyclic(argc, argv); }
+//   int main(int argc, char** argv) {   // rtloop-cyclic-full (main.cc)
+//     return rtloop::cyclic::RunCyclic(argc, argv, {.services = &rtloop::LinkedRuntimeServices});
+//   }
 //
 // Set-up, in order: --smi and privilege checks, -v's CPU lines, the memory check; every output
 // file opened (or refused: exit 1, nothing measured); the Runtime (executor with memory locking,
@@ -29,11 +31,26 @@
 
 #include "cyclic_options.h"
 #include "cyclic_report.h"
+#include "rtloop/telemetry/runtime_services.h"
 
 namespace rtloop::cyclic {
 
+// What the binary links (README.md, "Two binaries"). `services` makes the Runtime's gRPC server,
+// HTTP endpoint and sample log (&LinkedRuntimeServices: rtloop-cyclic-full, and rtloop-cyclic of a
+// shared-library build). Without it, a run that needs them (--telemetry, --metrics, --record)
+// goes to `hand_over` once its options are checked, which returns only on failure (the lean
+// rtloop-cyclic: HandOverToFull, cyclic_handover.h); without either, such a run is exit 1.
+using MakeRuntimeServices = std::unique_ptr<RuntimeServices> (*)();
+struct CyclicLinks {
+  MakeRuntimeServices services = nullptr;
+  int (*hand_over)(const char* const* argv) = nullptr;
+};
+
+// True when `o` asks for the gRPC API, the HTTP endpoint or the sample log.
+bool NeedsServices(const CyclicOptions& o) noexcept;
+
 // Runs the whole program; returns kExitOk, kExitFatal, kExitUsage, kExitThreshold or kExitOutput.
-int RunCyclic(int argc, const char* const* argv);
+int RunCyclic(int argc, const char* const* argv, CyclicLinks links);
 
 // -D as a cycle budget for a thread released every `interval_us` (cyclictest's thread stops with
 // the first sample at or after start + duration): ceil(duration / interval). 0 when no -D.

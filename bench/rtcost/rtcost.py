@@ -91,6 +91,10 @@ def parse_args():
     a.options = a.options or DEFAULT_OPTIONS
     a.rtloop = os.path.join(a.bin, "rtloop-cyclic")
     a.sink = os.path.join(a.bin, "rtloop-cyclic-sink")
+    # The lean rtloop-cyclic hands --telemetry over to rtloop-cyclic-full (execv, same PID: the
+    # schedstat figures follow it); valgrind does not follow an exec, so it runs that one itself.
+    full = os.path.join(a.bin, "rtloop-cyclic-full")
+    a.rtloop_full = full if os.access(full, os.X_OK) else a.rtloop
     for path, what in ((a.rtloop, "rtloop-cyclic"), (a.sink, "rtloop-cyclic-sink")):
         if not os.access(path, os.X_OK):
             p.error("no %s in %s: build it, or give --bin DIR" % (what, a.bin))
@@ -277,7 +281,8 @@ def cachegrind_rows(args, tmp):
     port = free_port()
     runs = [("cyclictest", "bare", [args.cyclictest] + options),
             ("rtloop", "bare", [args.rtloop] + options),
-            ("rtloop", "telemetry", [args.rtloop] + options + ["--telemetry=127.0.0.1:%d" % port])]
+            ("rtloop", "telemetry",
+             [args.rtloop_full] + options + ["--telemetry=127.0.0.1:%d" % port])]
     for tool, mode, argv in runs:
         a = cachegrind_counts(argv + ["-q", "-l%d" % n1], tool, tmp)
         b = cachegrind_counts(argv + ["-q", "-l%d" % n2], tool, tmp)
