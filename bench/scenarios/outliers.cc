@@ -237,6 +237,8 @@ Result<OutliersDocument> ParseOutliersJson(const std::string& text) {
   d.stats.outliers = f.Uint("outliers");
   d.stats.recorded = f.Uint("recorded");
   d.stats.unexplained = f.Uint("unexplained");
+  // Added within version 1 (a document written before it has none: then not known, 0).
+  if (j.contains("from_counters")) d.stats.from_counters = f.Uint("from_counters");
   d.stats.dropped = f.Uint("dropped");
   d.stats.samples_lost = f.Uint("samples_lost");
   d.stats.explain_cpu_ns_max = f.Int("analysis_cpu_ns_max");

@@ -143,6 +143,9 @@ TEST(ExplainerTest, ACountersSourceIsAskedAgainUntilItAnswersAnyOtherSourceOnce)
   EXPECT_EQ((*ex)->Records()[0].evidence, EvidenceKind::kCounters);
   EXPECT_EQ((*ex)->Records()[0].evidence_note, "trace: overwritten")
       << "why the preferred source did not explain it";
+  // Counted apart, so that the session's note says the trace did not make every record.
+  EXPECT_EQ((*ex)->stats().from_counters, 1u);
+  EXPECT_EQ((*ex)->stats().unexplained, 0u);
 }
 
 TEST(ExplainerTest, ARecordTheTraceMadeGetsTheCountersPageFaultsOnceTheyHaveSampled) {
@@ -401,12 +404,14 @@ TEST(OutliersJsonTest, EveryFieldIsThereAndStringsAreEscaped) {
   ExplainerStats s;
   s.outliers = 1;
   s.recorded = 1;
+  s.from_counters = 0;
   const std::string json = OutliersJson({r}, s, {.latency_above_ns = 100});
   for (const char* want :
        {"\"version\":1", "\"latency_above_ns\":100", "\"task_name\":\"pos\\\"x\"", "\"cpu\":null",
         "\"outlier\":\"latency\"", "\"latency_ns\":500", "\"execution_ns\":100",
         "\"evidence\":\"trace\"", "\"kind\":\"softirq\"", "\"ns\":200", "\"id\":null",
-        "\"explained_ns\":200", "\"unexplained_ns\":300", "\"line\\u0009with tab\""}) {
+        "\"explained_ns\":200", "\"unexplained_ns\":300", "\"line\\u0009with tab\"",
+        "\"from_counters\":0"}) {
     EXPECT_NE(json.find(want), std::string::npos) << want << " in " << json;
   }
 }

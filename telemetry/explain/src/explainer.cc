@@ -282,6 +282,7 @@ void Explainer::Record(OutlierRecord record, std::int64_t cpu_ns) {
     return;
   }
   if (record.evidence == EvidenceKind::kNone) ++stats_.unexplained;
+  if (record.evidence == EvidenceKind::kCounters) ++stats_.from_counters;
   ++stats_.recorded;
   if (task != nullptr) {
     ++task->recorded;

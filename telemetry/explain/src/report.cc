@@ -133,6 +133,7 @@ std::string OutliersJson(const std::vector<OutlierRecord>& records, const Explai
   Uint(out, "outliers", stats.outliers);
   Uint(out, "recorded", stats.recorded);
   Uint(out, "unexplained", stats.unexplained);
+  Uint(out, "from_counters", stats.from_counters);
   Uint(out, "dropped", stats.dropped);
   Uint(out, "samples_lost", stats.samples_lost);
   Int(out, "analysis_cpu_ns_max", stats.explain_cpu_ns_max);

@@ -87,9 +87,8 @@ Status ExplainSession::Begin(const Executor& executor, telemetry::Collector& col
   Result<std::unique_ptr<EvidenceSource>> counters = CreateCounters(watched, why_not_trace_);
   if (!counters.ok()) return counters.status();
   sources.push_back(std::move(*counters));
-  note_ = sources.front()->kind() == EvidenceKind::kTrace
-              ? "the kernel's trace events"
-              : "/proc counters (" + why_not_trace_ + ")";
+  trace_first_ = sources.front()->kind() == EvidenceKind::kTrace;
+  note_ = trace_first_ ? "the kernel's trace events" : "/proc counters (" + why_not_trace_ + ")";
   if (!open_notes_.empty()) note_ += "; " + open_notes_;
   Result<std::unique_ptr<Explainer>> ex =
       Explainer::Start(c, collector.Subscribe({}), std::move(sources));
@@ -120,6 +119,13 @@ ExplainerStats ExplainSession::stats() const {
   return explainer_ != nullptr ? explainer_->stats() : ExplainerStats();
 }
 
-std::string ExplainSession::evidence_note() const { return note_; }
+std::string ExplainSession::evidence_note() const {
+  if (!trace_first_ || explainer_ == nullptr) return note_;
+  const ExplainerStats s = explainer_->stats();
+  if (s.from_counters == 0) return note_;
+  return note_ + "; " + std::to_string(s.from_counters) + " of " + std::to_string(s.recorded) +
+         " records from the /proc counters (the trace did not cover their window: each record's "
+         "evidence_note says why)";
+}
 
 }  // namespace rtloop::explain

@@ -86,9 +86,12 @@ struct TaskOutlierStats {
 };
 
 struct ExplainerStats {
-  std::uint64_t outliers = 0;             // cycles above a threshold seen in the samples
-  std::uint64_t recorded = 0;             // records made (explained or not)
-  std::uint64_t unexplained = 0;          // records no source could explain (evidence kNone)
+  std::uint64_t outliers = 0;     // cycles above a threshold seen in the samples
+  std::uint64_t recorded = 0;     // records made (explained or not)
+  std::uint64_t unexplained = 0;  // records no source could explain (evidence kNone)
+  // Records explained from the /proc counters (evidence kCounters): every one without a trace,
+  // and with one, those whose window it did not cover (each record's evidence_note says why).
+  std::uint64_t from_counters = 0;
   std::uint64_t dropped = 0;              // outliers beyond max_records, not recorded
   std::uint64_t samples_lost = 0;         // samples the subscription lost: outliers may hide there
   std::int64_t explain_cpu_ns_max = 0;    // CPU time of the costliest record's analysis

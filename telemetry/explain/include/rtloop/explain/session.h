@@ -58,6 +58,8 @@ class ExplainSession {
   std::size_t record_count() const;
   ExplainerStats stats() const;
   // "the kernel's trace events" or "/proc counters (<why the trace is not used>)"; set by Begin().
+  // With the trace, once records fell back to the counters it adds how many ("; 3 of 12 records
+  // from the /proc counters ...").
   std::string evidence_note() const;
 
  private:
@@ -68,6 +70,7 @@ class ExplainSession {
   std::string why_not_trace_;
   std::string open_notes_;  // what opening the trace did (a stale instance removed)
   std::string note_;
+  bool trace_first_ = false;  // the trace is the preferred source (set by Begin())
   std::unique_ptr<Explainer> explainer_;
 };
 
