@@ -213,7 +213,8 @@ class Runtime {
   // of its outputs before it measures), instead of TelemetryConfig::record_path. `header` names
   // the tool, its version and its command line (its path is `file`'s). The header is written at
   // Start(), the trailer at Stop(); Abandon() removes the file. Before Start() only;
-  // FailedPrecondition without telemetry, with record_path set, or when called twice.
+  // FailedPrecondition without telemetry, without the services (Create(config, nullptr)), with
+  // record_path set, or when called twice.
   Status RecordTo(telemetry::OutputFile file, const telemetry::SampleLogConfig& header);
 
   // Opens the sample log, places the telemetry threads (see above), starts the collector and then
