@@ -52,10 +52,11 @@ OUT=${RTLAB_OUT:-$BUILD_DIR/rtlab}
 SUITE=bookworm
 
 # What the guest runs: the RT kernel and the reference tools beside rtloop's; jq reads rtloop's
-# JSON in the check script; iproute2 brings up loopback (gRPC in the tests); the runtime
+# JSON in the check script; iproute2 brings up loopback (gRPC in the tests); gnuplot-nox: without
+# it `rtloop-bench run` exits 1 (no plots) and its scenario test expects 0; the runtime
 # libraries of rtloop's binaries are added from `dpkg -S` of their ldd output (image_packages).
 GUEST_PACKAGES=(linux-image-rt-amd64 initramfs-tools rt-tests rtla stress-ng procps iproute2 jq
-  util-linux coreutils)
+  util-linux coreutils gnuplot-nox)
 HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs)
 # rtloop's binaries that run in the guest; the tests are run there by --gtest_filter.
 TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-bench rtloop-top)
@@ -64,10 +65,10 @@ TESTS=(rtloop_framework_tests rtloop_explain_tests rtloop_runtime_tests rtloop_c
   rtloop_bench_tests)
 
 WORK=$(mktemp -d /tmp/rtlab.XXXXXX)
-QEMU_PID=
+IMAGE_TMP=  # an image being built in the cache: removed unless it was completed
 cleanup() {
   local rc=$?
-  [[ -n $QEMU_PID ]] && kill "$QEMU_PID" 2>/dev/null || true
+  [[ -n $IMAGE_TMP ]] && rm -rf "$IMAGE_TMP"
   if ((KEEP)); then echo "rtlab: kept $WORK (console.log, lab.img)" >&2; else rm -rf "$WORK"; fi
   exit "$rc"
 }
@@ -124,6 +125,7 @@ image_packages() {
 build_image() {
   local list=$1 dir=$2 tmp root
   tmp=$(mktemp -d "$CACHE/build.XXXXXX")
+  IMAGE_TMP=$tmp
   root=$tmp/root
   echo "rtlab: building the root image in $dir (mmdebstrap $SUITE, $(wc -l <"$list") packages)" >&2
   nice -n 19 mmdebstrap --variant=minbase --include="$(paste -sd, "$list")" \
@@ -131,7 +133,7 @@ build_image() {
     --customize-hook="upload $ROOT/tests/rtlab/guest-init.sh /sbin/rtlab-init" \
     --customize-hook='chmod 755 "$1/sbin/rtlab-init"' \
     "$SUITE" "$root" "$MIRROR" >"$tmp/mmdebstrap.log" 2>&1 ||
-    { tail -20 "$tmp/mmdebstrap.log" >&2; rm -rf "$tmp"; return 1; }
+    { tail -20 "$tmp/mmdebstrap.log" >&2; return 1; }
   cp "$root"/boot/vmlinuz-*-rt-amd64 "$tmp/vmlinuz"
   cp "$root"/boot/initrd.img-*-rt-amd64 "$tmp/initrd.img"
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
@@ -139,6 +141,9 @@ build_image() {
   rm -rf "$root"
   cp "$list" "$tmp/packages.txt"
   rm -rf "$dir" && mv "$tmp" "$dir"
+  IMAGE_TMP=
+  # One image per architecture is kept: those of older package lists go.
+  find "$CACHE" -maxdepth 1 -name "$ARCH-*" ! -path "$dir" -exec rm -rf {} +
 }
 
 ensure_image() {
