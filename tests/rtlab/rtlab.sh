@@ -137,7 +137,7 @@ build_image() {
   cp "$root"/boot/vmlinuz-*-rt-amd64 "$tmp/vmlinuz"
   cp "$root"/boot/initrd.img-*-rt-amd64 "$tmp/initrd.img"
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-  mkfs.ext4 -q -L rtlab-root -d "$root" "$tmp/root.img" 2G
+  mkfs.ext4 -q -L rtlab-root -d "$root" "$tmp/root.img" 2G >/dev/null
   rm -rf "$root"
   cp "$list" "$tmp/packages.txt"
   rm -rf "$dir" && mv "$tmp" "$dir"
@@ -172,7 +172,7 @@ lab_disk() {
   cp examples/plc/conveyor.toml "$d/examples/"
   cp tests/rtlab/guest-checks.sh "$d/"
   printf 'BUILD_BIN=%q\n' "$(cd "$BUILD_DIR" && pwd)/bin" >"$d/lab.env"
-  mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G
+  mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
   rm -rf "$d"
 }
 
