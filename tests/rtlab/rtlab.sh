@@ -36,7 +36,7 @@ for a in "$@"; do
 done
 case $ARCH in
   amd64) ;;
-  arm64) echo "rtlab: --arch=arm64 is not built yet (tests/rtlab/README.md, \"What is left\")" >&2; exit 2 ;;
+  arm64) echo "rtlab: --arch=arm64 is not built yet (tests/rtlab/README.md, \"Not here\")" >&2; exit 2 ;;
   *) echo "rtlab: --arch=$ARCH: supported is amd64" >&2; exit 2 ;;
 esac
 [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]] ||
@@ -162,16 +162,20 @@ ensure_image() {
   flock -u 9
 }
 
-# lab_disk: the second disk (ext4, read-write in the guest): rtloop's binaries under the build
-# directory's absolute path (the tests name the programs they start by it), the check script,
-# results/ (written by the guest, read back with debugfs).
+# lab_disk: the second disk (ext4, read-write in the guest): rtloop's binaries and the source
+# tree's files (git ls-files), both mounted in the guest at their absolute paths on this host (the
+# tests name the programs they start and the files they read, e.g. result.schema.json, by
+# them), the check script, results/ (written by the guest, read back with debugfs).
 lab_disk() {
   local d=$WORK/lab b
   mkdir -p "$d/bin" "$d/results" "$d/examples"
   for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b" "$d/bin/"; done
   cp examples/plc/conveyor.toml "$d/examples/"
   cp tests/rtlab/guest-checks.sh "$d/"
-  printf 'BUILD_BIN=%q\n' "$(cd "$BUILD_DIR" && pwd)/bin" >"$d/lab.env"
+  mkdir -p "$d/src"
+  git ls-files -z | xargs -0 cp --parents -t "$d/src"
+  { printf 'BUILD_BIN=%q\n' "$(cd "$BUILD_DIR" && pwd)/bin"
+    printf 'SRC_ROOT=%q\n' "$ROOT"; } >"$d/lab.env"
   mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
   rm -rf "$d"
 }
