@@ -13,6 +13,10 @@
 #                                the test suite built for ARCH in build-ARCH/, run under
 #                                qemu-user (cmake/README.md: what skips there and why; .ci/run
 #                                runs 4 executables of it for arm64 and package for armhf)
+#   cmake/dev.sh rtlab [--arch=amd64] [--keep]
+#                                the PREEMPT_RT lab: Debian 12's real-time kernel under qemu with
+#                                an isolated CPU, rtloop's real-time checks inside
+#                                (tests/rtlab/README.md; root, several minutes)
 #
 # Environment: BUILD_DIR (default build; build-ARCH with --arch), RTLOOP_CMAKE_ARGS (extra -D
 # options), JOBS; with test --arch, TEST_TARGETS (only these test executables, e.g.
@@ -281,7 +285,7 @@ arch_option() {
   esac
 }
 
-usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH]"
+usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH] | rtlab [--arch=amd64] [--keep]"
 case "${1:-}" in
   deps) install_deps ;;
   build) install_deps; BUILD_DIR=${BUILD_DIR:-build}; build ;;
@@ -295,5 +299,6 @@ case "${1:-}" in
       cross_tests "$arch"
     fi ;;
   package) shift; arch=$(arch_option "$@") || exit 2; package "$arch" ;;
+  rtlab) shift; exec tests/rtlab/rtlab.sh "$@" ;;
   *) die "$usage" ;;
 esac

@@ -68,6 +68,7 @@ MachineCpus MachineCpus::Read() {
   m.configured = conf > 0 ? static_cast<int>(conf) : 1;
   m.online = info.online_cpus;
   m.allowed = info.affinity_cpus.empty() ? m.online : info.affinity_cpus;
+  m.isolated = info.isolated_cpus;
   m.configured = std::max(m.configured, m.online.empty() ? 0 : m.online.back() + 1);
   return m;
 }
@@ -135,12 +136,13 @@ Result<std::vector<int>> ParseCpuSet(const std::string& text, const MachineCpus&
       if (in != invert) result.push_back(c);
     }
   } else {
+    const std::vector<int> pinnable = PinnableCpus(machine.allowed, machine.isolated);
     for (int c : *picked) {
       if (!std::binary_search(machine.online.begin(), machine.online.end(), c)) {
         return Invalid("CPU " + std::to_string(c) +
                        " is offline (online: " + FormatCpus(machine.online) + ")");
       }
-      if (!std::binary_search(machine.allowed.begin(), machine.allowed.end(), c)) {
+      if (!std::binary_search(pinnable.begin(), pinnable.end(), c)) {
         return Invalid("CPU " + std::to_string(c) + " is outside this process's affinity (" +
                        FormatCpus(machine.allowed) + "); check taskset or the cgroup cpuset");
       }

@@ -55,10 +55,12 @@ inline constexpr int kExitOutput = 4;     // a result could not be written compl
 // The CPUs of this machine that option validation needs. Injected so tests can describe machines
 // they do not run on.
 struct MachineCpus {
-  int configured = 0;        // CPUs the kernel knows (cyclictest's "Max CPUs")
-  std::vector<int> online;   // online CPUs, ascending
-  std::vector<int> allowed;  // the process's affinity (sched_getaffinity), ascending
-  // Reads sysconf, /sys/devices/system/cpu/online and sched_getaffinity.
+  int configured = 0;         // CPUs the kernel knows (cyclictest's "Max CPUs")
+  std::vector<int> online;    // online CPUs, ascending
+  std::vector<int> allowed;   // the process's affinity (sched_getaffinity), ascending
+  std::vector<int> isolated;  // isolated CPUs, ascending: -a may name them though outside
+                              // `allowed` (rtloop::PinnableCpus)
+  // Reads sysconf, /sys/devices/system/cpu/online and isolated, and sched_getaffinity.
   static MachineCpus Read();
 };
 

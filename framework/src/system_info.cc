@@ -157,6 +157,15 @@ std::vector<int> CurrentAffinity() {
   return cpus;
 }
 
+std::vector<int> PinnableCpus(const std::vector<int>& affinity, const std::vector<int>& isolated) {
+  if (affinity.empty()) return {};
+  std::vector<int> cpus = affinity;
+  cpus.insert(cpus.end(), isolated.begin(), isolated.end());
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
 SystemInfo ReadSystemInfo() {
   SystemInfo info;
   char host[HOST_NAME_MAX + 1] = {};

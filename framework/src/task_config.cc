@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rtloop/framework/cycle_observer.h"
+#include "rtloop/framework/system_info.h"
 #include "task_config_check.h"
 
 namespace rtloop {
@@ -197,8 +198,9 @@ Status ValidateTaskConfig(const TaskConfig& config, Clock start_clock, const Cpu
                                 "(default 256 KiB)");
   }
   RTLOOP_RETURN_IF_ERROR(ValidateSchedParams(config));
-  RTLOOP_RETURN_IF_ERROR(
-      ValidateCpus(config.cpus, cpus.online, cpus.present, cpus.allowed, who, "TaskConfig::cpus"));
+  RTLOOP_RETURN_IF_ERROR(ValidateCpus(config.cpus, cpus.online, cpus.present,
+                                      PinnableCpus(cpus.allowed, cpus.isolated), who,
+                                      "TaskConfig::cpus"));
   return ValidateObservers(config, who);
 }
 

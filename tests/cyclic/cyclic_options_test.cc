@@ -507,6 +507,18 @@ TEST(CyclicOptionsTest, CpuOutsideAffinityOrOfflineIsRejected) {
   EXPECT_NE(ParseError({"-a", "3"}, m).find("affinity"), std::string::npos);
 }
 
+// Found by the PREEMPT_RT lab (tests/rtlab): with isolcpus=1 every process's affinity is CPU 0,
+// and `-a 1` (the isolated CPU, as cyclictest -a 1 measures it) was refused as outside it.
+// `-a` alone still means the process's affinity, as cyclictest's.
+TEST(CyclicOptionsTest, AnIsolatedCpuOutsideTheAffinityMayBeNamed) {
+  MachineCpus m = FourCpus();
+  m.allowed = {0};
+  m.isolated = {1};
+  EXPECT_EQ(Cpus(ParseOk({"-a", "1"}, m)), (std::vector<int>{1}));
+  EXPECT_NE(ParseError({"-a", "2"}, m).find("affinity (0)"), std::string::npos);
+  EXPECT_EQ(ParseOk({"-a"}, m).affinity, AffinityMode::kAllCpus);
+}
+
 // Found by cyclic_options_fuzzer: 19 digits beyond int64 overflowed (UBSan) instead of being
 // refused.
 TEST(CyclicOptionsTest, NumbersBeyondInt64AreRefusedNotWrapped) {

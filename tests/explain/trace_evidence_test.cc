@@ -401,9 +401,21 @@ TEST(TraceEvidenceTest, OpenRemovesTheInstanceOfADeadProcessAndSaysSoThenRemoves
     EXPECT_FALSE(DirExists(stale));
     EXPECT_TRUE(DirExists(alive));
     EXPECT_TRUE(DirExists(own));
-    ASSERT_EQ((*t)->open_notes().size(), 1u);
-    EXPECT_NE((*t)->open_notes()[0].find("rtloop-" + std::to_string(dead)), std::string::npos);
-    EXPECT_NE((*t)->open_notes()[0].find("is gone"), std::string::npos);
+    // One note of the removal among the kernel's own (Debian 12's 6.1 adds "cannot filter
+    // hrtimer_expire_entry by function": seen in the PREEMPT_RT lab, tests/rtlab).
+    const std::vector<std::string>& notes = (*t)->open_notes();
+    const auto gone = [&](const std::string& n) {
+      return n.find("rtloop-" + std::to_string(dead)) != std::string::npos &&
+             n.find("is gone") != std::string::npos;
+    };
+    std::string all;
+    for (const std::string& n : notes) all += "\n  " + n;
+    EXPECT_EQ(std::count_if(notes.begin(), notes.end(), gone), 1) << all;
+    EXPECT_EQ(
+        std::count_if(notes.begin(), notes.end(),
+                      [](const std::string& n) { return n.find("is gone") != std::string::npos; }),
+        1)
+        << "only the dead process's instance is removed:" << all;
     EXPECT_EQ(own, instances + "/rtloop-" + std::to_string(getpid()));
   }
   EXPECT_FALSE(DirExists(own)) << "the destructor removes the instance";

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "task_config_check.h"
+
 namespace rtloop::internal {
 namespace {
 
@@ -139,6 +141,25 @@ TEST(SchedUtilTest, CpuValidationTellsMissingFromOfflineFromForbidden) {
   s = ValidateCpus({1}, online, present, allowed, "task \"t\"", "cpus");
   EXPECT_TRUE(Contains(s.message(), "not in this process's allowed CPUs (0,3")) << s.message();
   EXPECT_FALSE(ValidateCpus({-1}, online, present, allowed, "x", "cpus").ok());
+}
+
+// Found by the PREEMPT_RT lab (tests/rtlab): booted with isolcpus=1, every process's affinity
+// is CPU 0 (init's), and a task pinned to the isolated CPU 1 (its purpose) was refused as
+// "not in this process's allowed CPUs (0)"; sched_setaffinity pins it there.
+TEST(SchedUtilTest, ATaskMayBePinnedToAnIsolatedCpuOutsideTheProcessAffinity) {
+  CpuFacts cpus;
+  cpus.online = cpus.present = {0, 1, 2};
+  cpus.allowed = {0};
+  cpus.isolated = {1};
+  TaskConfig config;
+  config.name = "t";
+  config.period = std::chrono::milliseconds(1);
+  config.cpus = {1};
+  EXPECT_TRUE(ValidateTaskConfig(config, config.clock, cpus).ok());
+  config.cpus = {2};  // neither allowed nor isolated: refused, naming what it may use
+  const Status s = ValidateTaskConfig(config, config.clock, cpus);
+  EXPECT_TRUE(Contains(s.message(), "CPU 2 is online but not in this process's allowed CPUs (0-1"))
+      << s.message();
 }
 
 TEST(SchedUtilTest, WarnsWhenFifoIsPinnedToANonIsolatedCpu) {

@@ -28,6 +28,12 @@ TEST(SystemInfoTest, ParseCpuListRejectsGarbageNamingThePart) {
   EXPECT_FALSE(ParseCpuList("0-99999999").ok());
 }
 
+TEST(SystemInfoTest, PinnableCpusAreTheAffinityAndTheIsolatedOnes) {
+  EXPECT_EQ(PinnableCpus({0, 2}, {1, 2}), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(PinnableCpus({0}, {}), (std::vector<int>{0}));
+  EXPECT_TRUE(PinnableCpus({}, {1}).empty()) << "unknown affinity: nothing to check against";
+}
+
 TEST(SystemInfoTest, FormatCpuListCompressesRuns) {
   EXPECT_EQ(FormatCpuList({0, 1, 2, 3, 6}), "0-3,6");
   EXPECT_EQ(FormatCpuList({6, 0, 2, 1}), "0-2,6");

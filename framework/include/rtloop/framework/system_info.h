@@ -48,6 +48,13 @@ PreemptModel ParsePreemptModel(const std::string& kernel_version, const std::str
 // The CPUs this thread may run on (sched_getaffinity). Empty on failure.
 std::vector<int> CurrentAffinity();
 
+// The CPUs a thread named to run on a CPU may be pinned to: the process's affinity plus the
+// isolated CPUs, ascending. isolcpus= takes the isolated CPUs out of the affinity of every task
+// from boot (init's, so every shell's and service's), yet sched_setaffinity still pins a thread
+// there: that is what they are for (cyclictest -a 1 does it). A cgroup cpuset that excludes them
+// still refuses, when the thread is pinned. Empty `affinity` (unknown) gives empty: not checked.
+std::vector<int> PinnableCpus(const std::vector<int>& affinity, const std::vector<int>& isolated);
+
 // A text file of /proc or /sys read with stdio, never iostreams: a program built on the framework
 // then links none of libstdc++'s locale and stream machinery (about 1 MiB of code, all of it
 // locked under -m; bench/footprint/README.md). ForEachLine calls `line` with each line, without

@@ -104,7 +104,8 @@ struct TaskConfig {
   std::string name = "task";                   // shown in messages, telemetry and tools
   std::chrono::nanoseconds period{1'000'000};  // > 0
   std::chrono::nanoseconds phase{0};           // offset of E_0 from the executor's start time, >= 0
-  std::vector<int> cpus;                       // CPUs the thread may run on; empty: not pinned
+  std::vector<int> cpus;  // CPUs the thread may run on; empty: not pinned. Each must be online and
+                          // in the process's affinity or isolated (rtloop::PinnableCpus)
   SchedPolicy policy = SchedPolicy::kFifo;
   int priority = 80;        // 1..99 for kFifo/kRr; 0 for the others
   int nice = 0;             // -20..19 for kOther/kBatch

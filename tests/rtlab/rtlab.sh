@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# rtloop's PREEMPT_RT lab: boots Debian 12's real-time kernel (linux-image-rt-amd64) under qemu
+# with an isolated CPU (isolcpus=1 nohz_full=1 rcu_nocbs=1, 2 vCPUs) and runs rtloop's real-time
+# checks inside (tests/rtlab/guest-checks.sh: one PASS/FAIL/SKIP line each); exit 0 when none
+# FAILed, 1 when one did or the guest did not finish, 2 for a bad command line or setup.
+#
+#   tests/rtlab/rtlab.sh [--arch=amd64] [--keep]     (also: cmake/dev.sh rtlab ...)
+#
+# Phases, each timed: host packages (apt-get, only those missing), the project's binaries
+# (build-rtlab/, static rtloop libraries), the root image (mmdebstrap, cached in RTLAB_CACHE keyed
+# by a hash of its package list), the lab disk (mkfs.ext4 -d: binaries, the check script), the
+# boot and checks (qemu TCG, bounded by RTLAB_TIMEOUT seconds), the results (read back with
+# debugfs: nothing is mounted on the host). The root image is booted with snapshot=on: the cached
+# image is never written. Nothing of the host's kernel settings is touched.
+#
+# Environment: RTLAB_CACHE (default /var/cache/rtloop-ci/rtlab), RTLAB_TIMEOUT (default 1200 s
+# for boot + checks), RTLAB_MIRROR (default http://deb.debian.org/debian), BUILD_DIR (default
+# build-rtlab), JOBS. --keep leaves the work directory (console log, lab disk, results) and says
+# where; without it only the results directory is kept (RTLAB_OUT, default build-rtlab/rtlab).
+#
+# Thread contract: a host-side shell script; not re-entrant per cache directory (an flock on
+# RTLAB_CACHE/lock serialises image builds).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+ARCH=amd64
+KEEP=0
+for a in "$@"; do
+  case $a in
+    --arch=*) ARCH=${a#--arch=} ;;
+    --keep) KEEP=1 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "rtlab: unknown option '$a' (expected --arch=amd64, --keep)" >&2; exit 2 ;;
+  esac
+done
+case $ARCH in
+  amd64) ;;
+  arm64) echo "rtlab: --arch=arm64 is not built yet (tests/rtlab/README.md, \"Not here\")" >&2; exit 2 ;;
+  *) echo "rtlab: --arch=$ARCH: supported is amd64" >&2; exit 2 ;;
+esac
+[[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]] ||
+  { echo "rtlab: the amd64 lab runs on an amd64 Debian host" >&2; exit 2; }
+((EUID == 0)) || { echo "rtlab: run as root (mmdebstrap's root mode, apt-get)" >&2; exit 2; }
+
+CACHE=${RTLAB_CACHE:-/var/cache/rtloop-ci/rtlab}
+TIMEOUT=${RTLAB_TIMEOUT:-1200}
+MIRROR=${RTLAB_MIRROR:-http://deb.debian.org/debian}
+BUILD_DIR=${BUILD_DIR:-build-rtlab}
+JOBS=${JOBS:-$(nproc)}
+OUT=${RTLAB_OUT:-$BUILD_DIR/rtlab}
+SUITE=bookworm
+
+# What the guest runs: the RT kernel and the reference tools beside rtloop's; jq reads rtloop's
+# JSON in the check script; iproute2 brings up loopback (gRPC in the tests); gnuplot-nox: without
+# it `rtloop-bench run` exits 1 (no plots) and its scenario test expects 0; the runtime
+# libraries of rtloop's binaries are added from `dpkg -S` of their ldd output (image_packages).
+GUEST_PACKAGES=(linux-image-rt-amd64 initramfs-tools rt-tests rtla stress-ng procps iproute2 jq
+  util-linux coreutils gnuplot-nox)
+HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs)
+# rtloop's binaries that run in the guest; the tests are run there by --gtest_filter.
+TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-bench rtloop-top)
+EXAMPLES=(rtloop-motion rtloop-plc)  # the examples with --require-rt (examples/common/example_cli.cc)
+TESTS=(rtloop_framework_tests rtloop_explain_tests rtloop_runtime_tests rtloop_cyclic_tests
+  rtloop_bench_tests)
+
+WORK=$(mktemp -d /tmp/rtlab.XXXXXX)
+IMAGE_TMP=  # an image being built in the cache: removed unless it was completed
+cleanup() {
+  local rc=$?
+  [[ -n $IMAGE_TMP ]] && rm -rf "$IMAGE_TMP"
+  if ((KEEP)); then echo "rtlab: kept $WORK (console.log, lab.img)" >&2; else rm -rf "$WORK"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+declare -A SECONDS_OF
+PHASES=()
+phase() {  # phase NAME COMMAND...: runs it, records its wall time
+  local name=$1 t0 rc=0
+  shift
+  t0=$(date +%s.%N)
+  "$@" || rc=$?
+  SECONDS_OF[$name]=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+  PHASES+=("$name")
+  echo "rtlab: phase $name: ${SECONDS_OF[$name]} s" >&2
+  return "$rc"
+}
+
+host_packages() {
+  local missing=() p
+  for p in "${HOST_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  echo "rtlab: installing ${missing[*]}" >&2
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build_binaries() {
+  cmake/dev.sh deps
+  # shellcheck disable=SC2086  # RTLOOP_CMAKE_ARGS is a list of -D options
+  nice -n 19 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DBUILD_SHARED_LIBS=OFF ${RTLOOP_CMAKE_ARGS:-} >/dev/null
+  nice -n 19 cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"
+}
+
+# image_packages: GUEST_PACKAGES plus the Debian packages holding the shared libraries the
+# binaries load (libc6's own are in every root), one a line, sorted.
+image_packages() {
+  local libs
+  libs=$(for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do ldd "$BUILD_DIR/bin/$b"; done |
+    awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
+  { printf '%s\n' "${GUEST_PACKAGES[@]}"
+    for l in $libs; do
+      dpkg -S "$(readlink -f "$l")" 2>/dev/null || dpkg -S "$l" 2>/dev/null ||
+        { echo "rtlab: no Debian package holds $l (ldd of rtloop's binaries)" >&2; return 1; }
+    done | sed 's/:.*//; s/, /\n/g' | sort -u; } | sort -u
+}
+
+# build_image PACKAGES_FILE DIR: mmdebstrap's minbase root with PACKAGES, as DIR/root.img (ext4)
+# with the kernel and initrd beside it.
+build_image() {
+  local list=$1 dir=$2 tmp root
+  tmp=$(mktemp -d "$CACHE/build.XXXXXX")
+  IMAGE_TMP=$tmp
+  root=$tmp/root
+  echo "rtlab: building the root image in $dir (mmdebstrap $SUITE, $(wc -l <"$list") packages)" >&2
+  nice -n 19 mmdebstrap --variant=minbase --include="$(paste -sd, "$list")" \
+    --customize-hook='echo rtlab > "$1/etc/hostname"' \
+    --customize-hook="upload $ROOT/tests/rtlab/guest-init.sh /sbin/rtlab-init" \
+    --customize-hook='chmod 755 "$1/sbin/rtlab-init"' \
+    "$SUITE" "$root" "$MIRROR" >"$tmp/mmdebstrap.log" 2>&1 ||
+    { tail -20 "$tmp/mmdebstrap.log" >&2; return 1; }
+  cp "$root"/boot/vmlinuz-*-rt-amd64 "$tmp/vmlinuz"
+  cp "$root"/boot/initrd.img-*-rt-amd64 "$tmp/initrd.img"
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  mkfs.ext4 -q -L rtlab-root -d "$root" "$tmp/root.img" 2G >/dev/null
+  rm -rf "$root"
+  cp "$list" "$tmp/packages.txt"
+  rm -rf "$dir" && mv "$tmp" "$dir"
+  IMAGE_TMP=
+  # One image per architecture is kept: those of older package lists go.
+  find "$CACHE" -maxdepth 1 -name "$ARCH-*" ! -path "$dir" -exec rm -rf {} +
+}
+
+ensure_image() {
+  local list=$WORK/packages.txt key
+  image_packages >"$list"
+  key=$( { echo "$SUITE $MIRROR"; cat "$list" tests/rtlab/guest-init.sh; } | sha256sum | cut -c1-16)
+  IMAGE_DIR=$CACHE/$ARCH-$key
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/lock"
+  flock 9
+  if [[ -f $IMAGE_DIR/root.img ]]; then
+    echo "rtlab: cached root image $IMAGE_DIR" >&2
+  else
+    build_image "$list" "$IMAGE_DIR"
+  fi
+  flock -u 9
+}
+
+# lab_disk: the second disk (ext4, read-write in the guest): rtloop's binaries and the source
+# tree's files (git ls-files), both mounted in the guest at their absolute paths on this host (the
+# tests name the programs they start and the files they read, e.g. result.schema.json, by
+# them), the check script, results/ (written by the guest, read back with debugfs).
+lab_disk() {
+  local d=$WORK/lab b
+  mkdir -p "$d/bin" "$d/results" "$d/examples"
+  for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b" "$d/bin/"; done
+  cp examples/plc/conveyor.toml "$d/examples/"
+  cp tests/rtlab/guest-checks.sh "$d/"
+  mkdir -p "$d/src"
+  git ls-files -z | xargs -0 cp --parents -t "$d/src"
+  { printf 'BUILD_BIN=%q\n' "$(cd "$BUILD_DIR" && pwd)/bin"
+    printf 'SRC_ROOT=%q\n' "$ROOT"; } >"$d/lab.env"
+  mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
+  rm -rf "$d"
+}
+
+boot() {
+  local rc=0
+  echo "rtlab: booting $IMAGE_DIR (qemu TCG, 2 vCPUs, 1 GiB; at most $TIMEOUT s)" >&2
+  timeout --kill-after=15 "$TIMEOUT" nice -n 19 qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m 1024 \
+    -display none -monitor none -serial "file:$WORK/console.log" -no-reboot \
+    -kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
+    -drive "file=$IMAGE_DIR/root.img,if=virtio,format=raw,snapshot=on" \
+    -drive "file=$WORK/lab.img,if=virtio,format=raw" \
+    -append "console=ttyS0 root=/dev/vda rw isolcpus=1 nohz_full=1 rcu_nocbs=1 panic=-1 init=/sbin/rtlab-init" \
+    || rc=$?
+  ((rc == 124 || rc == 137)) && echo "rtlab: the guest did not power off within $TIMEOUT s" >&2
+  return "$rc"
+}
+
+# results: the guest's results/ read from the lab disk with debugfs (no mount), into OUT.
+results() {
+  rm -rf "$OUT" && mkdir -p "$OUT"
+  debugfs -R "rdump /results $OUT" "$WORK/lab.img" >/dev/null 2>&1 || true
+  cp "$WORK/console.log" "$OUT/results/" 2>/dev/null || true
+}
+
+phase host-packages host_packages
+phase build build_binaries
+phase image ensure_image
+phase lab-disk lab_disk
+boot_rc=0
+phase boot+checks boot || boot_rc=$?
+phase results results
+
+R=$OUT/results
+echo
+echo "== rtloop PREEMPT_RT lab ($ARCH, Debian 12 linux-image-rt-amd64 under qemu TCG) =="
+[[ -f $R/timeline.txt ]] && sed 's/^/  /' "$R/timeline.txt"
+[[ -f $R/table.txt ]] && { echo; cat "$R/table.txt"; }
+echo
+if [[ -f $R/checks.txt ]]; then cat "$R/checks.txt"; else echo "FAIL no check results (see $R/console.log)"; fi
+echo
+printf 'rtlab: times:'
+for p in "${PHASES[@]}"; do printf ' %s %s s;' "$p" "${SECONDS_OF[$p]}"; done
+echo
+echo "rtlab: results in $R"
+if ((boot_rc != 0)); then
+  echo "rtlab: FAIL: qemu ended with $boot_rc (124: the timeout); the console's last lines:" >&2
+  tail -25 "$R/console.log" >&2 || true
+  exit 1
+fi
+[[ -f $R/summary.txt ]] || { echo "rtlab: FAIL: the guest wrote no summary" >&2; exit 1; }
+cat "$R/summary.txt"
+! grep -q '^FAIL' "$R/checks.txt"
