@@ -17,7 +17,7 @@ namespace {
 
 const rtloop::cyclic::MachineCpus& FourCpus() {
   static const rtloop::cyclic::MachineCpus m{
-      .configured = 4, .online = {0, 1, 2, 3}, .allowed = {0, 1, 2, 3}};
+      .configured = 4, .online = {0, 1, 2, 3}, .allowed = {0, 1, 2, 3}, .isolated = {}};
   return m;
 }
 
