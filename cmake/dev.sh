@@ -17,6 +17,7 @@
 #                                the PREEMPT_RT lab: Debian 12's real-time kernel under qemu with
 #                                an isolated CPU, rtloop's real-time checks inside
 #                                (tests/rtlab/README.md; root, several minutes)
+#   cmake/dev.sh install PKG...  apt-get install of the named Debian packages not installed yet
 #
 # Environment: BUILD_DIR (default build; build-ARCH with --arch), RTLOOP_CMAKE_ARGS (extra -D
 # options), JOBS; with test --arch, TEST_TARGETS (only these test executables, e.g.
@@ -285,7 +286,7 @@ arch_option() {
   esac
 }
 
-usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH] | rtlab [--arch=amd64] [--keep]"
+usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH] | rtlab [--arch=amd64] [--keep] | install PKG..."
 case "${1:-}" in
   deps) install_deps ;;
   build) install_deps; BUILD_DIR=${BUILD_DIR:-build}; build ;;
@@ -299,6 +300,7 @@ case "${1:-}" in
       cross_tests "$arch"
     fi ;;
   package) shift; arch=$(arch_option "$@") || exit 2; package "$arch" ;;
+  install) shift; install_packages "$@" ;;  # the named Debian packages, those missing (rtlab)
   rtlab) shift; exec tests/rtlab/rtlab.sh "$@" ;;
   *) die "$usage" ;;
 esac

@@ -88,16 +88,7 @@ phase() {  # phase NAME COMMAND...: runs it, records its wall time
   return "$rc"
 }
 
-host_packages() {
-  local missing=() p
-  for p in "${HOST_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  ((${#missing[@]} == 0)) && return 0
-  echo "rtlab: installing ${missing[*]}" >&2
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
+host_packages() { cmake/dev.sh install "${HOST_PACKAGES[@]}"; }
 
 build_binaries() {
   cmake/dev.sh deps
