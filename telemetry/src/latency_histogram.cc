@@ -22,17 +22,8 @@ static_assert(HistogramLayout().precision_bits() == HistogramLayout::kMaxPrecisi
 static_assert(HistogramLayout().histogram_bytes() <= 256 * 1024,
               "a histogram must stay within 256 KB");
 
-// Single-writer increment: no read-modify-write instruction is needed because only the owning
-// thread stores; readers only load.
-inline void Bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
-  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-inline void AddI64(std::atomic<std::int64_t>& c, std::int64_t by) noexcept {
-  // Wrapping add without signed-overflow UB.
-  c.store(static_cast<std::int64_t>(static_cast<std::uint64_t>(c.load(std::memory_order_relaxed)) +
-                                    static_cast<std::uint64_t>(by)),
-          std::memory_order_relaxed);
-}
+using histogram_internal::AddI64;
+using histogram_internal::Bump;
 
 // `v` clamped to [lo, hi]; unchanged when a concurrent reader saw lo > hi.
 std::int64_t ClampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) noexcept {
@@ -140,27 +131,6 @@ LatencyHistogram& LatencyHistogram::operator=(LatencyHistogram&& other) noexcept
     max_.store(other.max_.load());
   }
   return *this;
-}
-
-void LatencyHistogram::Record(std::int64_t value_ns) noexcept {
-  if (value_ns < 0) {
-    Bump(negative_count_);
-    AddI64(negative_sum_, value_ns);
-  } else if (value_ns >= layout_.max_trackable()) {
-    Bump(overflow_count_);
-  } else {
-    Bump(buckets_[layout_.BucketIndex(value_ns)]);
-  }
-  AddI64(sum_, value_ns);
-  if (value_ns < min_.load(std::memory_order_relaxed)) {
-    min_.store(value_ns, std::memory_order_relaxed);
-  }
-  if (value_ns > max_.load(std::memory_order_relaxed)) {
-    max_.store(value_ns, std::memory_order_relaxed);
-  }
-  // Last, with release: a reader that loads the count (acquire) also sees this value's bucket,
-  // sum, min and max.
-  count_.store(count_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 void LatencyHistogram::Reset() noexcept {

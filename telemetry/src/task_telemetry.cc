@@ -13,14 +13,6 @@ TaskTelemetry::TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_pt
 
 void TaskTelemetry::OnRtThreadStart() { ring_->writer().AttachToCurrentThread(); }
 
-void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
-  latency_.Record(s.wakeup_latency_ns);
-  execution_.Record(s.execution_ns);
-  // A full ring drops the sample and counts it; the executor's statistics and the histograms
-  // already include it.
-  (void)ring_->writer().TryPush(MakeSample(s));
-}
-
 TelemetryHub::TelemetryHub(const TelemetryHubConfig& config) : config_(config), slots_(nullptr) {
   config_.max_tasks =
       std::clamp<std::size_t>(config_.max_tasks, 1, std::size_t{kMaxSampleTaskId} + 1);

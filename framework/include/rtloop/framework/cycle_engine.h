@@ -54,7 +54,8 @@ class CycleEngine {
       : config_(config),
         schedule_(first_release, config.period, config.overrun_policy),
         first_(first_release),
-        end_(config.run_for.count() > 0 ? first_release + config.run_for : TimePoint::Max()) {
+        end_(config.run_for.count() > 0 ? first_release + config.run_for : TimePoint::Max()),
+        watchdogs_on_(config.watchdog.enabled()) {
     ctx_.period = config.period;
   }
 
@@ -105,31 +106,9 @@ class CycleEngine {
     }
 
     CycleOutcome out;
-    consecutive_overruns_ = adv.overrun ? consecutive_overruns_ + 1 : 0;
-    FaultRecord fault;
-    if (config_.watchdog.max_consecutive_overruns != 0 &&
-        consecutive_overruns_ >= config_.watchdog.max_consecutive_overruns) [[unlikely]] {
-      fault = {
-          FaultReason::kOverruns, cycles_, done.ns(), (done - first_).count(), sample.execution_ns,
-          consecutive_overruns_,  0};
-      consecutive_overruns_ = 0;
-    }
-    if (config_.watchdog.time.count() > 0) CheckExecutionTime(sample.execution_ns, done, &fault);
-    if (fault.reason != FaultReason::kNone) [[unlikely]] {  // a watchdog tripped
-      config_.stats->RecordFault(fault);
-      sample.flags |= kCycleFault;
-      out.fault = true;
-      out.stop_all = config_.watchdog.effective_action() == WatchdogAction::kStopAll;
-      out.fault_state = config_.watchdog.effective_action() != WatchdogAction::kContinue;
-      last_fault_ = fault;
-    }
-    if (step == StepResult::kFault) [[unlikely]] {  // the task's own fault: one fault per cycle
-      if (!out.fault) {
-        config_.stats->RecordFault({FaultReason::kStep, cycles_, done.ns(), (done - first_).count(),
-                                    sample.execution_ns, 0, 0});
-      }
-      sample.flags |= kCycleFault;
-      out.fault_state = true;
+    // The watchdogs and faults, out of line: a cycle without them pays one branch.
+    if (watchdogs_on_ || step == StepResult::kFault) [[unlikely]] {
+      CheckFaults(done, step, adv.overrun, &sample, &out);
     }
     if (measured) [[likely]] {
       config_.observers.OnCycle(sample);
@@ -147,8 +126,9 @@ class CycleEngine {
  private:
   CycleEngineConfig config_;
   ReleaseSchedule schedule_;
-  TimePoint first_;  // E_0
-  TimePoint end_;    // first release + run_for, or TimePoint::Max()
+  TimePoint first_;    // E_0
+  TimePoint end_;      // first release + run_for, or TimePoint::Max()
+  bool watchdogs_on_;  // config_.watchdog.enabled()
   CycleContext ctx_;
   TimePoint last_wake_;
   std::uint64_t cycles_ = 0;
@@ -156,6 +136,39 @@ class CycleEngine {
   std::uint32_t consecutive_overruns_ = 0;
   std::uint32_t consecutive_violations_ = 0;  // execution-time watchdog
   FaultRecord last_fault_;
+
+  // A cycle with a watchdog on, or whose Step() returned kFault: the overrun watchdog, the
+  // execution-time watchdog, the fault they or the Step() caused (one per cycle), recorded in the
+  // statistics, flagged in `sample` and reported in `out`. Out of line (cold). RT-safe.
+  [[gnu::noinline, gnu::cold]] void CheckFaults(TimePoint done, StepResult step, bool overrun,
+                                                CycleSample* sample, CycleOutcome* out) noexcept {
+    consecutive_overruns_ = overrun ? consecutive_overruns_ + 1 : 0;
+    FaultRecord fault;
+    if (config_.watchdog.max_consecutive_overruns != 0 &&
+        consecutive_overruns_ >= config_.watchdog.max_consecutive_overruns) {
+      fault = {
+          FaultReason::kOverruns, cycles_, done.ns(), (done - first_).count(), sample->execution_ns,
+          consecutive_overruns_,  0};
+      consecutive_overruns_ = 0;
+    }
+    if (config_.watchdog.time.count() > 0) CheckExecutionTime(sample->execution_ns, done, &fault);
+    if (fault.reason != FaultReason::kNone) {  // a watchdog tripped
+      config_.stats->RecordFault(fault);
+      sample->flags |= kCycleFault;
+      out->fault = true;
+      out->stop_all = config_.watchdog.effective_action() == WatchdogAction::kStopAll;
+      out->fault_state = config_.watchdog.effective_action() != WatchdogAction::kContinue;
+      last_fault_ = fault;
+    }
+    if (step == StepResult::kFault) {  // the task's own fault: one fault per cycle
+      if (!out->fault) {
+        config_.stats->RecordFault({FaultReason::kStep, cycles_, done.ns(), (done - first_).count(),
+                                    sample->execution_ns, 0, 0});
+      }
+      sample->flags |= kCycleFault;
+      out->fault_state = true;
+    }
+  }
 
   // The execution-time watchdog (CODESYS semantics, task_config.h): counts a violation and,
   // when it trips, fills `fault` (unless the overrun watchdog already did on this cycle: one

@@ -200,4 +200,60 @@ class TaskStats {
   U64 reset_applied_{0};
 };
 
+namespace task_stats_internal {
+
+// Single-writer updates: a relaxed load of our own last store plus a relaxed store. No atomic
+// read-modify-write (no lock prefix), so the RT thread never contends with readers.
+template <typename T>
+inline void Add(std::atomic<T>& a, T d) noexcept {
+  a.store(static_cast<T>(a.load(std::memory_order_relaxed) + d), std::memory_order_relaxed);
+}
+inline void Min(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
+  if (v < a.load(std::memory_order_relaxed)) a.store(v, std::memory_order_relaxed);
+}
+inline void Max(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
+  if (v > a.load(std::memory_order_relaxed)) a.store(v, std::memory_order_relaxed);
+}
+
+}  // namespace task_stats_internal
+
+// Inline: the RT thread calls it every cycle (bench/rtcost/README.md).
+inline void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns,
+                              std::int64_t jitter_ns, bool first, bool overrun,
+                              std::uint64_t missed) noexcept {
+  if (const std::uint64_t req = reset_requested_.load(std::memory_order_acquire);
+      req != reset_applied_.load(std::memory_order_relaxed)) [[unlikely]] {
+    // A reset was asked for: min/max restart with this cycle. Stored before reset_applied_
+    // (release), so a reader that sees the reset applied sees them restarted.
+    for (I64* a : {&latency_min_, &execution_min_, &jitter_min_}) {
+      a->store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
+    }
+    for (I64* a : {&latency_max_, &execution_max_, &jitter_max_}) {
+      a->store(std::numeric_limits<std::int64_t>::min(), std::memory_order_relaxed);
+    }
+    reset_applied_.store(req, std::memory_order_release);
+    // Orders the store above before every later min/max store (this cycle's and the next ones'):
+    // a reader that sees a min/max of the new run and then fences also sees this reset applied,
+    // so it never takes a new value for one of the old run (Snapshot()). Only on a reset's cycle.
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  task_stats_internal::Min(latency_min_, latency_ns);
+  task_stats_internal::Max(latency_max_, latency_ns);
+  task_stats_internal::Add(latency_sum_, latency_ns);
+  latency_last_.store(latency_ns, std::memory_order_relaxed);
+  task_stats_internal::Min(execution_min_, execution_ns);
+  task_stats_internal::Max(execution_max_, execution_ns);
+  task_stats_internal::Add(execution_sum_, execution_ns);
+  execution_last_.store(execution_ns, std::memory_order_relaxed);
+  if (!first) {
+    task_stats_internal::Min(jitter_min_, jitter_ns);
+    task_stats_internal::Max(jitter_max_, jitter_ns);
+    jitter_last_.store(jitter_ns, std::memory_order_relaxed);
+  }
+  if (overrun) task_stats_internal::Add<std::uint64_t>(overruns_, 1);
+  if (missed != 0) task_stats_internal::Add(missed_, missed);
+  // Last, with release: a reader that sees this cycle count also sees the values above.
+  cycles_.store(cycles_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 }  // namespace rtloop

@@ -269,4 +269,42 @@ class LatencyHistogram {
   std::atomic<std::int64_t> max_;
 };
 
+namespace histogram_internal {
+
+// Single-writer increment: no read-modify-write instruction is needed because only the owning
+// thread stores; readers only load.
+inline void Bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+inline void AddI64(std::atomic<std::int64_t>& c, std::int64_t by) noexcept {
+  // Wrapping add without signed-overflow UB.
+  c.store(static_cast<std::int64_t>(static_cast<std::uint64_t>(c.load(std::memory_order_relaxed)) +
+                                    static_cast<std::uint64_t>(by)),
+          std::memory_order_relaxed);
+}
+
+}  // namespace histogram_internal
+
+// Inline: the RT thread records two values a cycle (bench/rtcost/README.md).
+inline void LatencyHistogram::Record(std::int64_t value_ns) noexcept {
+  if (value_ns < 0) {
+    histogram_internal::Bump(negative_count_);
+    histogram_internal::AddI64(negative_sum_, value_ns);
+  } else if (value_ns >= layout_.max_trackable()) {
+    histogram_internal::Bump(overflow_count_);
+  } else {
+    histogram_internal::Bump(buckets_[layout_.BucketIndex(value_ns)]);
+  }
+  histogram_internal::AddI64(sum_, value_ns);
+  if (value_ns < min_.load(std::memory_order_relaxed)) {
+    min_.store(value_ns, std::memory_order_relaxed);
+  }
+  if (value_ns > max_.load(std::memory_order_relaxed)) {
+    max_.store(value_ns, std::memory_order_relaxed);
+  }
+  // Last, with release: a reader that loads the count (acquire) also sees this value's bucket,
+  // sum, min and max.
+  count_.store(count_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 }  // namespace rtloop::telemetry

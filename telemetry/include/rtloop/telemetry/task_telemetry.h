@@ -200,4 +200,13 @@ class TelemetryHub final : public CycleObserver {
   std::atomic<std::uint64_t> unknown_task_samples_{0};
 };
 
+// Inline: TelemetryHub::OnCycle() calls it on the RT thread every cycle (bench/rtcost/README.md).
+inline void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
+  latency_.Record(s.wakeup_latency_ns);
+  execution_.Record(s.execution_ns);
+  // A full ring drops the sample and counts it; the executor's statistics and the histograms
+  // already include it.
+  (void)ring_->writer().TryPush(MakeSample(s));
+}
+
 }  // namespace rtloop::telemetry
