@@ -1,7 +1,8 @@
 #!/bin/bash
-# rtloop's PREEMPT_RT lab: the checks run inside the guest (Debian 12's linux-image-rt-amd64,
-# booted by tests/rtlab/rtlab.sh with isolcpus=1 nohz_full=1 rcu_nocbs=1 on 2 vCPUs), started by
-# /sbin/rtlab-init from the lab disk mounted at /lab. One line per check in results/checks.txt:
+# rtloop's PREEMPT_RT lab: the checks run inside the guest (Debian 12's linux-image-rt-amd64, 6.1
+# or backports' 6.12, booted by tests/rtlab/rtlab.sh with isolcpus=1 nohz_full=1 rcu_nocbs=1 on 2
+# vCPUs), started by /sbin/rtlab-init from the lab disk mounted at /lab. One line per check in
+# results/checks.txt:
 #
 #   PASS|FAIL|SKIP <check>: <what was seen, or why it could not be judged>
 #
@@ -32,6 +33,9 @@ check() {  # check PASS|FAIL|SKIP NAME REASON
 }
 timed() {  # timed NAME FUNCTION: runs it, notes its start and duration in timeline.txt
   local t0 t1
+  # RTLAB_ONLY (rtlab.sh's environment, in lab.env): the names of the checks to run, the others
+  # are left out (`kernel` always runs).
+  [[ -z ${RTLAB_ONLY:-} || $1 == kernel || " $RTLAB_ONLY " == *" $1 "* ]] || return 0
   t0=$(uptime_s)
   "$2"
   t1=$(uptime_s)
@@ -174,6 +178,85 @@ three_tools() {
   else check PASS three-tools "rtloop-cyclic, cyclictest and rtla timerlat ran on CPU $MEASURED_CPU (table.txt)"; fi
 }
 
+# --- rtloop's task measured by rtla through timerlat's user-space interface (Linux >= 6.5) ---
+# rtla timerlat top -U arms the tracer with no workload of its own (NO_OSNOISE_WORKLOAD) and waits;
+# rtloop-cyclic --timerlat's thread then waits on osnoise/per_cpu/cpuN/timerlat_fd instead of
+# clock_nanosleep, so each of its cycles is one timerlat sample on CPU N, which rtla counts and,
+# past -a, analyses. RTLA_AUTO_US: that threshold (emulated cycles run to milliseconds: above
+# them, so a whole run is counted).
+RTLA_AUTO_US=${RTLA_AUTO_US:-100000}
+RTLA_USER_S=${RTLA_USER_S:-15}  # rtla's duration; rtloop-cyclic runs 10 s inside it
+timerlat_armed() {  # true when a tracefs instance runs timerlat with no workload of its own
+  grep -qw NO_OSNOISE_WORKLOAD /sys/kernel/tracing/osnoise/options 2>/dev/null &&
+    cat /sys/kernel/tracing/current_tracer /sys/kernel/tracing/instances/*/current_tracer 2>/dev/null |
+    grep -qx timerlat
+}
+# FILE: "count cur min avg max groups" of CPU 1's line: its count, the last of its column groups
+# (IRQ, thread, and with -U the user-return latency: cur min avg max us), how many groups it has.
+timerlat_user_line() {
+  awk -F'|' -v cpu="$MEASURED_CPU" '$1 ~ "^ *" cpu " +#" { split($1, a, "#"); g = 0
+      for (i = 2; i <= NF; ++i) if (split($i, t, " ") >= 4) { ++g; last = t[1] " " t[2] " " t[3] " " t[4] }
+      if (g > 0) r = a[2] + 0 " " last " " g }
+    END { if (r != "") print r }' "$1"
+}
+timerlat_user() {
+  local fd=/sys/kernel/tracing/osnoise/per_cpu/cpu$MEASURED_CPU/timerlat_fd rc=0 crc=0 t0 armed_s
+  local neg=$R/rtloop-cyclic-timerlat-alone out=$R/rtloop-cyclic-timerlat.txt rout=$R/rtla-timerlat-user.txt
+  if [[ ! -e $fd ]]; then
+    check SKIP timerlat-user "no $fd: Linux $(uname -r) has no timerlat user-space interface (>= 6.5: rtlab.sh --kernel=backports)"
+    return
+  fi
+  rtla --version >"$R/rtla-version.txt" 2>&1
+  rtla timerlat top --help >"$R/rtla-timerlat-top-help.txt" 2>&1
+  if ! grep -q -- '--user-load' "$R/rtla-timerlat-top-help.txt"; then
+    check SKIP timerlat-user "rtla ($(head -1 "$R/rtla-version.txt")) has no timerlat top -U/--user-load"
+    return
+  fi
+  rtloop-cyclic --help >"$R/rtloop-cyclic-help.txt" 2>&1
+  if ! grep -q -- '--timerlat' "$R/rtloop-cyclic-help.txt"; then
+    check SKIP timerlat-user "this rtloop-cyclic has no --timerlat (its --help does not name it)"
+    return
+  fi
+  # Without rtla (nothing arms timerlat) the wait mode must refuse, and say why.
+  $T 60 rtloop-cyclic --timerlat -t1 -a"$MEASURED_CPU" -p95 -i1000 -D2 -q >"$neg.out" 2>"$neg.err" || rc=$?
+  # With rtla -U waiting for a workload: rtloop-cyclic on CPU 1 is that workload.
+  t0=$(uptime_s)
+  (cd "$R" && $T $((RTLA_USER_S + 60)) rtla timerlat top -U -c "$MEASURED_CPU" -p 1000 \
+    -d "${RTLA_USER_S}s" -a "$RTLA_AUTO_US" -q) >"$rout" 2>&1 &
+  local rpid=$! i
+  for ((i = 0; i < 300; ++i)); do timerlat_armed && break; kill -0 "$rpid" 2>/dev/null || break; sleep 0.1; done
+  armed_s=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }')
+  $T 60 rtloop-cyclic --timerlat -t1 -a"$MEASURED_CPU" -p95 -i1000 -D10 -q >"$out" 2>&1 || crc=$?
+  local rrc=0
+  wait "$rpid" || rrc=$?
+  echo "rtla armed after $armed_s s; rtloop-cyclic exit $crc, rtla exit $rrc" >"$R/timerlat-user.txt"
+  local cyc tl n count g stop=""
+  cyc=$(cyclic_line "$out")
+  n=${cyc%% *}
+  tl=$(timerlat_user_line "$rout")
+  count=${tl%% *}
+  g=${tl##* }
+  grep -q 'hit stop tracing' "$rout" && stop=" (rtla stopped tracing past -a $RTLA_AUTO_US us: its analysis in rtla-timerlat-user.txt)"
+  local negmsg
+  negmsg="exit $rc, stderr '$(head -c 200 "$neg.err" | paste -sd' ')'"
+  if ((rc == 0)) || ! grep -qi timerlat "$neg.err"; then
+    check FAIL timerlat-user-alone "rtloop-cyclic --timerlat without rtla: $negmsg (expected non-zero and timerlat named)"
+  else
+    check PASS timerlat-user-alone "rtloop-cyclic --timerlat without rtla refused: $negmsg"
+  fi
+  if ((crc != 0)) || [[ -z $n || $n == 0 ]]; then
+    check FAIL timerlat-user "rtloop-cyclic --timerlat: exit $crc, cycles '${n:-none}': $(tail -2 "$out" | paste -sd' ' | cut -c1-200); rtla exit $rrc$stop"
+  elif [[ -z $count || $count == 0 ]]; then
+    check FAIL timerlat-user "rtloop-cyclic ran $n cycles, rtla shows no samples on CPU $MEASURED_CPU (exit $rrc)$stop: $(tail -3 "$rout" | paste -sd' ' | cut -c1-200)"
+  elif ((g < 3)); then
+    check FAIL timerlat-user "rtla's line for CPU $MEASURED_CPU has no thread/user-ret columns ($g groups): $tl"
+  elif awk -v a="$n" -v b="$count" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03 * a + 2) }'; then
+    check PASS timerlat-user "rtloop-cyclic $n cycles (exit 0), rtla timerlat -U $count samples on CPU $MEASURED_CPU, last column (cur min avg max us) ${tl#* }; armed after $armed_s s$stop"
+  else
+    check FAIL timerlat-user "counts differ: rtloop-cyclic $n cycles, rtla $count samples on CPU $MEASURED_CPU (rtla exit $rrc)$stop"
+  fi
+}
+
 # --- the examples with --require-rt ---
 examples() {
   local e rc args
@@ -262,6 +345,7 @@ timed kernel kernel
 timed doctor doctor
 timed bench-isolated bench_isolated
 timed three-tools three_tools
+timed timerlat-user timerlat_user
 timed examples examples
 timed explain explain
 timed tests tests
