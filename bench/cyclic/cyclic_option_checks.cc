@@ -1,5 +1,6 @@
 #include "cyclic_option_checks.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,9 +118,47 @@ Status CheckOutputsApart(const CyclicOptions& o) {
   return s.ok() ? s : Invalid(s.message());
 }
 
+// --timerlat: the kernel's timer releases the threads (WaitMode::kTimerlat), so what it needs is
+// checked here, before anything is created: one CPU per thread, one thread per CPU, the tracer's
+// one period for all, CLOCK_MONOTONIC.
+Status CheckTimerlat(const CyclicOptions& o) {
+  if (!o.timerlat) return Status::Ok();
+  if (o.relative || o.system_sleep || o.posix_timers) {
+    return Invalid("--timerlat is a wait mode of its own: leave out -r, -s and -x");
+  }
+  if (o.clock != Clock::kMonotonic) {
+    return Invalid("--timerlat releases on CLOCK_MONOTONIC (the tracer's timer): leave out -c 1");
+  }
+  std::vector<int> cpus;
+  for (const ThreadPlan& t : o.threads) {
+    if (t.cpu < 0) {
+      return Invalid(
+          "--timerlat needs every thread pinned to one CPU (the kernel's timerlat_fd "
+          "is per CPU): give -a CPU, e.g. -t1 -a1");
+    }
+    if (std::find(cpus.begin(), cpus.end(), t.cpu) != cpus.end()) {
+      return Invalid("--timerlat takes one thread per CPU, and two threads would share CPU " +
+                     std::to_string(t.cpu) + ": give as many CPUs in -a as threads");
+    }
+    cpus.push_back(t.cpu);
+    if (t.interval_us != o.threads.front().interval_us) {
+      return Invalid(
+          "--timerlat: the tracer has one period for every CPU, but the threads' "
+          "intervals differ (-d): give -d0");
+    }
+    if (t.interval_us < 100 || t.interval_us > 1'000'000) {
+      return Invalid(
+          "--timerlat needs an interval from 100 to 1000000 us (the tracer's "
+          "timerlat_period_us): change -i");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckOptionsTogether(const CyclicOptions& o) {
+  RTLOOP_RETURN_IF_ERROR(CheckTimerlat(o));
   RTLOOP_RETURN_IF_ERROR(CheckWarmup(o));
   RTLOOP_RETURN_IF_ERROR(CheckExplain(o));
   RTLOOP_RETURN_IF_ERROR(CheckTelemetry(o));

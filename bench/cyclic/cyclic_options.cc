@@ -422,6 +422,7 @@ constexpr OptionSpec kOptions[] = {
     Flag('x', "posix_timers", &O::posix_timers),
     Custom('n', nullptr, Arg::kNone, ApplyNoop),
     // rtloop's extensions (long options only).
+    Flag(0, "timerlat", &O::timerlat),
     Text(0, "telemetry", kOpt, {"an address HOST:PORT", [](O& o, const Value& v) {
                 o.telemetry = true;
                 o.telemetry_address = v.value_or("");
@@ -510,7 +511,9 @@ void Parser::ResolveModes() {
     o.stderr_notes.push_back("WARN: Using clock_nanosleep\n");
     o.posix_timers = false;
   }
-  if (o.posix_timers) {
+  if (o.timerlat) {
+    o.wait_mode = WaitMode::kTimerlat;  // CheckTimerlat refuses it with -r, -s or -x
+  } else if (o.posix_timers) {
     o.wait_mode = WaitMode::kPosixTimer;
   } else if (o.system_sleep) {
     o.wait_mode = WaitMode::kNanosleep;

@@ -142,9 +142,10 @@ struct CyclicOptions {
   bool unbuffered = false;                   // -u
   bool verbose = false;                      // -v
   bool dbg_cyclictest = false;               // --dbg_cyclictest
-  WaitMode wait_mode = WaitMode::kAbsolute;  // from -r, -s, -x
+  WaitMode wait_mode = WaitMode::kAbsolute;  // from -r, -s, -x, --timerlat
 
   // ---- rtloop extensions ----
+  bool timerlat = false;                      // --timerlat: wait on the kernel's timerlat_fd
   bool telemetry = false;                     // --telemetry[=ADDR]
   std::string telemetry_address;              // empty: the server's default (127.0.0.1)
   std::string token_file;                     // --token-file=FILE (--telemetry and/or --metrics)

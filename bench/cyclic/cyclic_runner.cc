@@ -323,8 +323,7 @@ TaskConfig Run::ThreadTaskConfig(const ThreadPlan& plan) const {
   tc.warmup_cycles = o_.warmup;
   // -l counts measured cycles; max_cycles counts the warm-up too.
   std::uint64_t max_cycles = o_.loops > 0 ? o_.loops + o_.warmup : 0;
-  if (o_.duration_s > 0 &&
-      (o_.wait_mode == WaitMode::kAbsolute || o_.wait_mode == WaitMode::kPosixTimer)) {
+  if (o_.duration_s > 0 && KeepsGrid(o_.wait_mode)) {
     const std::uint64_t by_time = CyclesForDuration(o_.duration_s, plan.interval_us);
     max_cycles = max_cycles == 0 ? by_time : std::min(max_cycles, by_time);
   }
@@ -419,7 +418,7 @@ std::optional<TimePoint> Run::EndByTime() const {
     max_interval_us = std::max(max_interval_us, plan.interval_us);
   }
   // With a cycle budget the tasks end themselves; the time check is only a backstop then.
-  const bool budget = o_.wait_mode == WaitMode::kAbsolute || o_.wait_mode == WaitMode::kPosixTimer;
+  const bool budget = KeepsGrid(o_.wait_mode);
   if (!budget) return first;
   return *first + microseconds(2 * max_interval_us) + milliseconds(20);
 }

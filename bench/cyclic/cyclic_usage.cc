@@ -65,6 +65,10 @@ rtloop-cyclic <options>
 -?       --help            print this help
 
 rtloop extensions:
+         --timerlat               wait on the kernel's timerlat_fd instead of sleeping
+                                  (Linux >= 6.5), so that a running `rtla timerlat -U -c CPU
+                                  -p INTERVAL` measures and explains these threads; needs -a
+                                  (one CPU per thread) and one interval for all
          --telemetry[=ADDR]       serve the gRPC telemetry API while measuring (127.0.0.1)
          --token-file=FILE        clients must send this bearer token (gRPC, /metrics, /api)
          --tls-cert=FILE          serve TLS with this PEM certificate chain (with --tls-key)

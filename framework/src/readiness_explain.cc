@@ -100,9 +100,18 @@ ReadinessFinding CheckTimerlat(const FsTree& fs) {
     missing += (missing.empty() ? "" : " or ") + std::string(tracer);
   }
   if (missing.empty()) {
+    // Linux >= 6.5: a user-space thread can wait on the tracer's timer (osnoise/per_cpu/cpuN/
+    // timerlat_fd), which is what WaitMode::kTimerlat and `rtla timerlat -U` use.
+    if (fs.Exists(mount + "/osnoise/per_cpu/cpu0/timerlat_fd")) {
+      return Make("timerlat", kOk,
+                  "the timerlat and osnoise tracers are there, with timerlat's user-space "
+                  "interface: rtla timerlat -U can analyse an rtloop task in the timerlat wait "
+                  "mode (rtloop-cyclic --timerlat)");
+    }
     return Make("timerlat", kOk,
                 "the timerlat and osnoise tracers are there (rtla timerlat -a explains the "
-                "kernel's own timerlat threads)");
+                "kernel's own timerlat threads); no timerlat_fd, so no timerlat wait mode "
+                "(it needs Linux >= 6.5)");
   }
   return Make("timerlat", kWarn, "no " + missing + " tracer: rtla timerlat/osnoise cannot run here",
               "a kernel with CONFIG_TIMERLAT_TRACER and CONFIG_OSNOISE_TRACER (Debian's "

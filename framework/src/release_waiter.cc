@@ -120,6 +120,8 @@ Result<std::unique_ptr<ReleaseWaiter>> MakeReleaseWaiter(const TaskConfig& confi
       }
       return std::unique_ptr<ReleaseWaiter>(new PosixTimerWaiter(timer));
     }
+    case WaitMode::kTimerlat:
+      return MakeTimerlatWaiter(config);
   }
   return InvalidArgumentError("task \"" + config.name + "\": unknown TaskConfig::wait_mode");
 }

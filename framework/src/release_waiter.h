@@ -7,7 +7,8 @@
 //
 // Threading: a waiter is made on, and used by, its task's RT thread only (kPosixTimer's timer
 // signals the thread that made it). Wait() is RT-safe: the sleeps are time.h's cancellable EINTR
-// loops (kAbsolute, kRelative, kNanosleep) or timer_settime + sigwait (kPosixTimer).
+// loops (kAbsolute, kRelative, kNanosleep), timer_settime + sigwait (kPosixTimer) or a read() of
+// the kernel's timerlat_fd (kTimerlat).
 #pragma once
 
 #include <signal.h>
@@ -50,5 +51,11 @@ class ReleaseWaiter {
 // TaskThreadSignals in task_thread.h). Not RT-safe: allocates; kPosixTimer creates a timer and
 // fails with a Status naming the task when it cannot.
 Result<std::unique_ptr<ReleaseWaiter>> MakeReleaseWaiter(const TaskConfig& config);
+
+// WaitMode::kTimerlat's waiter (timerlat_waiter.cc): opens the kernel's timerlat_fd of the task's
+// one CPU. On the task's thread after it is pinned. Not RT-safe. FailedPrecondition or the open()
+// error, each naming its fix (a kernel without the interface, rtla not running or with another
+// period, a thread that may migrate).
+Result<std::unique_ptr<ReleaseWaiter>> MakeTimerlatWaiter(const TaskConfig& config);
 
 }  // namespace rtloop::internal

@@ -54,6 +54,8 @@ const char* WaitModeName(WaitMode mode) noexcept {
       return "nanosleep";
     case WaitMode::kPosixTimer:
       return "posix-timer";
+    case WaitMode::kTimerlat:
+      return "timerlat";
   }
   return "unknown";
 }
@@ -133,6 +135,43 @@ Status ValidateObservers(const TaskConfig& config, const std::string& who) {
   return Status::Ok();
 }
 
+// What the kernel's timerlat user-space interface needs of a task (WaitMode::kTimerlat): one CPU
+// (timerlat_fd refuses a thread that may migrate), CLOCK_MONOTONIC and kSkip (its timer and its
+// skipping of missed periods), a period the tracer can have (whole us, 100 us..1 s).
+Status ValidateTimerlatMode(const TaskConfig& config, const std::string& who) {
+  const std::string mode = who + ": wait_mode timerlat ";
+  if (config.cpus.size() != 1) {
+    return InvalidArgumentError(mode +
+                                "needs the task pinned to exactly one CPU (the kernel's "
+                                "timerlat_fd is per CPU) — set TaskConfig::cpus = {N}");
+  }
+  if (config.clock != Clock::kMonotonic) {
+    return InvalidArgumentError(mode +
+                                "releases on CLOCK_MONOTONIC (the tracer's timer) — set "
+                                "TaskConfig::clock (and the executor's start_clock) to "
+                                "Clock::kMonotonic");
+  }
+  if (config.overrun_policy != OverrunPolicy::kSkip) {
+    return InvalidArgumentError(mode +
+                                "skips the releases an overrun missed, as the kernel's "
+                                "timer does — set TaskConfig::overrun_policy to kSkip");
+  }
+  if (config.policy == SchedPolicy::kDeadline) {
+    return InvalidArgumentError(mode +
+                                "cannot be used with SCHED_DEADLINE (a deadline task may "
+                                "not be pinned to one CPU) — use kFifo or kRr");
+  }
+  constexpr std::int64_t kMinNs = 100'000, kMaxNs = 1'000'000'000;
+  const std::int64_t ns = config.period.count();
+  if (ns < kMinNs || ns > kMaxNs || ns % 1000 != 0) {
+    return InvalidArgumentError(mode +
+                                "needs a period of whole microseconds from 100 us to 1 s "
+                                "(the tracer's timerlat_period_us; got " +
+                                std::to_string(ns) + " ns) — change TaskConfig::period");
+  }
+  return Status::Ok();
+}
+
 constexpr std::uint32_t kMaxSensitivity = 1000;
 
 Status ValidateWatchdog(const WatchdogConfig& w, const std::string& who) {
@@ -198,6 +237,9 @@ Status ValidateTaskConfig(const TaskConfig& config, Clock start_clock, const Cpu
                                 "(default 256 KiB)");
   }
   RTLOOP_RETURN_IF_ERROR(ValidateSchedParams(config));
+  if (config.wait_mode == WaitMode::kTimerlat) {
+    RTLOOP_RETURN_IF_ERROR(ValidateTimerlatMode(config, who));
+  }
   RTLOOP_RETURN_IF_ERROR(ValidateCpus(config.cpus, cpus.online, cpus.present,
                                       PinnableCpus(cpus.allowed, cpus.isolated), who,
                                       "TaskConfig::cpus"));

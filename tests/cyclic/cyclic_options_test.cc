@@ -311,6 +311,32 @@ TEST(CyclicOptionsTest, WaitModesAndClock) {
   EXPECT_EQ(ParseOk({"--clock=0"}).clock, Clock::kMonotonic);
 }
 
+// --timerlat (rtloop's): the kernel's timer releases the threads, so its needs are checked before
+// anything runs, each with the fix.
+TEST(CyclicOptionsTest, TimerlatWaitModeAndWhatItNeeds) {
+  CyclicOptions t = ParseOk({"--timerlat", "-t1", "-a1", "-i1000"});
+  EXPECT_EQ(t.wait_mode, WaitMode::kTimerlat);
+  EXPECT_EQ(Cpus(t), (std::vector<int>{1}));
+  EXPECT_EQ(ParseOk({"--timerlat", "-t2", "-a1,2", "-d0"}).wait_mode, WaitMode::kTimerlat);
+  EXPECT_EQ(ParseOk({"--timerlat", "-S", "-d0"}).wait_mode, WaitMode::kTimerlat);  // one per CPU
+
+  std::string e = ParseError({"--timerlat", "-t1"});
+  EXPECT_NE(e.find("pinned to one CPU"), std::string::npos) << e;
+  EXPECT_NE(e.find("-a"), std::string::npos) << e;
+  e = ParseError({"--timerlat", "-t2", "-a1"});
+  EXPECT_NE(e.find("share CPU 1"), std::string::npos) << e;
+  e = ParseError({"--timerlat", "-t2", "-a1,2"});  // -d defaults to 500 us
+  EXPECT_NE(e.find("give -d0"), std::string::npos) << e;
+  e = ParseError({"--timerlat", "-t1", "-a1", "-i50"});
+  EXPECT_NE(e.find("from 100 to 1000000 us"), std::string::npos) << e;
+  for (const char* other : {"-r", "-s", "-x"}) {
+    e = ParseError({"--timerlat", "-t1", "-a1", other});
+    EXPECT_NE(e.find("leave out -r, -s and -x"), std::string::npos) << other << ": " << e;
+  }
+  e = ParseError({"--timerlat", "-t1", "-a1", "-c1"});
+  EXPECT_NE(e.find("CLOCK_MONOTONIC"), std::string::npos) << e;
+}
+
 TEST(CyclicOptionsTest, AlignmentPhases) {
   CyclicOptions a = ParseOk({"-A", "100", "-t3"});
   EXPECT_TRUE(a.aligned);

@@ -402,7 +402,14 @@ TEST(Readiness, ExplanationFindingsSayWhatTracefsGivesAndTheFix) {
   EXPECT_TRUE(Has(f.summary, "no timerlat tracer")) << f.summary;
   EXPECT_TRUE(Has(f.fix, "linux-image-rt")) << f.fix;
   t.Write("/sys/kernel/tracing/available_tracers", "timerlat osnoise hwlat blk function nop\n");
-  EXPECT_EQ(Get(t.Check(), "timerlat").level, ReadinessLevel::kOk);
+  f = Get(t.Check(), "timerlat");
+  EXPECT_EQ(f.level, ReadinessLevel::kOk);
+  EXPECT_TRUE(Has(f.summary, "no timerlat wait mode (it needs Linux >= 6.5)")) << f.summary;
+  // Linux >= 6.5: timerlat's user-space interface, which the timerlat wait mode uses.
+  t.Write("/sys/kernel/tracing/osnoise/per_cpu/cpu0/timerlat_fd", "");
+  f = Get(t.Check(), "timerlat");
+  EXPECT_EQ(f.level, ReadinessLevel::kOk);
+  EXPECT_TRUE(Has(f.summary, "rtloop-cyclic --timerlat")) << f.summary;
   // A kernel without tracefs.
   t.Write("/proc/mounts", "proc /proc proc rw 0 0\n");
   t.Write("/proc/filesystems", "nodev\tsysfs\n");

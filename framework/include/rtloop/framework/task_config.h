@@ -41,19 +41,36 @@ enum class OverrunPolicy {
 // "skip", "catch-up", "re-anchor". RT-safe.
 const char* OverrunPolicyName(OverrunPolicy policy) noexcept;
 
-// How the RT thread waits for its release. Only kAbsolute and kPosixTimer keep a fixed grid; the
-// relative modes exist to reproduce cyclictest's -r and -s. In every mode the first release is the
-// shared start time + phase; in the relative modes each later release E_k is "the time just before
-// the sleep + period" (as in cyclictest), so their wake-up latency excludes the loop's own time.
+// How the RT thread waits for its release. kAbsolute, kPosixTimer and kTimerlat keep a fixed grid;
+// the relative modes exist to reproduce cyclictest's -r and -s. In every mode but kTimerlat the
+// first release is the shared start time + phase; in the relative modes each later release E_k is
+// "the time just before the sleep + period" (as in cyclictest), so their wake-up latency excludes
+// the loop's own time.
 enum class WaitMode {
   kAbsolute,    // clock_nanosleep(TIMER_ABSTIME, E_k): the default
   kRelative,    // clock_nanosleep(relative, period) from just before the sleep (cyclictest -r)
   kNanosleep,   // nanosleep(period) (cyclictest -s)
   kPosixTimer,  // a per-thread one-shot POSIX timer (SIGALRM to this thread) + sigwait (-x)
+  // read() of the kernel's timerlat_fd (Linux >= 6.5): the timerlat tracer's timer releases the
+  // task, so `rtla timerlat top|hist -U` measures and auto-analyses this very thread. rtla must
+  // run first (it enables the tracer for a user-space workload) with the task's period (-p) and
+  // CPU (-c); the task is pinned to exactly one CPU, on CLOCK_MONOTONIC, with kSkip, a period of
+  // whole microseconds from 100 us to 1 s. The kernel starts the grid at the thread's first
+  // read: E_0 is about the shared start time + phase (one period after the read), not exactly.
+  // When the tracer stops (rtla ends) the kernel kills the process with SIGKILL: end the task
+  // first. framework/README.md, "The timerlat wait mode".
+  kTimerlat,
 };
 
-// "absolute", "relative", "nanosleep", "posix-timer". RT-safe.
+// "absolute", "relative", "nanosleep", "posix-timer", "timerlat". RT-safe.
 const char* WaitModeName(WaitMode mode) noexcept;
+
+// The mode keeps a fixed grid of releases E_0 + k x period (kAbsolute, kPosixTimer, kTimerlat),
+// so that a run_for of T is ceil(T / period) cycles without overruns. RT-safe.
+constexpr bool KeepsGrid(WaitMode mode) noexcept {
+  return mode == WaitMode::kAbsolute || mode == WaitMode::kPosixTimer ||
+         mode == WaitMode::kTimerlat;
+}
 
 // What a watchdog trip does (either watchdog of WatchdogConfig). Every trip counts a fault
 // (TaskStatsSnapshot::faults, last_fault), flags the cycle kCycleFault and calls the task's
