@@ -1,10 +1,31 @@
 #include "rtloop/framework/time.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cerrno>
 
 namespace rtloop {
 
 namespace {
+
+// The absolute sleep of every release waits here, once per cycle, so it calls the kernel directly:
+// glibc's clock_nanosleep() is a thread cancellation point and brackets the system call with
+// __pthread_{enable,disable}_asynccancel, about 60 of the RT thread's instructions per cycle
+// (bench/rtcost/README.md); rtloop never cancels a thread. The kernel's call is the same one.
+// 32-bit targets built with a 64-bit time_t need the _time64 system call.
+#if defined(SYS_clock_nanosleep_time64)
+inline constexpr long kClockNanosleep = sizeof(timespec::tv_sec) == 8 && sizeof(long) == 4
+                                            ? SYS_clock_nanosleep_time64
+                                            : SYS_clock_nanosleep;
+#else
+inline constexpr long kClockNanosleep = SYS_clock_nanosleep;
+#endif
+
+// clock_nanosleep(TIMER_ABSTIME) without the cancellation point: 0 or the error number.
+inline int AbsoluteSleep(clockid_t clock, const timespec& deadline) noexcept {
+  return syscall(kClockNanosleep, clock, TIMER_ABSTIME, &deadline, nullptr) == 0 ? 0 : errno;
+}
 
 // True when an EINTR should end the sleep.
 inline bool Cancelled(const std::atomic<bool>* cancel) noexcept {
@@ -14,8 +35,7 @@ inline bool Cancelled(const std::atomic<bool>* cancel) noexcept {
 int SleepUntilImpl(Clock clock, TimePoint deadline, const std::atomic<bool>* cancel) noexcept {
   const timespec ts = deadline.ToTimespec();
   for (;;) {
-    // clock_nanosleep returns the error number instead of setting errno.
-    const int rc = clock_nanosleep(ToClockId(clock), TIMER_ABSTIME, &ts, nullptr);
+    const int rc = AbsoluteSleep(ToClockId(clock), ts);
     if (rc != EINTR || Cancelled(cancel)) return rc;
   }
 }
@@ -33,12 +53,6 @@ int SleepForImpl(Clock clock, std::chrono::nanoseconds duration,
 }
 
 }  // namespace
-
-TimePoint Now(Clock clock) noexcept {
-  timespec ts{};
-  clock_gettime(ToClockId(clock), &ts);
-  return TimePoint::FromTimespec(ts);
-}
 
 int SleepUntil(Clock clock, TimePoint deadline) noexcept {
   return SleepUntilImpl(clock, deadline, nullptr);

@@ -67,6 +67,37 @@ TEST(CyclictestDiff, TruncatesTheNanosecondPartLikeCalcdiff) {
             2'500'000'123);
 }
 
+// calcdiff itself, as rt-utils writes it, against the fast path of CyclictestDiff.
+std::int64_t Calcdiff(TimePoint release, std::int64_t latency_ns, bool nsecs) {
+  const timespec next = release.ToTimespec();
+  const timespec now = (release + nanoseconds(latency_ns)).ToTimespec();
+  const std::int64_t sec = static_cast<std::int64_t>(now.tv_sec) - next.tv_sec;
+  const std::int64_t nsec = static_cast<std::int64_t>(now.tv_nsec) - next.tv_nsec;
+  return nsecs ? sec * 1'000'000'000 + nsec : sec * 1'000'000 + nsec / 1000;
+}
+
+TEST(CyclictestDiff, AgreesWithCalcdiffAcrossSecondsAndSigns) {
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;  // xorshift: the same inputs every run
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int i = 0; i < 200'000; ++i) {
+    const auto release =
+        TimePoint(nanoseconds(static_cast<std::int64_t>(next() % 4'000'000'000'000u)));
+    // Mostly small latencies, some near and past a second, some negative (early wake-ups).
+    const std::int64_t range = i % 3 == 0 ? 3'000'000'000 : 200'000;
+    const std::int64_t latency =
+        static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(2 * range)) - range / 8;
+    for (bool ns : {false, true}) {
+      ASSERT_EQ(CyclictestDiff(release, latency, ns), Calcdiff(release, latency, ns))
+          << release.ns() << " + " << latency << (ns ? " ns" : " us");
+    }
+  }
+}
+
 TEST(CyclicThreadStats, StartsWithCyclictestsInitialValues) {
   auto stats = Make({});
   const CyclicStatsSnapshot s = stats->Snapshot();
