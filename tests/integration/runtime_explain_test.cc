@@ -166,7 +166,12 @@ TEST(RuntimeExplainTest, PageFaultsInStepAreNamedWhenTheTraceExplains) {
   int named = 0;
   std::string unnamed;  // the records that do not: what they say instead
   for (const explain::OutlierRecord& r : (*rt)->Outliers()) {
-    if (!r.window.execution || r.window.cycle % FaultingTask::kEvery != 0) continue;
+    // The cycles whose Step() touched the fresh pages: every kEvery-th but the first (cycle 0,
+    // slow for its cold start, took no fault of Step()'s: counting it failed 1 run in 2 in the
+    // PREEMPT_RT lab's 6.1 guest, its record rightly naming no page faults).
+    if (!r.window.execution || r.window.cycle == 0 || r.window.cycle % FaultingTask::kEvery != 0) {
+      continue;
+    }
     if (r.evidence != explain::EvidenceKind::kTrace) continue;  // the counters' own test exists
     ++faulting;
     bool has = false;
