@@ -244,7 +244,8 @@ timerlat_user() {
   : >"$R/timerlat-user.txt"
   # Without rtla (nothing arms timerlat) the wait mode must refuse, and say why.
   $T 60 rtloop-cyclic --timerlat -t1 -a"$MEASURED_CPU" -p95 -i1000 -D2 -q >"$neg.out" 2>"$neg.err" || rc=$?
-  local negmsg="exit $rc, stderr '$(head -c 200 "$neg.err" | paste -sd' ')'"
+  local negmsg
+  negmsg="exit $rc, stderr '$(head -c 200 "$neg.err" | paste -sd' ')'"
   if ((rc == 0)) || ! grep -qi timerlat "$neg.err"; then
     check FAIL timerlat-user-alone "rtloop-cyclic --timerlat without rtla: $negmsg (expected non-zero and timerlat named)"
   else
