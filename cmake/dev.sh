@@ -13,7 +13,7 @@
 #                                the test suite built for ARCH in build-ARCH/, run under
 #                                qemu-user (cmake/README.md: what skips there and why; .ci/run
 #                                runs 4 executables of it for arm64 and package for armhf)
-#   cmake/dev.sh rtlab [--arch=amd64] [--keep]
+#   cmake/dev.sh rtlab [--arch=amd64] [--kernel=bookworm|backports] [--keep]
 #                                the PREEMPT_RT lab: Debian 12's real-time kernel under qemu with
 #                                an isolated CPU, rtloop's real-time checks inside
 #                                (tests/rtlab/README.md; root, several minutes)
@@ -286,7 +286,7 @@ arch_option() {
   esac
 }
 
-usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH] | rtlab [--arch=amd64] [--keep] | install PKG..."
+usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH] | rtlab [--arch=amd64] [--kernel=bookworm|backports] [--keep] | install PKG..."
 case "${1:-}" in
   deps) install_deps ;;
   build) install_deps; BUILD_DIR=${BUILD_DIR:-build}; build ;;

@@ -1,7 +1,8 @@
 #!/bin/bash
-# rtloop's PREEMPT_RT lab: the checks run inside the guest (Debian 12's linux-image-rt-amd64,
-# booted by tests/rtlab/rtlab.sh with isolcpus=1 nohz_full=1 rcu_nocbs=1 on 2 vCPUs), started by
-# /sbin/rtlab-init from the lab disk mounted at /lab. One line per check in results/checks.txt:
+# rtloop's PREEMPT_RT lab: the checks run inside the guest (Debian 12's linux-image-rt-amd64, 6.1
+# or backports' 6.12, booted by tests/rtlab/rtlab.sh with isolcpus=1 nohz_full=1 rcu_nocbs=1 on 2
+# vCPUs), started by /sbin/rtlab-init from the lab disk mounted at /lab. One line per check in
+# results/checks.txt:
 #
 #   PASS|FAIL|SKIP <check>: <what was seen, or why it could not be judged>
 #
@@ -32,6 +33,9 @@ check() {  # check PASS|FAIL|SKIP NAME REASON
 }
 timed() {  # timed NAME FUNCTION: runs it, notes its start and duration in timeline.txt
   local t0 t1
+  # RTLAB_ONLY (rtlab.sh's environment, in lab.env): the names of the checks to run, the others
+  # are left out (`kernel` always runs).
+  [[ -z ${RTLAB_ONLY:-} || $1 == kernel || " $RTLAB_ONLY " == *" $1 "* ]] || return 0
   t0=$(uptime_s)
   "$2"
   t1=$(uptime_s)
@@ -174,6 +178,117 @@ three_tools() {
   else check PASS three-tools "rtloop-cyclic, cyclictest and rtla timerlat ran on CPU $MEASURED_CPU (table.txt)"; fi
 }
 
+# --- rtloop's task measured by rtla through timerlat's user-space interface (Linux >= 6.5) ---
+# rtla timerlat top -U arms the tracer with no workload of its own (NO_OSNOISE_WORKLOAD) and waits;
+# rtloop-cyclic --timerlat's thread then waits on osnoise/per_cpu/cpuN/timerlat_fd instead of
+# clock_nanosleep, so each of its cycles is one timerlat sample on CPU N, which rtla counts and,
+# past -a, analyses. When rtla stops (-a hit, or its -d over) the kernel kills the task waiting on
+# timerlat_fd (framework/README.md): rtla runs 5 s longer than rtloop-cyclic.
+#
+# Two runs, because under TCG rtla's auto-analysis cannot follow a 1 kHz task: with -a (or -T,
+# which leaves the analysis on) it processed 0 and 8155 of rtloop-cyclic's 7710 and 9887 cycles
+# and ran 14 s past its -d (the lab's first 6.12 runs); with --no-aa it counted all of them.
+#   timerlat-user     rtla --no-aa counts every cycle: the counts agree (within 3 % + 2);
+#   timerlat-user-aa  rtla -a RTLA_AUTO_US (2 ms: emulated cycles pass it within seconds) stops
+#                     at an outlier of rtloop's task and prints its analysis of it.
+RTLA_AUTO_US=${RTLA_AUTO_US:-2000}
+timerlat_armed() {  # true when a tracefs instance runs timerlat with no workload of its own
+  grep -qw NO_OSNOISE_WORKLOAD /sys/kernel/tracing/osnoise/options 2>/dev/null &&
+    cat /sys/kernel/tracing/current_tracer /sys/kernel/tracing/instances/*/current_tracer 2>/dev/null |
+    grep -qx timerlat
+}
+# FILE: "count cur min avg max groups" of CPU 1's line: its count, the last of its column groups
+# (IRQ, thread, and with -U the user-return latency: cur min avg max us), how many groups it has.
+timerlat_user_line() {
+  awk -F'|' -v cpu="$MEASURED_CPU" '$1 ~ "^ *" cpu " +#" { split($1, a, "#"); g = 0
+      for (i = 2; i <= NF; ++i) if (split($i, t, " ") >= 4) { ++g; last = t[1] " " t[2] " " t[3] " " t[4] }
+      if (g > 0) r = a[2] + 0 " " last " " g }
+    END { if (r != "") print r }' "$1"
+}
+# rtla_with_rtloop NAME SECONDS RTLA-OPTION...: rtla timerlat top -U on CPU 1 for SECONDS + 5 s,
+# armed, then rtloop-cyclic --timerlat for SECONDS; outputs $R/rtla-NAME.txt and
+# $R/rtloop-cyclic-NAME.txt; sets ARMED_S (seconds until armed), CRC and RRC (exit codes).
+rtla_with_rtloop() {
+  local name=$1 secs=$2 t0 rpid i
+  shift 2
+  t0=$(uptime_s)
+  (cd "$R" && $T $((secs + 120)) rtla timerlat top -U -c "$MEASURED_CPU" -p 1000 -d "$((secs + 5))s" -q "$@") \
+    >"$R/rtla-$name.txt" 2>&1 &
+  rpid=$!
+  for ((i = 0; i < 600; ++i)); do timerlat_armed && break; kill -0 "$rpid" 2>/dev/null || break; sleep 0.1; done
+  ARMED_S=$(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }')
+  CRC=0 RRC=0
+  $T $((secs + 60)) rtloop-cyclic --timerlat -t1 -a"$MEASURED_CPU" -p95 -i1000 -D"$secs" -q \
+    >"$R/rtloop-cyclic-$name.txt" 2>&1 || CRC=$?
+  wait "$rpid" || RRC=$?
+  printf '%s: rtla %s armed after %s s; rtloop-cyclic exit %s, rtla exit %s\n' "$name" "$*" "$ARMED_S" "$CRC" "$RRC" \
+    >>"$R/timerlat-user.txt"
+}
+timerlat_user() {
+  local fd=/sys/kernel/tracing/osnoise/per_cpu/cpu$MEASURED_CPU/timerlat_fd rc=0 neg=$R/rtloop-cyclic-timerlat-alone
+  if [[ ! -e $fd ]]; then
+    check SKIP timerlat-user "no $fd: Linux $(uname -r) has no timerlat user-space interface (>= 6.5: rtlab.sh --kernel=backports)"
+    return
+  fi
+  rtla --version >"$R/rtla-version.txt" 2>&1
+  rtla timerlat top --help >"$R/rtla-timerlat-top-help.txt" 2>&1
+  if ! grep -q -- '--user-load' "$R/rtla-timerlat-top-help.txt"; then
+    check SKIP timerlat-user "rtla ($(head -1 "$R/rtla-version.txt")) has no timerlat top -U/--user-load"
+    return
+  fi
+  rtloop-cyclic --help >"$R/rtloop-cyclic-help.txt" 2>&1
+  if ! grep -q -- '--timerlat' "$R/rtloop-cyclic-help.txt"; then
+    check SKIP timerlat-user "this rtloop-cyclic has no --timerlat (its --help does not name it)"
+    return
+  fi
+  : >"$R/timerlat-user.txt"
+  # Without rtla (nothing arms timerlat) the wait mode must refuse, and say why.
+  $T 60 rtloop-cyclic --timerlat -t1 -a"$MEASURED_CPU" -p95 -i1000 -D2 -q >"$neg.out" 2>"$neg.err" || rc=$?
+  local negmsg
+  negmsg="exit $rc, stderr '$(head -c 200 "$neg.err" | paste -sd' ')'"
+  if ((rc == 0)) || ! grep -qi timerlat "$neg.err"; then
+    check FAIL timerlat-user-alone "rtloop-cyclic --timerlat without rtla: $negmsg (expected non-zero and timerlat named)"
+  else
+    check PASS timerlat-user-alone "rtloop-cyclic --timerlat without rtla refused: $negmsg"
+  fi
+  timerlat_user_count
+  timerlat_user_aa
+}
+timerlat_user_count() {
+  local cyc n tl count g
+  rtla_with_rtloop timerlat-user 10 --no-aa
+  cyc=$(cyclic_line "$R/rtloop-cyclic-timerlat-user.txt")
+  n=${cyc%% *}
+  tl=$(timerlat_user_line "$R/rtla-timerlat-user.txt")
+  count=${tl%% *}
+  g=${tl##* }
+  if ((CRC != 0)) || [[ -z $n || $n == 0 ]]; then
+    check FAIL timerlat-user "rtloop-cyclic --timerlat: exit $CRC, cycles '${n:-none}': $(tail -2 "$R/rtloop-cyclic-timerlat-user.txt" | paste -sd' ' | cut -c1-200); rtla exit $RRC"
+  elif [[ -z $count || $count == 0 ]]; then
+    check FAIL timerlat-user "rtloop-cyclic ran $n cycles, rtla shows no samples on CPU $MEASURED_CPU (exit $RRC): $(tail -3 "$R/rtla-timerlat-user.txt" | paste -sd' ' | cut -c1-200)"
+  elif ((g < 3)); then
+    check FAIL timerlat-user "rtla's line for CPU $MEASURED_CPU has no thread and return-to-user columns ($g groups): $tl"
+  elif awk -v a="$n" -v b="$count" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.03 * a + 2) }'; then
+    check PASS timerlat-user "rtloop-cyclic $n cycles (exit 0; min/avg/max ${cyc#* } us), rtla timerlat -U $count samples on CPU $MEASURED_CPU, return to user cur/min/avg/max $(cut -d' ' -f2-5 <<<"$tl") us; armed after $ARMED_S s"
+  else
+    check FAIL timerlat-user "counts differ: rtloop-cyclic $n cycles, rtla $count samples on CPU $MEASURED_CPU (rtla exit $RRC)"
+  fi
+}
+timerlat_user_aa() {
+  local out=$R/rtla-timerlat-user-aa.txt what
+  rtla_with_rtloop timerlat-user-aa 20 -a "$RTLA_AUTO_US"
+  # The analysis: "## CPU 1 hit stop tracing, analyzing it ##", then what made up the latency.
+  what=$(sed -n '/hit stop tracing/,$p' "$out" | grep -E 'latency|Blocking thread|delay|duration' |
+    sed 's/  */ /g' | head -4 | paste -sd';' | cut -c1-240)
+  if grep -q "CPU $MEASURED_CPU hit stop tracing" "$out" && [[ -n $what ]] && ((CRC != 124)); then
+    check PASS timerlat-user-aa "rtla -a $RTLA_AUTO_US stopped at an outlier of rtloop's task on CPU $MEASURED_CPU and analysed it:$what (rtloop-cyclic then ended by the kernel: exit $CRC)"
+  elif ((CRC == 0)) && ! grep -q 'hit stop tracing' "$out"; then
+    check SKIP timerlat-user-aa "no thread latency above $RTLA_AUTO_US us in 20 s: rtla had nothing to analyse (rtla exit $RRC)"
+  else
+    check FAIL timerlat-user-aa "rtloop-cyclic exit $CRC, rtla exit $RRC: $(grep -v '^ *$' "$out" | tail -3 | paste -sd' ' | cut -c1-200)"
+  fi
+}
+
 # --- the examples with --require-rt ---
 examples() {
   local e rc args
@@ -228,7 +343,7 @@ tests() {
   grep -q '^\[==========\]' "$log" || check FAIL "gtest $bin" "did not finish (exit $rc)"
 }
 tests() {
-  gtests rtloop_framework_tests 'SystemInfoTest.*:ExecutorTest.FifoPriorityIsAppliedInsideTheThread:ExecutorTest.DeadlinePolicyIsApplied:ExecutorTest.DeadlineParametersTheKernelRejectsNameTheTask:ExecutorTest.AffinityIsAppliedInsideTheThread:ExecutorBadInputTest.CpuDmaLatencyIsHeldWhenPermitted:MemoryLockTest.*'
+  gtests rtloop_framework_tests 'SystemInfoTest.*:TimerlatWaitTest.*:ExecutorTest.FifoPriorityIsAppliedInsideTheThread:ExecutorTest.DeadlinePolicyIsApplied:ExecutorTest.DeadlineParametersTheKernelRejectsNameTheTask:ExecutorTest.AffinityIsAppliedInsideTheThread:ExecutorBadInputTest.CpuDmaLatencyIsHeldWhenPermitted:MemoryLockTest.*'
   gtests rtloop_explain_tests 'TraceEvidenceTest.*:CounterEvidenceTest.HigherPriorityFifoSpinnerIsNamedAndThePreemptionCounted'
   gtests rtloop_runtime_tests 'RuntimeExplainTest.*'
   gtests rtloop_cyclic_tests 'CyclicExplainTest.*'
@@ -262,6 +377,7 @@ timed kernel kernel
 timed doctor doctor
 timed bench-isolated bench_isolated
 timed three-tools three_tools
+timed timerlat-user timerlat_user
 timed examples examples
 timed explain explain
 timed tests tests

@@ -4,7 +4,12 @@
 # checks inside (tests/rtlab/guest-checks.sh: one PASS/FAIL/SKIP line each); exit 0 when none
 # FAILed, 1 when one did or the guest did not finish, 2 for a bad command line or setup.
 #
-#   tests/rtlab/rtlab.sh [--arch=amd64] [--keep]     (also: cmake/dev.sh rtlab ...)
+#   tests/rtlab/rtlab.sh [--arch=amd64] [--kernel=bookworm|backports] [--keep]
+#                                                     (also: cmake/dev.sh rtlab ...)
+#
+# --kernel=bookworm (the default): Debian 12's own RT kernel and rtla (6.1). --kernel=backports:
+# the kernel and rtla of bookworm-backports (6.12: timerlat's user-space interface, timerlat_fd,
+# and `rtla timerlat -U`), the rest of the image from bookworm.
 #
 # Phases, each timed: host packages (apt-get, only those missing), the project's binaries
 # (build-rtlab/, static rtloop libraries), the root image (mmdebstrap, cached in RTLAB_CACHE keyed
@@ -15,8 +20,10 @@
 #
 # Environment: RTLAB_CACHE (default /var/cache/rtloop-ci/rtlab), RTLAB_TIMEOUT (default 1200 s
 # for boot + checks), RTLAB_MIRROR (default http://deb.debian.org/debian), BUILD_DIR (default
-# build-rtlab), JOBS. --keep leaves the work directory (console log, lab disk, results) and says
-# where; without it only the results directory is kept (RTLAB_OUT, default build-rtlab/rtlab).
+# build-rtlab), JOBS, RTLAB_ONLY (the checks to run, by their timeline names, e.g. "explain
+# timerlat-user"; default all). --keep leaves the work directory (console log, lab disk,
+# results) and says where; without it only the results directory is kept (RTLAB_OUT, default
+# build-rtlab/rtlab, build-rtlab/rtlab-backports with --kernel=backports).
 #
 # Thread contract: a host-side shell script; not re-entrant per cache directory (an flock on
 # RTLAB_CACHE/lock serialises image builds).
@@ -25,15 +32,21 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 ARCH=amd64
+KERNEL=bookworm
 KEEP=0
 for a in "$@"; do
   case $a in
     --arch=*) ARCH=${a#--arch=} ;;
+    --kernel=*) KERNEL=${a#--kernel=} ;;
     --keep) KEEP=1 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "rtlab: unknown option '$a' (expected --arch=amd64, --keep)" >&2; exit 2 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "rtlab: unknown option '$a' (expected --arch=amd64, --kernel=bookworm|backports, --keep)" >&2; exit 2 ;;
   esac
 done
+case $KERNEL in
+  bookworm | backports) ;;
+  *) echo "rtlab: --kernel=$KERNEL: bookworm (Debian 12's 6.1, the default) or backports (6.12)" >&2; exit 2 ;;
+esac
 case $ARCH in
   amd64) ;;
   arm64) echo "rtlab: --arch=arm64 is not built yet (tests/rtlab/README.md, \"Not here\")" >&2; exit 2 ;;
@@ -48,15 +61,23 @@ TIMEOUT=${RTLAB_TIMEOUT:-1200}
 MIRROR=${RTLAB_MIRROR:-http://deb.debian.org/debian}
 BUILD_DIR=${BUILD_DIR:-build-rtlab}
 JOBS=${JOBS:-$(nproc)}
-OUT=${RTLAB_OUT:-$BUILD_DIR/rtlab}
+OUT=${RTLAB_OUT:-$BUILD_DIR/rtlab$([[ $KERNEL == bookworm ]] || echo "-$KERNEL")}  # rtlab-backports for that kernel
 SUITE=bookworm
+# The apt sources of the image, and where the kernel and rtla come from: backports' packages are
+# named with /SUITE (apt takes that version of them, and of the dependencies only it has).
+SOURCES=("deb $MIRROR $SUITE main")
+FROM=
+if [[ $KERNEL == backports ]]; then
+  SOURCES+=("deb $MIRROR $SUITE-backports main")
+  FROM=/$SUITE-backports
+fi
 
 # What the guest runs: the RT kernel and the reference tools beside rtloop's; jq reads rtloop's
 # JSON in the check script; iproute2 brings up loopback (gRPC in the tests); gnuplot-nox: without
 # it `rtloop-bench run` exits 1 (no plots) and its scenario test expects 0; the runtime
 # libraries of rtloop's binaries are added from `dpkg -S` of their ldd output (image_packages).
-GUEST_PACKAGES=(linux-image-rt-amd64 initramfs-tools rt-tests rtla stress-ng procps iproute2 jq
-  util-linux coreutils gnuplot-nox)
+GUEST_PACKAGES=("linux-image-rt-amd64$FROM" initramfs-tools rt-tests "rtla$FROM" stress-ng procps
+  iproute2 jq util-linux coreutils gnuplot-nox)
 HOST_PACKAGES=(mmdebstrap qemu-system-x86 e2fsprogs)
 # rtloop's binaries that run in the guest; the tests are run there by --gtest_filter.
 TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-bench rtloop-top)
@@ -114,34 +135,40 @@ image_packages() {
 # build_image PACKAGES_FILE DIR: mmdebstrap's minbase root with PACKAGES, as DIR/root.img (ext4)
 # with the kernel and initrd beside it.
 build_image() {
-  local list=$1 dir=$2 tmp root
+  local list=$1 dir=$2 tmp root k
   tmp=$(mktemp -d "$CACHE/build.XXXXXX")
   IMAGE_TMP=$tmp
   root=$tmp/root
-  echo "rtlab: building the root image in $dir (mmdebstrap $SUITE, $(wc -l <"$list") packages)" >&2
+  echo "rtlab: building the root image in $dir (mmdebstrap $SUITE, kernel from $KERNEL, $(wc -l <"$list") packages)" >&2
   nice -n 19 mmdebstrap --variant=minbase --include="$(paste -sd, "$list")" \
     --customize-hook='echo rtlab > "$1/etc/hostname"' \
     --customize-hook="upload $ROOT/tests/rtlab/guest-init.sh /sbin/rtlab-init" \
     --customize-hook='chmod 755 "$1/sbin/rtlab-init"' \
-    "$SUITE" "$root" "$MIRROR" >"$tmp/mmdebstrap.log" 2>&1 ||
+    "$SUITE" "$root" "${SOURCES[@]}" >"$tmp/mmdebstrap.log" 2>&1 ||
     { tail -20 "$tmp/mmdebstrap.log" >&2; return 1; }
-  cp "$root"/boot/vmlinuz-*-rt-amd64 "$tmp/vmlinuz"
-  cp "$root"/boot/initrd.img-*-rt-amd64 "$tmp/initrd.img"
+  k=("$root"/boot/vmlinuz-*-rt-amd64)
+  ((${#k[@]} == 1)) && [[ -f ${k[0]} ]] ||
+    { echo "rtlab: expected one RT kernel in the image, found: ${k[*]##*/}" >&2; return 1; }
+  cp "${k[0]}" "$tmp/vmlinuz"
+  cp "$root/boot/initrd.img-${k[0]#*/boot/vmlinuz-}" "$tmp/initrd.img"
+  { echo "kernel ${k[0]#*/boot/vmlinuz-} ($KERNEL)"
+    dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Version}\n' 'linux-image-*-rt-amd64' rtla; } >"$tmp/versions.txt"
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
   mkfs.ext4 -q -L rtlab-root -d "$root" "$tmp/root.img" 2G >/dev/null
   rm -rf "$root"
   cp "$list" "$tmp/packages.txt"
   rm -rf "$dir" && mv "$tmp" "$dir"
   IMAGE_TMP=
-  # One image per architecture is kept: those of older package lists go.
-  find "$CACHE" -maxdepth 1 -name "$ARCH-*" ! -path "$dir" -exec rm -rf {} +
+  # One image per architecture and kernel is kept: those of older package lists go.
+  find "$CACHE" -maxdepth 1 -name "$ARCH-$KERNEL-*" ! -path "$dir" -exec rm -rf {} +
 }
 
 ensure_image() {
   local list=$WORK/packages.txt key
   image_packages >"$list"
-  key=$( { echo "$SUITE $MIRROR"; cat "$list" tests/rtlab/guest-init.sh; } | sha256sum | cut -c1-16)
-  IMAGE_DIR=$CACHE/$ARCH-$key
+  key=$( { echo "$SUITE $MIRROR kernel=$KERNEL"; printf '%s\n' "${SOURCES[@]}"
+            cat "$list" tests/rtlab/guest-init.sh; } | sha256sum | cut -c1-16)
+  IMAGE_DIR=$CACHE/$ARCH-$KERNEL-$key
   mkdir -p "$CACHE"
   exec 9>"$CACHE/lock"
   flock 9
@@ -151,6 +178,7 @@ ensure_image() {
     build_image "$list" "$IMAGE_DIR"
   fi
   flock -u 9
+  sed 's/^/rtlab: image: /' "$IMAGE_DIR/versions.txt" >&2 || true
 }
 
 # lab_disk: the second disk (ext4, read-write in the guest): rtloop's binaries and the source
@@ -166,7 +194,9 @@ lab_disk() {
   mkdir -p "$d/src"
   git ls-files -z | xargs -0 cp --parents -t "$d/src"
   { printf 'BUILD_BIN=%q\n' "$(cd "$BUILD_DIR" && pwd)/bin"
-    printf 'SRC_ROOT=%q\n' "$ROOT"; } >"$d/lab.env"
+    printf 'SRC_ROOT=%q\n' "$ROOT"
+    printf 'RTLAB_KERNEL=%q\n' "$KERNEL"
+    printf 'RTLAB_ONLY=%q\n' "${RTLAB_ONLY:-}"; } >"$d/lab.env"
   mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
   rm -rf "$d"
 }
@@ -202,7 +232,7 @@ phase results results
 
 R=$OUT/results
 echo
-echo "== rtloop PREEMPT_RT lab ($ARCH, Debian 12 linux-image-rt-amd64 under qemu TCG) =="
+echo "== rtloop PREEMPT_RT lab ($ARCH, Debian 12 linux-image-rt-amd64 from $KERNEL under qemu TCG) =="
 [[ -f $R/timeline.txt ]] && sed 's/^/  /' "$R/timeline.txt"
 [[ -f $R/table.txt ]] && { echo; cat "$R/table.txt"; }
 echo
