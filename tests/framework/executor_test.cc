@@ -73,16 +73,6 @@ TEST(ExecutorTest, CyclicTaskRunsUnderTheExecutor) {
   static_assert(noexcept(cyclic.Step(std::declval<const CycleContext&>())));
 }
 
-// Polls (bounded) until `task` has run `n` steps; false after 10 s.
-bool WaitForSteps(const CountingTask& task, int n) {
-  const TimePoint until = Now(Clock::kMonotonic) + std::chrono::seconds(10);
-  while (task.steps.load() < n) {
-    if (Now(Clock::kMonotonic) > until) return false;
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return true;
-}
-
 class StopAfter final : public CountingTask {
  public:
   explicit StopAfter(int n) : n_(n) {}

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rtloop/framework/executor.h"
@@ -102,6 +103,16 @@ class CountingTask : public PeriodicTask {
   std::atomic<std::uint64_t> last_cycle{0};
   std::atomic<bool> stopped{false};
 };
+
+// Polls (bounded) until `task` has run `n` steps; false after 10 s.
+inline bool WaitForSteps(const CountingTask& task, int n) {
+  const TimePoint until = Now(Clock::kMonotonic) + std::chrono::seconds(10);
+  while (task.steps.load() < n) {
+    if (Now(Clock::kMonotonic) > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 // Records, from inside the RT thread, the scheduling it runs under.
 class ProbeTask final : public PeriodicTask {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "executor_test_util.h"
 #include "rtloop/framework/system_info.h"
@@ -190,6 +191,21 @@ TEST(TimerlatWaitTest, TheTracersTimerReleasesTheTaskAndTheKernelMeasuresIt) {
     if (thread && Contains(line, "timer_latency")) ++samples;
   }
   EXPECT_GE(samples, 150) << trace.substr(0, 2000);
+
+  // Stop() ends a wait in the kernel's read(): the wake signal returns it early, and the task
+  // neither sleeps out the period nor runs another cycle (the waiter sees the stop flag).
+  auto endless = MakeExecutor();
+  CountingTask running;
+  ASSERT_TRUE(endless->AddTask(running, TimerlatTask("tl-stop", cpu)).ok());
+  const Status started_again = endless->Start();
+  ASSERT_TRUE(started_again.ok()) << started_again.ToString();
+  ASSERT_TRUE(WaitForSteps(running, 50));
+  ASSERT_TRUE(endless->Stop().ok());
+  EXPECT_TRUE(running.stopped.load());
+  const int steps = running.steps.load();
+  std::this_thread::sleep_for(milliseconds(20));
+  EXPECT_EQ(running.steps.load(), steps) << "a cycle ran after Stop() returned";
+  EXPECT_EQ(endless->State(0), TaskState::kStopped);
 }
 
 }  // namespace
