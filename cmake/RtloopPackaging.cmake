@@ -63,9 +63,12 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_SUGGESTS "gnuplot-nox")
 set(CPACK_DEBIAN_MICRO_PACKAGE_NAME rtloop-bench-micro)
 set(CPACK_DEBIAN_MICRO_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_MICRO_DESCRIPTION
-  "Real-time control loops with latency telemetry: micro benchmarks\n Google Benchmark programs that measure rtloop's per-cycle cost on this machine:\n rtloop_bench_executor (the executor's cycle), rtloop_bench_telemetry (recording a\n sample, histograms, rings), rtloop_bench_grpc and rtloop_bench_http (the telemetry\n servers' replies). /usr/share/doc/rtloop/on-a-board.md says how to run and compare them.")
+  "Real-time control loops with latency telemetry: micro benchmarks\n Google Benchmark programs that measure rtloop's per-cycle cost on this machine:\n rtloop_bench_executor (the executor's cycle), rtloop_bench_telemetry (recording a\n sample, histograms, rings), rtloop_bench_grpc and rtloop_bench_http (the telemetry\n servers' replies). /usr/share/doc/rtloop/on-a-board.md says how to run and compare them.\n rtloop-rtcost: the real-time thread's own cost per wake-up (CPU time, instructions, cache\n lines) side by side with cyclictest's.")
 set(CPACK_DEBIAN_MICRO_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_MICRO_PACKAGE_DEPENDS "rtloop (= ${PROJECT_VERSION})")
+# python3: rtloop-rtcost (standard library only). Its measures use cyclictest (rt-tests),
+# valgrind (--cachegrind, --lines) and perf (--perf) where installed, and say so where not.
+set(CPACK_DEBIAN_MICRO_PACKAGE_DEPENDS "rtloop (= ${PROJECT_VERSION}), python3")
+set(CPACK_DEBIAN_MICRO_PACKAGE_RECOMMENDS "rt-tests, valgrind, linux-perf")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME rtloop-dev)
 set(CPACK_COMPONENT_DEV_DESCRIPTION

@@ -24,10 +24,20 @@ Measures (README.md says what each can and cannot settle):
               divided by N2 - N1 leaves set-up and exit out).
               Deterministic, so it settles what time cannot on a noisy machine; but it simulates
               caches that nothing else evicts, i.e. warm ones.
+  lines       (--lines) the cache lines a cycle touches: the same two runs with tiny simulated
+              caches, fully associative and LRU, of C = 8 .. 256 lines of 64 bytes (I1 and D1
+              alike). A cycle that touches N distinct lines evicts itself from a cache of C < N
+              lines (its own lines come back after N others) and misses about N times; from
+              C >= N on it misses ~0 times. So the misses per cycle against C trace the working set
+              (the "stack distance" method): the footprint is the smallest C at which a cycle
+              misses less than once, and the misses at the smallest C approach the lines a cold
+              wake-up must fetch.
 
   flock /tmp/rtloop-measure.lock python3 bench/rtcost/rtcost.py --bin build/bin
   python3 bench/rtcost/rtcost.py --rounds 12 --seconds 3 --modes bare,telemetry --json cost.json
   python3 bench/rtcost/rtcost.py --cachegrind --perf --rounds 0      # the counting measures only
+  python3 bench/rtcost/rtcost.py --lines --rounds 0                  # cache lines per cycle
+  rtloop-rtcost --cachegrind --lines --perf           # installed (rtloop-bench-micro), on a board
   python3 bench/rtcost/rtcost.py -- -m -a1 -p80 -i500                # other options
 
 Targets (issue 23; reported, never asserted): schedstat and instructions per wake-up within 1.05x
@@ -49,7 +59,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cyclic"))
+# The source tree and the installed one (rtloop-bench-micro: /usr/share/rtloop/bench/) alike:
+# ../cyclic beside this file's real path (/usr/bin/rtloop-rtcost is a symbolic link to it).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "cyclic"))
 import telemetry_cost  # noqa: E402  (read_threads: the threads' schedstat, shared)
 
 DEFAULT_OPTIONS = ["-m", "-t1", "-a1", "-p80", "-i1000"]
@@ -59,7 +71,9 @@ SET_BY_SCRIPT = ("-D", "--duration", "-l", "--loops", "-q", "--quiet", "--teleme
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bin", default="build/bin", help="directory of rtloop-cyclic(-sink)")
+    p.add_argument("--bin", default=default_bin(),
+                   help="directory of rtloop-cyclic (default: build/bin in a source tree, the "
+                        "installed one's directory when run as rtloop-rtcost)")
     p.add_argument("--cyclictest", default=shutil.which("cyclictest"),
                    help="cyclictest to compare with (default: the one on PATH)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of every mode (default 8; 0: none)")
@@ -69,6 +83,10 @@ def parse_args():
     p.add_argument("--perf", action="store_true", help="also perf stat per wake-up, each mode once")
     p.add_argument("--cachegrind", action="store_true",
                    help="also cachegrind per cycle (bare and telemetry)")
+    p.add_argument("--lines", action="store_true",
+                   help="also the cache lines a cycle touches (tiny simulated caches, see above)")
+    p.add_argument("--capacities", default=",".join(str(c) for c in LINE_CAPACITIES),
+                   help="--lines' cache sizes in lines, ascending (%(default)s)")
     p.add_argument("--loops", default="300,1300", help="cachegrind's two run lengths (300,1300)")
     p.add_argument("--json", help="also write every figure to this file")
     p.add_argument("options", nargs="*",
@@ -85,26 +103,54 @@ def parse_args():
         assert len(a.loops) == 2 and 0 < a.loops[0] < a.loops[1]
     except (ValueError, AssertionError):
         p.error("--loops must be N1,N2 with 0 < N1 < N2, got %r" % a.loops)
+    try:
+        a.capacities = [int(x) for x in a.capacities.split(",")]
+        assert a.capacities == sorted(set(a.capacities)) and a.capacities[0] >= 1
+    except (ValueError, AssertionError):
+        p.error("--capacities must be ascending line counts >= 1, got %r" % a.capacities)
     for opt in a.options:
         if opt.startswith(SET_BY_SCRIPT):
             p.error("option %s is set by the script" % opt)
     a.options = a.options or DEFAULT_OPTIONS
     a.rtloop = os.path.join(a.bin, "rtloop-cyclic")
-    a.sink = os.path.join(a.bin, "rtloop-cyclic-sink")
+    if not os.access(a.rtloop, os.X_OK):
+        p.error("no rtloop-cyclic in %s: build it, or give --bin DIR" % a.bin)
     # The lean rtloop-cyclic hands --telemetry over to rtloop-cyclic-full (execv, same PID: the
     # schedstat figures follow it); valgrind does not follow an exec, so it runs that one itself.
-    full = os.path.join(a.bin, "rtloop-cyclic-full")
-    a.rtloop_full = full if os.access(full, os.X_OK) else a.rtloop
-    for path, what in ((a.rtloop, "rtloop-cyclic"), (a.sink, "rtloop-cyclic-sink")):
-        if not os.access(path, os.X_OK):
-            p.error("no %s in %s: build it, or give --bin DIR" % (what, a.bin))
+    a.rtloop_full = helper_program(a.bin, "rtloop-cyclic-full") or a.rtloop
+    a.sink = helper_program(a.bin, "rtloop-cyclic-sink")
+    if a.sink is None and "client" in a.modes and a.rounds:
+        p.error("mode client needs rtloop-cyclic-sink, in neither %s nor %s: build it, install "
+                "rtloop-bench-micro, or leave the mode out (--modes bare,telemetry,tasks8)" % (
+                    a.bin, os.path.join(a.bin, LIBEXEC)))
     if not a.cyclictest or not os.access(a.cyclictest, os.X_OK):
         p.error("cyclictest not found: apt-get install rt-tests, or give --cyclictest PATH")
-    if a.cachegrind and shutil.which("valgrind") is None:
-        p.error("--cachegrind needs valgrind: apt-get install valgrind")
+    if (a.cachegrind or a.lines) and shutil.which("valgrind") is None:
+        p.error("--cachegrind and --lines need valgrind: apt-get install valgrind")
     if a.perf and shutil.which("perf") is None:
         p.error("--perf needs perf: apt-get install linux-perf")
     return a
+
+
+# Where the packages put the helper programs, relative to the tools' directory.
+LIBEXEC = os.path.join("..", "libexec", "rtloop")
+
+
+def default_bin():
+    """build/bin run from a source tree; the directory of rtloop-rtcost when it is installed."""
+    here = os.path.dirname(os.path.abspath(sys.argv[0]))
+    if os.path.basename(sys.argv[0]) == "rtloop-rtcost":
+        return here
+    return "build/bin"
+
+
+def helper_program(bin_dir, name):
+    """`name` in bin_dir (a build tree) or bin_dir/../libexec/rtloop (installed), or None."""
+    for d in (bin_dir, os.path.join(bin_dir, LIBEXEC)):
+        path = os.path.normpath(os.path.join(d, name))
+        if os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def free_port():
@@ -240,13 +286,14 @@ def measuring_profile(path, tool):
         return any(line.startswith("fn=") and marker in line for line in f)
 
 
-def cachegrind_counts(argv, tool, tmp):
-    """The measuring threads' simulated counts over a whole run of `argv`."""
+def cachegrind_counts(argv, tool, tmp, caches=()):
+    """The measuring threads' simulated counts over a whole run of `argv` (`caches`: valgrind's
+    --I1/--D1/--LL options, else the host's caches)."""
     for old in os.listdir(tmp):
         os.unlink(os.path.join(tmp, old))
     res = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
                           "--cache-sim=yes", "--compress-strings=no",
-                          "--callgrind-out-file=" + os.path.join(tmp, "cg")]
+                          "--callgrind-out-file=" + os.path.join(tmp, "cg")] + list(caches)
                          + argv, capture_output=True, text=True, check=False, timeout=600)
     counts = dict.fromkeys(CG_FIELDS, 0)
     found = 0
@@ -272,23 +319,76 @@ def cachegrind_counts(argv, tool, tmp):
     return counts
 
 
-def cachegrind_rows(args, tmp):
-    """Per cycle of the measuring thread, for cyclictest and rtloop-cyclic bare and with telemetry
+def cachegrind_runs(args):
+    """(tool, mode, argv) of cyclictest and rtloop-cyclic bare and with telemetry, for valgrind
     (no -m: valgrind and mlockall do not mix; the counts do not depend on it)."""
     options = [o for o in args.options if o != "-m"]
-    n1, n2 = args.loops
-    rows = []
     port = free_port()
-    runs = [("cyclictest", "bare", [args.cyclictest] + options),
+    return [("cyclictest", "bare", [args.cyclictest] + options),
             ("rtloop", "bare", [args.rtloop] + options),
             ("rtloop", "telemetry",
              [args.rtloop_full] + options + ["--telemetry=127.0.0.1:%d" % port])]
-    for tool, mode, argv in runs:
-        a = cachegrind_counts(argv + ["-q", "-l%d" % n1], tool, tmp)
-        b = cachegrind_counts(argv + ["-q", "-l%d" % n2], tool, tmp)
-        rows.append({"tool": tool, "mode": mode,
-                     "per_cycle": {k: (b[k] - a[k]) / (n2 - n1) for k in CG_FIELDS}})
+
+
+def per_cycle(args, argv, tool, tmp, caches=()):
+    """The simulated counts of one cycle: two runs' difference over their loops' difference."""
+    n1, n2 = args.loops
+    a = cachegrind_counts(argv + ["-q", "-l%d" % n1], tool, tmp, caches)
+    b = cachegrind_counts(argv + ["-q", "-l%d" % n2], tool, tmp, caches)
+    return {k: (b[k] - a[k]) / (n2 - n1) for k in CG_FIELDS}
+
+
+def cachegrind_rows(args, tmp):
+    """Per cycle of the measuring thread, with the host's caches simulated."""
+    return [{"tool": tool, "mode": mode, "per_cycle": per_cycle(args, argv, tool, tmp)}
+            for tool, mode, argv in cachegrind_runs(args)]
+
+
+# Capacities of the tiny caches of --lines, in 64-byte lines.
+LINE_CAPACITIES = (8, 16, 32, 48, 64, 96, 128, 256)
+
+
+def tiny_cache(lines):
+    """valgrind options: I1 and D1 fully associative (one set) LRU caches of `lines` lines."""
+    size = lines * 64
+    return ["--I1=%d,%d,64" % (size, lines), "--D1=%d,%d,64" % (size, lines),
+            "--LL=8388608,16,64"]
+
+
+def lines_rows(args, tmp):
+    """Per tool and mode: I1 and D1 misses per cycle at every capacity, and the footprints."""
+    rows = []
+    for tool, mode, argv in cachegrind_runs(args):
+        sweep = []
+        for c in args.capacities:
+            p = per_cycle(args, argv, tool, tmp, tiny_cache(c))
+            sweep.append({"lines": c, "i1_misses": p["i1_misses"], "d1_misses": p["d1_misses"]})
+        # The floor: misses left at the largest C, lines each cycle touches for the first time.
+        # The working set: the smallest C within half a miss of it.
+        row = {"tool": tool, "mode": mode, "sweep": sweep}
+        for kind, key in (("data", "d1_misses"), ("code", "i1_misses")):
+            floor = max(sweep[-1][key], 0.0)
+            row[kind + "_new_lines"] = floor
+            row[kind + "_working_set_lines"] = next(s["lines"] for s in sweep
+                                                    if s[key] <= floor + 0.5)
+        rows.append(row)
     return rows
+
+
+def print_lines(rows, capacities):
+    print("\n## cache lines a cycle touches (misses per cycle, fully associative LRU caches of C"
+          " lines)")
+    print("(working set: the smallest C within half a miss of the floor; floor: the misses left"
+          " at C=%d, lines new to each cycle)" % capacities[-1])
+    print("%-10s %-10s %-4s " % ("tool", "mode", "") +
+          " ".join("%6s" % ("C=%d" % c) for c in capacities) +
+          " %12s %6s" % ("working set", "floor"))
+    for row in rows:
+        for kind, key in (("data", "d1_misses"), ("code", "i1_misses")):
+            print("%-10s %-10s %-4s " % (row["tool"], row["mode"], kind) +
+                  " ".join("%6.1f" % s[key] for s in row["sweep"]) +
+                  " %12s %6.1f" % ("<= %d" % row[kind + "_working_set_lines"],
+                                   row[kind + "_new_lines"]))
 
 
 # --- main ---
@@ -382,6 +482,14 @@ def main():
                 row["tool"], row["mode"], p["instructions"], p["i1_misses"], p["data_refs"],
                 p["d1_misses"], p["lld_misses"],
                 p["instructions"] / base["instructions"] if base else 0))
+    if args.lines:
+        with tempfile.TemporaryDirectory(prefix="rtloop-rtcost-") as tmp:
+            try:
+                result["lines"] = lines_rows(args, tmp)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                failed += 1
+                print("lines: %s" % e)
+        print_lines(result.get("lines", []), args.capacities)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
