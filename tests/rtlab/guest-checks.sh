@@ -290,11 +290,15 @@ timerlat_user_aa() {
 }
 
 # --- the examples with --require-rt ---
+# The PLC's conveyor.toml with every watchdog time x10 (500us -> 5000us, 5ms -> 50ms): an emulated
+# cycle takes up to a few ms, and the example halts on its own watchdog (exit 3) by design. It
+# tripped once in 11 runs with the file's own times (README.md, "What the lab found").
 examples() {
-  local e rc args
+  local e rc args conf=/tmp/conveyor-tcg.toml
+  sed -E 's/^watchdog = "([0-9]+)(us|ms)"$/watchdog = "\10\2"/' "$LAB/examples/conveyor.toml" >"$conf"
   for e in rtloop-motion rtloop-plc; do  # the examples with --require-rt
     args=(--require-rt --duration=3 --telemetry=off)
-    [[ $e == rtloop-plc ]] && args+=(--config="$LAB/examples/conveyor.toml")
+    [[ $e == rtloop-plc ]] && args+=(--config="$conf")
     rc=0
     $T 120 "$e" "${args[@]}" >"$R/$e.txt" 2>&1 || rc=$?
     if ((rc == 0)); then check PASS "example $e" "--require-rt ran 3 s (exit 0)"
