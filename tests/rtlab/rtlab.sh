@@ -23,12 +23,12 @@
 # touched.
 #
 # Environment: RTLAB_CACHE (default /var/cache/rtloop-ci/rtlab), RTLAB_TIMEOUT (default 1200 s
-# for boot + checks, 2400 s on arm64), RTLAB_MIRROR (default http://deb.debian.org/debian),
+# for boot + checks, either architecture), RTLAB_MIRROR (default http://deb.debian.org/debian),
 # BUILD_DIR (default build-rtlab, build-rtlab-arm64), JOBS, RTLAB_ONLY (the checks to run, by
-# their timeline names, e.g. "explain timerlat-user"; default all). --keep leaves the work
-# directory (console log, lab disk, results) and says where; without it only the results
-# directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab, BUILD_DIR/rtlab-backports with
-# --kernel=backports).
+# their timeline names, e.g. "explain timerlat-user"; default all), RTLAB_FULL=1 (arm64: the
+# measuring checks too). --keep leaves the work directory (console log, lab disk, results) and
+# says where; without it only the results directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab,
+# BUILD_DIR/rtlab-backports with --kernel=backports).
 #
 # Thread contract: a host-side shell script; not re-entrant per cache directory (an flock on
 # RTLAB_CACHE/lock serialises image builds).
@@ -62,8 +62,9 @@ esac
 
 CACHE=${RTLAB_CACHE:-/var/cache/rtloop-ci/rtlab}
 MIRROR=${RTLAB_MIRROR:-http://deb.debian.org/debian}
+# Boot + checks took 130..190 s on either architecture (tests/rtlab/README.md, "Measured").
+TIMEOUT=${RTLAB_TIMEOUT:-1200}
 if [[ $ARCH == amd64 ]]; then
-  TIMEOUT=${RTLAB_TIMEOUT:-1200}
   BUILD_DIR=${BUILD_DIR:-build-rtlab}
   QEMU=(qemu-system-x86_64 -accel tcg -cpu max)
   CONSOLE=ttyS0
@@ -71,7 +72,6 @@ if [[ $ARCH == amd64 ]]; then
 else
   # Emulated aarch64 on this amd64 host (TCG, a virt board, Cortex-A57: -cpu max's pointer
   # authentication and SVE cost more to emulate). The binaries come from the cross build.
-  TIMEOUT=${RTLAB_TIMEOUT:-2400}
   BUILD_DIR=${BUILD_DIR:-build-rtlab-arm64}
   QEMU=(qemu-system-aarch64 -accel tcg -M virt -cpu cortex-a57)
   CONSOLE=ttyAMA0
@@ -225,7 +225,8 @@ lab_disk() {
     printf 'SRC_ROOT=%q\n' "$ROOT"
     printf 'RTLAB_KERNEL=%q\n' "$KERNEL"
     printf 'RTLAB_ARCH=%q\n' "$ARCH"
-    printf 'RTLAB_ONLY=%q\n' "${RTLAB_ONLY:-}"; } >"$d/lab.env"
+    printf 'RTLAB_ONLY=%q\n' "${RTLAB_ONLY:-}"
+    printf 'RTLAB_FULL=%q\n' "${RTLAB_FULL:-}"; } >"$d/lab.env"
   mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
   rm -rf "$d"
 }
