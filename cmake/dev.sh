@@ -5,6 +5,9 @@
 #   cmake/dev.sh run [ARGS...]   install, build, run the main job (the README's Quick start)
 #   cmake/dev.sh test            install, build, run every test (ctest)
 #   cmake/dev.sh deps | build    just that step
+#   cmake/dev.sh deps --arch=arm64|armhf
+#                                what a cross build for ARCH needs (the cross compiler, ARCH's
+#                                multiarch libraries, qemu-user-static registered with binfmt_misc)
 #   cmake/dev.sh package [--arch=amd64|arm64|armhf]
 #                                the Debian packages for that architecture (default: this
 #                                machine's), cross-compiled from Debian 12's multiarch packages
@@ -13,7 +16,7 @@
 #                                the test suite built for ARCH in build-ARCH/, run under
 #                                qemu-user (cmake/README.md: what skips there and why; .ci/run
 #                                runs 4 executables of it for arm64 and package for armhf)
-#   cmake/dev.sh rtlab [--arch=amd64] [--kernel=bookworm|backports] [--keep]
+#   cmake/dev.sh rtlab [--arch=amd64|arm64] [--kernel=bookworm|backports] [--keep]
 #                                the PREEMPT_RT lab: Debian 12's real-time kernel under qemu with
 #                                an isolated CPU, rtloop's real-time checks inside
 #                                (tests/rtlab/README.md; root, several minutes)
@@ -98,7 +101,7 @@ HOST_ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 # install_cross_deps ARCH: the multiarch architecture, the cross compiler, ARCH's libraries.
 install_cross_deps() {
   local arch=$1 p target=()
-  if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+  if ! grep -qx "$arch" < <(dpkg --print-foreign-architectures); then  # no pipe: SIGPIPE
     echo "cmake/dev.sh: adding the $arch architecture to dpkg (dpkg --add-architecture $arch)" >&2
     as_root dpkg --add-architecture "$arch"
     as_root apt-get update -q
@@ -286,9 +289,17 @@ arch_option() {
   esac
 }
 
-usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps | build | package [--arch=ARCH] | rtlab [--arch=amd64] [--kernel=bookworm|backports] [--keep] | install PKG..."
+usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps [--arch=ARCH] | build | package [--arch=ARCH] | rtlab [--arch=amd64|arm64] [--kernel=bookworm|backports] [--keep] | install PKG..."
 case "${1:-}" in
-  deps) install_deps ;;
+  deps)
+    shift
+    arch=$(arch_option "$@") || exit 2
+    if [[ $arch == "$HOST_ARCH" ]]; then
+      install_deps
+    else  # the cross build's (tests/rtlab/rtlab.sh --arch=arm64 builds with it)
+      install_cross_deps "$arch"
+      ensure_binfmt "$arch" || die "cannot register qemu-user-static for $arch with binfmt_misc (root, binfmt_misc)"
+    fi ;;
   build) install_deps; BUILD_DIR=${BUILD_DIR:-build}; build ;;
   run) shift; install_deps; BUILD_DIR=${BUILD_DIR:-build}; build; run_main "$@" ;;
   test)
