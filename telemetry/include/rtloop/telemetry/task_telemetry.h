@@ -248,7 +248,8 @@ inline void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
 
 inline void TaskTelemetry::RecordDrained(std::span<const Sample> samples) noexcept {
   for (const Sample& s : samples) {
-    if ((s.flags & kSampleSaturated) != 0) [[unlikely]] continue;  // OnCycle() recorded it
+    if ((s.flags & kSampleSaturated) != 0) [[unlikely]]
+      continue;  // OnCycle() recorded it
     latency_.RecordShared(s.latency_ns);
     execution_.RecordShared(s.execution_ns);
   }
