@@ -1,14 +1,16 @@
 // Telemetry microbenchmarks (issue #3 targets on the reference VM):
-//   BM_PerCycleTelemetry       RT-side cost of one cycle in the hub: two histogram records + one
-//                              ring push (median <= 50 ns). The statistics are the executor's,
-//                              counted in rtloop_bench_executor's BM_CycleBookkeeping.
+//   BM_PerCycleTelemetry       RT-side cost of one cycle in the hub: one ring push (median <=
+//                              50 ns; the histograms are the drain's, below). The statistics are
+//                              the executor's, counted in rtloop_bench_executor's
+//                              BM_CycleBookkeeping.
 //   BM_HistogramRecord         one LatencyHistogram::Record (median <= 10 ns)
 //   BM_HistogramRecordLayout/P/R   the same with the layout P precision bits, range 2^R ns
 //                              (TelemetryConfig::histogram_layout): 10/37 is the default, 7/30 a
 //                              small board's; what a layout chosen at run time costs, if anything
 //   BM_HistogramSummary        count/min/max/mean + 6 percentiles over a full histogram (<= 100 us)
 //   BM_HistogramSummaryLayout/P/R  the same with that layout (the scan is linear in the buckets)
-//   BM_CollectorDrain          samples/s the collector drains and fans out (>= 5 M samples/s)
+//   BM_CollectorDrain          samples/s the collector drains, records in the histograms and
+//                              fans out (>= 5 M samples/s)
 //
 //   rtloop_bench_telemetry --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 //       --benchmark_format=json        (one command line)

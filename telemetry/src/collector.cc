@@ -207,11 +207,14 @@ Collector::Collector(TelemetryHub& hub, const CollectorConfig& config)
       config_(config),
       drain_period_(config.drain_period.count() == 0 ? hub.config().drain_period
                                                      : config.drain_period),
-      buffer_(std::max<std::size_t>(config.chunk_size, 1)) {}
+      buffer_(std::max<std::size_t>(config.chunk_size, 1)) {
+  hub_.SetDrainer([this] { DrainIfIdle(); });
+}
 
 Collector::~Collector() {
   // Only a running collector drains here: sinks may already be gone after an explicit Stop().
   if (running_.load(std::memory_order_acquire)) Stop();
+  hub_.SetDrainer(nullptr);  // waits for a reader's pass under way
 }
 
 Status Collector::AddSink(SampleSink* sink) {
@@ -234,6 +237,7 @@ Status Collector::Start() {
   if (running_.exchange(true, std::memory_order_acq_rel)) {
     return FailedPreconditionError("the collector is already running");
   }
+  hub_.SetDrainer([this] { DrainIfIdle(); });  // again, after a Stop()
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
     stop_requested_ = false;
@@ -266,6 +270,8 @@ void Collector::Stop() {
   for (int pass = 0; pass < 64; ++pass) {
     if (DrainOnce() == 0) break;
   }
+  // From now on the hub drains its rings itself for its readers: the sinks may go.
+  hub_.SetDrainer(nullptr);
   running_.store(false, std::memory_order_release);
 }
 
@@ -310,6 +316,15 @@ std::chrono::nanoseconds Collector::NextWait() {
 
 std::size_t Collector::DrainPass() {
   std::lock_guard<std::mutex> drain_lock(drain_mu_);
+  return DrainPassLocked();
+}
+
+std::size_t Collector::DrainIfIdle() {
+  std::unique_lock<std::mutex> drain_lock(drain_mu_, std::try_to_lock);
+  return drain_lock.owns_lock() ? DrainPassLocked() : 0;
+}
+
+std::size_t Collector::DrainPassLocked() {
   std::size_t total = 0;
   const std::size_t max_tasks = hub_.max_tasks();
   for (std::size_t i = 0; i < max_tasks; ++i) {
@@ -325,6 +340,7 @@ std::size_t Collector::DrainPass() {
       if (n == 0) break;
       taken += n;
       const std::span<const Sample> chunk(buffer_.data(), n);
+      t->RecordDrained(chunk);  // the histograms first: a consumer's reaction may read them
       {
         std::lock_guard<std::mutex> lock(subs_mu_);
         for (const std::shared_ptr<Subscription>& sub : subs_) {

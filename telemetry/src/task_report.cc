@@ -204,6 +204,7 @@ TaskReport MakeTaskReport(const Executor& executor, const telemetry::TelemetryHu
   if (hub == nullptr) return r;
   const telemetry::TaskTelemetry* t = hub->task(id);
   if (t == nullptr) return r;
+  hub->Drain();  // the histograms up to now
   r.telemetry = true;
   r.latency = t->latency().Summary().percentiles;
   r.execution = t->execution().Summary().percentiles;

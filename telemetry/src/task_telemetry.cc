@@ -1,6 +1,7 @@
 #include "rtloop/telemetry/task_telemetry.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <string>
 #include <utility>
@@ -96,7 +97,38 @@ std::vector<TaskId> TelemetryHub::TaskIds() const {
   return ids;
 }
 
+void TelemetryHub::Drain() const {
+  std::unique_lock<std::mutex> lock(drain_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // a drain is under way: it brings the histograms up to date
+  if (drainer_) {
+    drainer_();
+    return;
+  }
+  // No collector: the hub is the rings' consumer.
+  std::array<Sample, 64> buffer;
+  for (const TaskId id : TaskIds()) {
+    TaskTelemetry* t = slots_[id].load(std::memory_order_acquire);
+    const std::size_t limit = t->ring().capacity() + buffer.size();  // bounded, as the collector
+    for (std::size_t taken = 0; taken < limit;) {
+      const std::size_t n = t->ring().reader().Drain(buffer.data(), buffer.size());
+      if (n == 0) break;
+      t->RecordDrained(std::span<const Sample>(buffer.data(), n));
+      taken += n;
+    }
+  }
+}
+
+void TelemetryHub::SetDrainer(std::function<void()> drainer) {
+  std::lock_guard<std::mutex> lock(drain_mu_);
+  drainer_ = std::move(drainer);
+}
+
 Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_buckets) const {
+  Drain();
+  return SnapshotDrained(id, with_buckets);
+}
+
+Result<TaskTelemetrySnapshot> TelemetryHub::SnapshotDrained(TaskId id, bool with_buckets) const {
   const TaskTelemetry* t = task(id);
   if (t == nullptr) {
     return NotFoundError("no telemetry for task id " + std::to_string(id) +
@@ -139,8 +171,9 @@ TaskStatsSnapshot TelemetryHub::Stats(TaskId id) const {
 
 std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll(bool with_buckets) const {
   std::vector<TaskTelemetrySnapshot> all;
+  Drain();  // once for all of them
   for (TaskId id : TaskIds()) {
-    Result<TaskTelemetrySnapshot> s = Snapshot(id, with_buckets);
+    Result<TaskTelemetrySnapshot> s = SnapshotDrained(id, with_buckets);
     if (s.ok()) all.push_back(std::move(s).value());
   }
   return all;

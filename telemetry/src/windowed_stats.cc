@@ -415,6 +415,7 @@ WindowedStats::TaskState* WindowedStats::StateFor(TaskId id) const {
 }
 
 void WindowedStats::Tick() {
+  hub_.Drain();  // every value recorded so far lands in this second
   if (scratch_.empty()) scratch_.assign(layout_.bucket_count(), 0);
   PrepareExportBuffer(&latency_buckets_, layout_);
   PrepareExportBuffer(&execution_buckets_, layout_);
@@ -443,8 +444,9 @@ void WindowedStats::TickTask(const TaskTelemetry& t, TaskState* state) {
       std::chrono::duration_cast<std::chrono::milliseconds>(config_.history) / config_.tick);
   // Read without the state's lock: only this thread writes the series.
   const Clock::time_point now = Clock::now();
-  // Execution first, then latency, then the counters: the RT thread records latency before
-  // execution, so the latency reading counts at least the cycles the execution reading does
+  // Execution first, then latency, then the counters: every writer (the drain, the RT thread for a
+  // sample its full ring refused) records latency before execution, so the latency reading counts
+  // at least the cycles the execution reading does
   // (see TaskReading::stats).
   const Snapshot execution = Read(t.execution(), &execution_buckets_);
   const Snapshot latency = Read(t.latency(), &latency_buckets_);

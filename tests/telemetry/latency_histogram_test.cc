@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace rtloop::telemetry {
 namespace {
 
 static_assert(noexcept(std::declval<LatencyHistogram&>().Record(0)));
+static_assert(noexcept(std::declval<LatencyHistogram&>().RecordShared(0)));
 static_assert(noexcept(std::declval<const LatencyHistogram&>().Summary()));
 static_assert(noexcept(std::declval<const LatencyHistogram&>().ValueAtPercentile(99.0)));
 static_assert(HistogramLayout().histogram_bytes() <= 256 * 1024);
@@ -178,6 +180,49 @@ TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
   EXPECT_EQ(sa.max_ns, se.max_ns);
   EXPECT_EQ(sa.sum_ns, se.sum_ns);
   EXPECT_EQ(sa.percentiles, se.percentiles);
+}
+
+// RecordShared(): the drain and an RT thread whose ring was full record into one histogram at
+// once (TaskTelemetry). Three writers at once give exactly the histogram one writer gives.
+TEST(LatencyHistogramTest, RecordSharedFromThreeThreadsAtOnceEqualsOneWritersHistogram) {
+  constexpr int kWriters = 3;
+  constexpr int kPerWriter = 100'000;
+  auto value = [](int writer, int i) -> std::int64_t {
+    const std::int64_t x = (static_cast<std::int64_t>(i) * 7919 + writer * 104'729) % 3'000'000;
+    if (i % 997 == 0) return -x;                  // negatives
+    if (i % 10'007 == 0) return 150'000'000'000;  // overflows
+    return x;
+  };
+  LatencyHistogram shared, alone;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&shared, &value, w] {
+      for (int i = 0; i < kPerWriter; ++i) shared.RecordShared(value(w, i));
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  for (int w = 0; w < kWriters; ++w) {
+    for (int i = 0; i < kPerWriter; ++i) alone.Record(value(w, i));
+  }
+  std::vector<HistogramBucket> got, expected;
+  shared.ExportBuckets(&got);
+  alone.ExportBuckets(&expected);
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].lower_ns, expected[i].lower_ns);
+    EXPECT_EQ(got[i].count, expected[i].count);
+  }
+  const HistogramSummary a = shared.Summary();
+  const HistogramSummary b = alone.Summary();
+  EXPECT_EQ(a.count, std::uint64_t{kWriters} * kPerWriter);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.negative_count, b.negative_count);
+  EXPECT_EQ(a.overflow_count, b.overflow_count);
+  EXPECT_EQ(a.min_ns, b.min_ns);
+  EXPECT_EQ(a.max_ns, b.max_ns);
+  EXPECT_EQ(a.sum_ns, b.sum_ns);
+  EXPECT_EQ(shared.negative_sum_ns(), alone.negative_sum_ns());
+  EXPECT_EQ(a.percentiles, b.percentiles);
 }
 
 TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {

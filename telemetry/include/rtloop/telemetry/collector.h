@@ -28,8 +28,13 @@
 // Threading: every public method may be called from any non-RT thread. The collector thread is
 // created by Start(); it switches itself to SCHED_OTHER, blocks SIGINT/SIGTERM, and moves to
 // CollectorConfig::cpus when given (otherwise it keeps the caller's affinity). Sinks run on the
-// collector thread (and on the thread calling Stop()/DrainOnce()), never concurrently with each
-// other.
+// collector thread (and on the thread calling Stop()/DrainOnce(), or a reader of the hub's
+// histograms: TelemetryHub::Drain()), never concurrently with each other.
+//
+// The histograms: each pass records the samples it drains into their task's histograms
+// (TaskTelemetry::RecordDrained) before handing them on; the RT thread only pushes. From
+// construction until Stop() the collector is the hub's drainer (TelemetryHub::SetDrainer): a
+// reader of the histograms first runs a pass on its own thread, unless one is under way.
 #pragma once
 
 #include <atomic>
@@ -186,6 +191,9 @@ class Collector {
  private:
   void Run(std::promise<void>* ready);  // `ready` is set once the thread is set up
   std::size_t DrainPass();
+  // A pass unless one is under way (then 0 at once): TelemetryHub::Drain()'s drainer.
+  std::size_t DrainIfIdle();
+  std::size_t DrainPassLocked();  // drain_mu_ held
   // The time to the next pass: the drain period with a consumer, longer without (see above).
   std::chrono::nanoseconds NextWait();
 

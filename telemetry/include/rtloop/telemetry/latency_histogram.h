@@ -21,7 +21,8 @@
 // separately; they are reflected in min, count and sum, and a percentile whose rank falls among
 // them reports their mean. Memory: (R - p + 1) x 2^p buckets of 8 bytes (default 28,672: 224 KiB).
 //
-// Threading: Record(), Reset(), Merge() and CopyFrom() are for one writer thread. Every other
+// Threading: Record(), Reset(), Merge() and CopyFrom() are for one writer thread; RecordShared()
+// instead of Record() lets several threads record into one histogram at once. Every other
 // method may be called from any thread while the writer runs: each counter is a relaxed atomic, so
 // a reader sees each value exactly but possibly from adjacent records (e.g. count one ahead of the
 // buckets). Percentiles are computed from the buckets actually read. HistogramLayout is a value
@@ -213,6 +214,11 @@ class LatencyHistogram {
 
   // Records one value. Writer thread. RT-safe.
   void Record(std::int64_t value_ns) noexcept;
+  // Records one value; any number of threads may call it at once (atomic read-modify-writes,
+  // lock-free on every target rtloop builds for; min/max by compare-exchange). Not to be mixed
+  // with Record(), Reset(), Merge() or CopyFrom() on the same histogram. RT-safe (lock-free, not
+  // wait-free: a compare-exchange retries while another writer moves min or max).
+  void RecordShared(std::int64_t value_ns) noexcept;
   // Clears everything. Writer thread. RT-safe.
   void Reset() noexcept;
   // Adds `other` (read as a snapshot) into this. False, and this unchanged, when `other` has
@@ -283,6 +289,18 @@ inline void AddI64(std::atomic<std::int64_t>& c, std::int64_t by) noexcept {
           std::memory_order_relaxed);
 }
 
+// Lowers/raises `a` to `v` with other writers about: a compare-exchange loop.
+inline void AtomicMin(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
+  std::int64_t cur = a.load(std::memory_order_relaxed);
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+inline void AtomicMax(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
+  std::int64_t cur = a.load(std::memory_order_relaxed);
+  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace histogram_internal
 
 // Inline: the RT thread records two values a cycle (bench/rtcost/README.md).
@@ -305,6 +323,24 @@ inline void LatencyHistogram::Record(std::int64_t value_ns) noexcept {
   // Last, with release: a reader that loads the count (acquire) also sees this value's bucket,
   // sum, min and max.
   count_.store(count_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+inline void LatencyHistogram::RecordShared(std::int64_t value_ns) noexcept {
+  // Atomic integer arithmetic wraps (C++20): the sums never overflow into undefined behaviour.
+  if (value_ns < 0) {
+    negative_count_.fetch_add(1, std::memory_order_relaxed);
+    negative_sum_.fetch_add(value_ns, std::memory_order_relaxed);
+  } else if (value_ns >= layout_.max_trackable()) {
+    overflow_count_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    buckets_[layout_.BucketIndex(value_ns)].fetch_add(1, std::memory_order_relaxed);
+  }
+  sum_.fetch_add(value_ns, std::memory_order_relaxed);
+  histogram_internal::AtomicMin(min_, value_ns);
+  histogram_internal::AtomicMax(max_, value_ns);
+  // Last, with release (a read-modify-write continues every other writer's release sequence): a
+  // reader that loads the count (acquire) sees the bucket, sum, min and max of every value counted.
+  count_.fetch_add(1, std::memory_order_release);
 }
 
 }  // namespace rtloop::telemetry

@@ -28,6 +28,10 @@ inline constexpr std::uint16_t kSampleLatencySaturated =
     1u << 8;  // latency_ns was clamped to the int32 range
 inline constexpr std::uint16_t kSampleExecutionSaturated =
     1u << 9;  // execution_ns was clamped to the uint32 range
+// Either: the Sample does not hold the cycle's exact values (the RT thread records such a cycle in
+// the histograms itself, TaskTelemetry::OnCycle, and a drain skips it).
+inline constexpr std::uint16_t kSampleSaturated =
+    kSampleLatencySaturated | kSampleExecutionSaturated;
 
 struct Sample {
   std::uint64_t seq = 0;              // 0-based cycle index of the task

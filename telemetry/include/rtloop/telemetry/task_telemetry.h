@@ -5,6 +5,14 @@
 // about a task (cycles, min/max/sum/last, overruns, missed releases, faults, state) is the
 // executor's TaskStats: the hub reads it through its stats source and keeps no copy.
 //
+// The RT thread only publishes: its OnCycle() is one ring push. The histograms are recorded from
+// the ring by its consumer: the collector's drain passes, or the hub's own when there is no
+// collector; every reader of them drains first (Drain()), so they are up to date when read. A
+// sample the full ring refuses is recorded by the RT thread itself, so none is missing from them
+// (the histograms take several writers: LatencyHistogram::RecordShared); so is one whose values
+// the 32-byte Sample cannot hold (a latency beyond +-2.1 s, an execution time beyond 4.3 s: the
+// drain skips its saturated sample), so the histograms always have the exact values.
+//
 // rtloop::Runtime (runtime.h) does all of the wiring below; by hand it is:
 //   rtloop::telemetry::TelemetryHub hub;              // default: 64 task slots, 10 ms drain
 //   hub.AttachExecutor(*executor);                    // the stats source: required
@@ -32,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,13 +79,15 @@ struct TaskTelemetrySnapshot {
   // The executor's statistics, from the hub's stats source: the one owner of counts, min/max/sum/
   // last, overruns, missed releases, faults and state.
   TaskStatsSnapshot stats;
-  // The hub's histograms: count, exact min/max/sum and the percentiles (latency.percentiles).
+  // The hub's histograms: count, exact min/max/sum and the percentiles (latency.percentiles), up
+  // to the Snapshot() (it drains the rings first).
   HistogramSummary latency;        // wake-up latency, ns
   HistogramSummary execution;      // execution time, ns
   std::uint64_t samples = 0;       // cycles the hub saw: ring_pushed + ring_dropped
   std::uint64_t ring_pushed = 0;   // samples that entered the ring
   std::uint64_t ring_dropped = 0;  // samples the ring had no room for (stats still include them)
-  std::uint64_t delivered = 0;     // samples the collector took out of the ring
+  // Samples taken out of the ring: by the collector, or by the hub's own drain without one.
+  std::uint64_t delivered = 0;
   // Samples of this task that slow subscribers lost (drop-oldest in their queues), summed over
   // every subscription the collector has served. Other subscribers and the stats are unaffected.
   std::uint64_t subscriber_lost = 0;
@@ -101,9 +112,15 @@ class TaskTelemetry {
   // On the task's RT thread before its first cycle: attaches the ring's producer token. Not
   // RT-safe: allocates.
   void OnRtThreadStart();
-  // Records one cycle: both histograms and one ring push (no statistics of its own: those are
-  // the executor's). RT thread. RT-safe.
+  // Publishes one cycle: one ring push. The histograms are recorded from the ring by whoever
+  // drains it (RecordDrained()); a sample the full ring refuses, or one the Sample cannot hold
+  // (kSampleSaturated), is recorded here, at once, so no count or value is lost. RT thread.
+  // RT-safe.
   void OnCycle(const CycleSample& sample) noexcept;
+  // Records samples just drained from this task's ring in both histograms, but the saturated
+  // ones (OnCycle() recorded them). The ring's one consumer (the collector, or the hub's own drain
+  // without one). RT-safe (lock-free).
+  void RecordDrained(std::span<const Sample> samples) noexcept;
 
   TaskId id() const noexcept { return id_; }
   const TaskConfig& config() const noexcept { return config_; }
@@ -163,8 +180,9 @@ class TelemetryHub final : public CycleObserver {
   bool has_stats_source() const;
 
   // CycleObserver, called on each task's RT thread. OnRtThreadStart() attaches the task's ring
-  // producer token there (allocates once; not RT-safe). OnCycle() records both histograms and
-  // pushes one sample: no allocation, lock or syscall. RT-safe.
+  // producer token there (allocates once; not RT-safe). OnCycle() pushes one sample (records it
+  // in both histograms itself only when the ring is full): no allocation, lock or syscall.
+  // RT-safe.
   void OnRtThreadStart(TaskId task) override;
   void OnCycle(const CycleSample& sample) noexcept override;
 
@@ -181,6 +199,17 @@ class TelemetryHub final : public CycleObserver {
   Result<TaskTelemetrySnapshot> Snapshot(TaskId id, bool with_buckets = false) const;
   // Every task's snapshot, by id; empty without a stats source.
   std::vector<TaskTelemetrySnapshot> SnapshotAll(bool with_buckets = false) const;
+  // Brings every task's histograms up to now: drains the rings through the drainer (the
+  // collector, which also hands the samples on) or, without one, itself (the samples then only
+  // feed the histograms). Snapshot(), SnapshotAll() and every other reader of the histograms call
+  // it first. When a drain is already under way (on another thread, or this one: a sink that
+  // reads a snapshot), it returns at once: that drain brings them up to date. Any thread. Not
+  // RT-safe (locks; the drainer runs the collector's sinks).
+  void Drain() const;
+  // The rings' one consumer besides the hub itself: Collector::Start() sets itself, Stop() clears
+  // it (nullptr) after its last drain. Waits for a drain under way. Not RT-safe.
+  void SetDrainer(std::function<void()> drainer);
+
   // The task's statistics as Snapshot() reports them (from the attached stats source), without
   // the histogram passes that make a Snapshot() cost ~0.1 ms: for exporters that take histograms
   // from WindowedStats. Zeroes (state kCreated) for an unknown id or when no stats source is
@@ -198,15 +227,32 @@ class TelemetryHub final : public CycleObserver {
   std::vector<std::unique_ptr<TaskTelemetry>> owned_;  // guarded by mu_
   StatsSource stats_source_;                           // guarded by mu_
   std::atomic<std::uint64_t> unknown_task_samples_{0};
+  // Serialises Drain()s and SetDrainer() (Drain() only tries it).
+  mutable std::mutex drain_mu_;
+  std::function<void()> drainer_;  // guarded by drain_mu_
+
+  Result<TaskTelemetrySnapshot> SnapshotDrained(TaskId id, bool with_buckets) const;
 };
 
 // Inline: TelemetryHub::OnCycle() calls it on the RT thread every cycle (bench/rtcost/README.md).
 inline void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
-  latency_.Record(s.wakeup_latency_ns);
-  execution_.Record(s.execution_ns);
-  // A full ring drops the sample and counts it; the executor's statistics and the histograms
-  // already include it.
-  (void)ring_->writer().TryPush(MakeSample(s));
+  const Sample sample = MakeSample(s);
+  if (ring_->writer().TryPush(sample) && (sample.flags & kSampleSaturated) == 0) [[likely]] {
+    return;
+  }
+  // A sample the full ring dropped (and counted), or one the Sample cannot hold: recorded here,
+  // with the cycle's exact values (the executor's statistics already have them).
+  latency_.RecordShared(s.wakeup_latency_ns);
+  execution_.RecordShared(s.execution_ns);
+}
+
+inline void TaskTelemetry::RecordDrained(std::span<const Sample> samples) noexcept {
+  for (const Sample& s : samples) {
+    if ((s.flags & kSampleSaturated) != 0) [[unlikely]]
+      continue;  // OnCycle() recorded it
+    latency_.RecordShared(s.latency_ns);
+    execution_.RecordShared(s.execution_ns);
+  }
 }
 
 }  // namespace rtloop::telemetry
