@@ -375,6 +375,29 @@ def lines_rows(args, tmp):
     return rows
 
 
+def simulate(args, result, name, rows_of):
+    """result[name] = rows_of(args, a temporary directory); 1 (and the reason printed) when a run
+    under valgrind failed, else 0."""
+    with tempfile.TemporaryDirectory(prefix="rtloop-rtcost-") as tmp:
+        try:
+            result[name] = rows_of(args, tmp)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            print("%s: %s" % (name, e))
+            return 1
+    return 0
+
+
+def print_cachegrind(rows):
+    base = next((r["per_cycle"] for r in rows if r["tool"] == "cyclictest"), None)
+    print("%-10s %-10s %12s %9s %10s %9s %9s %8s" % (
+        "tool", "mode", "instructions", "I1 miss", "data refs", "D1 miss", "LLd miss", "Ir ratio"))
+    for row in rows:
+        p = row["per_cycle"]
+        print("%-10s %-10s %12.0f %9.2f %10.0f %9.2f %9.2f %8.3f" % (
+            row["tool"], row["mode"], p["instructions"], p["i1_misses"], p["data_refs"],
+            p["d1_misses"], p["lld_misses"], p["instructions"] / base["instructions"] if base else 0))
+
+
 def print_lines(rows, capacities):
     print("\n## cache lines a cycle touches (misses per cycle, fully associative LRU caches of C"
           " lines)")
@@ -465,30 +488,10 @@ def main():
     if args.cachegrind:
         print("\n## cachegrind per cycle of the measuring thread (-l %d and -l %d; simulated, warm)"
               % tuple(args.loops))
-        with tempfile.TemporaryDirectory(prefix="rtloop-rtcost-") as tmp:
-            try:
-                result["cachegrind"] = cachegrind_rows(args, tmp)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                failed += 1
-                print("cachegrind: %s" % e)
-        base = next((r["per_cycle"] for r in result.get("cachegrind", [])
-                     if r["tool"] == "cyclictest"), None)
-        print("%-10s %-10s %12s %9s %10s %9s %9s %8s" % (
-            "tool", "mode", "instructions", "I1 miss", "data refs", "D1 miss", "LLd miss",
-            "Ir ratio"))
-        for row in result.get("cachegrind", []):
-            p = row["per_cycle"]
-            print("%-10s %-10s %12.0f %9.2f %10.0f %9.2f %9.2f %8.3f" % (
-                row["tool"], row["mode"], p["instructions"], p["i1_misses"], p["data_refs"],
-                p["d1_misses"], p["lld_misses"],
-                p["instructions"] / base["instructions"] if base else 0))
+        failed += simulate(args, result, "cachegrind", cachegrind_rows)
+        print_cachegrind(result.get("cachegrind", []))
     if args.lines:
-        with tempfile.TemporaryDirectory(prefix="rtloop-rtcost-") as tmp:
-            try:
-                result["lines"] = lines_rows(args, tmp)
-            except (RuntimeError, subprocess.TimeoutExpired) as e:
-                failed += 1
-                print("lines: %s" % e)
+        failed += simulate(args, result, "lines", lines_rows)
         print_lines(result.get("lines", []), args.capacities)
     if args.json:
         with open(args.json, "w") as f:
