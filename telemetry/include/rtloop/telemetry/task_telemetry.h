@@ -206,8 +206,9 @@ class TelemetryHub final : public CycleObserver {
   // reads a snapshot), it returns at once: that drain brings them up to date. Any thread. Not
   // RT-safe (locks; the drainer runs the collector's sinks).
   void Drain() const;
-  // The rings' one consumer besides the hub itself: Collector::Start() sets itself, Stop() clears
-  // it (nullptr) after its last drain. Waits for a drain under way. Not RT-safe.
+  // The rings' one consumer besides the hub itself: a Collector sets itself when constructed
+  // (and again at Start()) and clears it (nullptr) in Stop(), after its last drain, and when
+  // destroyed. Waits for a drain under way. Not RT-safe.
   void SetDrainer(std::function<void()> drainer);
 
   // The task's statistics as Snapshot() reports them (from the attached stats source), without
