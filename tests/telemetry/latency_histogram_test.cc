@@ -151,6 +151,30 @@ TEST(LatencyHistogramTest, PercentilesMatchSortedValuesOnHeavyTailedData) {
   ExpectPercentilesWithinError(v);
 }
 
+// `got` holds exactly what `expected` holds: every bucket, the counts, min, max, sums and
+// percentiles.
+void ExpectSameHistogram(const LatencyHistogram& got, const LatencyHistogram& expected) {
+  std::vector<HistogramBucket> g, e;
+  got.ExportBuckets(&g);
+  expected.ExportBuckets(&e);
+  ASSERT_EQ(g.size(), e.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    EXPECT_EQ(g[i].lower_ns, e[i].lower_ns);
+    EXPECT_EQ(g[i].upper_ns, e[i].upper_ns);
+    EXPECT_EQ(g[i].count, e[i].count);
+  }
+  const HistogramSummary sg = got.Summary();
+  const HistogramSummary se = expected.Summary();
+  EXPECT_EQ(sg.count, se.count);
+  EXPECT_EQ(sg.negative_count, se.negative_count);
+  EXPECT_EQ(sg.overflow_count, se.overflow_count);
+  EXPECT_EQ(sg.min_ns, se.min_ns);
+  EXPECT_EQ(sg.max_ns, se.max_ns);
+  EXPECT_EQ(sg.sum_ns, se.sum_ns);
+  EXPECT_EQ(got.negative_sum_ns(), expected.negative_sum_ns());
+  EXPECT_EQ(sg.percentiles, se.percentiles);
+}
+
 TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
   std::mt19937_64 rng(5);
   std::lognormal_distribution<double> dist(std::log(20'000.0), 1.0);
@@ -162,24 +186,7 @@ TEST(LatencyHistogramTest, MergeEqualsHistogramOfTheUnion) {
     all.Record(x);
   }
   ASSERT_TRUE(a.Merge(b));
-  std::vector<HistogramBucket> merged, expected;
-  a.ExportBuckets(&merged);
-  all.ExportBuckets(&expected);
-  ASSERT_EQ(merged.size(), expected.size());
-  for (std::size_t i = 0; i < merged.size(); ++i) {
-    EXPECT_EQ(merged[i].lower_ns, expected[i].lower_ns);
-    EXPECT_EQ(merged[i].upper_ns, expected[i].upper_ns);
-    EXPECT_EQ(merged[i].count, expected[i].count);
-  }
-  const HistogramSummary sa = a.Summary();
-  const HistogramSummary se = all.Summary();
-  EXPECT_EQ(sa.count, se.count);
-  EXPECT_EQ(sa.negative_count, se.negative_count);
-  EXPECT_EQ(sa.overflow_count, se.overflow_count);
-  EXPECT_EQ(sa.min_ns, se.min_ns);
-  EXPECT_EQ(sa.max_ns, se.max_ns);
-  EXPECT_EQ(sa.sum_ns, se.sum_ns);
-  EXPECT_EQ(sa.percentiles, se.percentiles);
+  ExpectSameHistogram(a, all);
 }
 
 // RecordShared(): the drain and an RT thread whose ring was full record into one histogram at
@@ -204,25 +211,8 @@ TEST(LatencyHistogramTest, RecordSharedFromThreeThreadsAtOnceEqualsOneWritersHis
   for (int w = 0; w < kWriters; ++w) {
     for (int i = 0; i < kPerWriter; ++i) alone.Record(value(w, i));
   }
-  std::vector<HistogramBucket> got, expected;
-  shared.ExportBuckets(&got);
-  alone.ExportBuckets(&expected);
-  ASSERT_EQ(got.size(), expected.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    EXPECT_EQ(got[i].lower_ns, expected[i].lower_ns);
-    EXPECT_EQ(got[i].count, expected[i].count);
-  }
-  const HistogramSummary a = shared.Summary();
-  const HistogramSummary b = alone.Summary();
-  EXPECT_EQ(a.count, std::uint64_t{kWriters} * kPerWriter);
-  EXPECT_EQ(a.count, b.count);
-  EXPECT_EQ(a.negative_count, b.negative_count);
-  EXPECT_EQ(a.overflow_count, b.overflow_count);
-  EXPECT_EQ(a.min_ns, b.min_ns);
-  EXPECT_EQ(a.max_ns, b.max_ns);
-  EXPECT_EQ(a.sum_ns, b.sum_ns);
-  EXPECT_EQ(shared.negative_sum_ns(), alone.negative_sum_ns());
-  EXPECT_EQ(a.percentiles, b.percentiles);
+  EXPECT_EQ(shared.count(), std::uint64_t{kWriters} * kPerWriter);
+  ExpectSameHistogram(shared, alone);
 }
 
 TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
