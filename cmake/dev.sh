@@ -8,10 +8,11 @@
 #   cmake/dev.sh deps --arch=arm64|armhf
 #                                what a cross build for ARCH needs (the cross compiler, ARCH's
 #                                multiarch libraries, qemu-user-static registered with binfmt_misc)
-#   cmake/dev.sh package [--arch=amd64|arm64|armhf]
+#   cmake/dev.sh package [--arch=amd64|arm64|armhf] [--debs]
 #                                the Debian packages for that architecture (default: this
 #                                machine's), cross-compiled from Debian 12's multiarch packages
-#                                into build-ARCH/, written to build-ARCH/packages/ (cmake/README.md)
+#                                into build-ARCH/, written to build-ARCH/packages/ (cmake/README.md),
+#                                and the static tools' tarball (not with --debs: the lab's use)
 #   cmake/dev.sh test --arch=arm64|armhf
 #                                the test suite built for ARCH in build-ARCH/, run under
 #                                qemu-user (cmake/README.md: what skips there and why; .ci/run
@@ -132,9 +133,10 @@ build() {
 PACKAGE_TOOLS=(rtloop-cyclic rtloop-top rtloop-bench)
 STATIC_TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-top rtloop-bench)
 
-# package ARCH: shared libraries and tools built for ARCH, then CPack's Debian packages.
+# package ARCH [DEBS_ONLY]: shared libraries and tools built for ARCH, then CPack's Debian
+# packages, then (unless DEBS_ONLY is 1) the static tools' tarball.
 package() {
-  local arch=$1 toolchain
+  local arch=$1 debs_only=${2:-0} toolchain
   toolchain=$(cmake_arch_args "$arch")
   if [[ $arch == "$HOST_ARCH" ]]; then install_deps; else install_cross_deps "$arch"; fi
   BUILD_DIR=${BUILD_DIR:-build-$arch}
@@ -147,8 +149,10 @@ package() {
   cmake --build "$BUILD_DIR" -j "$JOBS" --target "${PACKAGE_TOOLS[@]}" rtloop_bench_micro
   rm -f "$BUILD_DIR"/packages/*.deb "$BUILD_DIR"/packages/*.tar.gz
   (cd "$BUILD_DIR" && cpack -G DEB)
-  static_tools "$arch" "$toolchain"
-  check_static_tools "$arch"
+  if ((debs_only == 0)); then
+    static_tools "$arch" "$toolchain"
+    check_static_tools "$arch"
+  fi
   ls -l "$BUILD_DIR"/packages/
 }
 
@@ -289,7 +293,7 @@ arch_option() {
   esac
 }
 
-usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps [--arch=ARCH] | build | package [--arch=ARCH] | rtlab [--arch=amd64|arm64] [--kernel=bookworm|backports] [--keep] | install PKG..."
+usage="usage: cmake/dev.sh run [ARGS...] | test [--arch=ARCH] | deps [--arch=ARCH] | build | package [--arch=ARCH] [--debs] | rtlab [--arch=amd64|arm64] [--kernel=bookworm|backports] [--keep] | install PKG..."
 case "${1:-}" in
   deps)
     shift
@@ -310,7 +314,14 @@ case "${1:-}" in
     else
       cross_tests "$arch"
     fi ;;
-  package) shift; arch=$(arch_option "$@") || exit 2; package "$arch" ;;
+  package)
+    shift
+    debs_only=0 rest=()
+    for a in "$@"; do
+      if [[ $a == --debs ]]; then debs_only=1; else rest+=("$a"); fi
+    done
+    arch=$(arch_option "${rest[@]}") || exit 2
+    package "$arch" "$debs_only" ;;
   install) shift; install_packages "$@" ;;  # the named Debian packages, those missing (rtlab)
   rtlab) shift; exec tests/rtlab/rtlab.sh "$@" ;;
   *) die "$usage" ;;

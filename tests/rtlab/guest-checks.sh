@@ -85,7 +85,9 @@ kernel() {
 }
 
 # --- rtloop-bench doctor's judgment of the same facts ---
-finding() { jq -r --arg id "$1" '[.. | objects | select(.id? == $id)][0] | "\(.level) \(.summary)"' "$R/doctor.json"; }
+finding() {  # finding ID [FILE]: "LEVEL summary" of the doctor's finding ID (FILE: doctor.json)
+  jq -r --arg id "$1" '[.. | objects | select(.id? == $id)][0] | "\(.level) \(.summary)"' "${2:-$R/doctor.json}"
+}
 doctor() {
   local rc=0 id f bad=()
   $T 120 rtloop-bench doctor --json >"$R/doctor.json" 2>"$R/doctor.err" || rc=$?
@@ -375,6 +377,122 @@ tests() {
     gtests rtloop_bench_tests 'BenchScenario.IsolatedPinsTheLoadAwayFromTheMeasuredCpu'
 }
 
+# --- the project's Debian packages, installed as on a board ---
+# rtlab.sh puts rtloop_VERSION_ARCH.deb and rtloop-bench-micro's on the lab disk (/lab/debs) and
+# what they depend on into the image, so dpkg -i needs no network. The installed tools run from
+# /usr/bin by their full paths (PATH names the lab's own build first).
+packages() {
+  local debs=("$LAB"/debs/*.deb) rc=0 names
+  if [[ ! -f ${debs[0]} ]]; then
+    check FAIL packages-install "no .deb on the lab disk ($LAB/debs)"
+    return
+  fi
+  names=$(printf '%s\n' "${debs[@]##*/}" | paste -sd' ')
+  $T 300 dpkg -i "${debs[@]}" >"$R/dpkg-install.txt" 2>&1 || rc=$?
+  dpkg --audit >"$R/dpkg-audit.txt" 2>&1
+  if ((rc != 0)) || [[ -s $R/dpkg-audit.txt ]]; then
+    check FAIL packages-install "dpkg -i $names: exit $rc: $(tail -3 "$R/dpkg-install.txt" "$R/dpkg-audit.txt" | paste -sd' ' | cut -c1-240)"
+    return
+  fi
+  check PASS packages-install "dpkg -i $names with no network: $(dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}, ' rtloop rtloop-bench-micro)dpkg --audit clean"
+  echo "install done at $(uptime_s) s" >"$R/pkg-times.txt"
+  packages_libraries
+  echo "libraries done at $(uptime_s) s" >>"$R/pkg-times.txt"
+  packages_tools
+}
+# depends_closure PACKAGE...: those and every package they depend on, transitively (installed
+# ones: dpkg's database), one a line.
+depends_closure() {
+  local -A seen=()
+  local queue=("$@") p d
+  while ((${#queue[@]})); do
+    p=${queue[0]}
+    queue=("${queue[@]:1}")
+    [[ -n ${seen[$p]:-} ]] && continue
+    seen[$p]=1
+    for d in $(dpkg-query -W -f='${Depends},${Pre-Depends}\n' "$p" 2>/dev/null |
+                 tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g'); do
+      queue+=("$d")
+    done
+  done
+  printf '%s\n' "${!seen[@]}"
+}
+# Every shared library the packages' programs and libraries load is found, and comes from a
+# package their Depends name (directly or through another): a library dpkg-shlibdeps missed
+# would load here only by chance of the image, and not on a board. One dpkg -S for all the
+# libraries (each call reads dpkg's whole database: seconds under TCG).
+packages_libraries() {
+  local closure f lib elves=0 bad=() libs=() line path
+  local -A owner=()
+  closure=$(depends_closure rtloop rtloop-bench-micro)
+  : >"$R/pkg-ldd.txt"
+  while read -r f; do
+    [[ -f $f && ! -L $f ]] || continue
+    ldd "$f" >"$R/ldd.tmp" 2>/dev/null || continue  # not a dynamic ELF (the Python scripts)
+    elves=$((elves + 1))
+    sed "s|^|${f##*/}: |" "$R/ldd.tmp" >>"$R/pkg-ldd.txt"
+    if grep -q 'not found' "$R/ldd.tmp"; then bad+=("$f: $(grep 'not found' "$R/ldd.tmp" | paste -sd' ')"); fi
+  done < <(dpkg -L rtloop rtloop-bench-micro)
+  rm -f "$R/ldd.tmp"
+  mapfile -t libs < <(awk '$3 == "=>" && $4 ~ /^\// { print $4 }' "$R/pkg-ldd.txt" | sort -u)
+  # dpkg -S knows a library by the path its package installed (/lib/... or /usr/lib/...): ask
+  # for both the path ldd gave and the real one (usrmerge), map each back to its first owner.
+  while IFS= read -r line; do
+    path=${line##*: }
+    [[ -n ${owner[$path]:-} ]] || owner[$path]=${line%%[:,]*}
+  done < <(for lib in "${libs[@]}"; do echo "$lib"; readlink -f "$lib"; done | sort -u |
+             xargs -r dpkg -S 2>/dev/null)
+  for lib in "${libs[@]}"; do
+    f=${owner[$lib]:-${owner[$(readlink -f "$lib")]:-}}
+    grep -qxF "${f:-none}" <<<"$closure" ||
+      bad+=("$(awk -v l="$lib" '$4 == l { sub(":", "", $1); print $1; exit }' "$R/pkg-ldd.txt") loads $lib from ${f:-no package}, not in the Depends")
+  done
+  if ((${#bad[@]} == 0 && elves > 0)); then
+    check PASS packages-libraries "$elves programs and libraries load ${#libs[@]} libraries, every one found and from a package in the Depends ($(grep -c . <<<"$closure") packages with theirs; pkg-ldd.txt)"
+  else
+    check FAIL packages-libraries "$elves ELF files; $(printf '%s; ' "${bad[@]}" | cut -c1-300)"
+  fi
+}
+# The installed tools on the RT kernel: the doctor's judgment, rtloop-cyclic measuring CPU 1 and
+# serving its telemetry to the installed rtloop-top, and rtloop-rtcost (rtloop-bench-micro) side
+# by side with cyclictest for one short round of each mode (figures meaningless under TCG).
+packages_tools() {
+  local rc=0 f bad=() pid port=50051 top
+  $T 120 /usr/bin/rtloop-bench doctor --json >"$R/pkg-doctor.json" 2>"$R/pkg-doctor.err" || rc=$?
+  for f in preempt_model sys_kernel_realtime isolcpus; do
+    [[ $(finding "$f" "$R/pkg-doctor.json" 2>/dev/null) == OK* ]] || bad+=("$f")
+  done
+  if ((${#bad[@]} == 0)); then check PASS packages-doctor "/usr/bin/rtloop-bench doctor: preempt_model, sys_kernel_realtime, isolcpus OK (exit $rc)"
+  else check FAIL packages-doctor "/usr/bin/rtloop-bench doctor (exit $rc): not OK: ${bad[*]}: $(head -c 200 "$R/pkg-doctor.err")"; fi
+  rc=0
+  $T 120 /usr/bin/rtloop-cyclic -t1 -a"$MEASURED_CPU" -p95 -i1000 -m -D20s -q --telemetry="127.0.0.1:$port" \
+    >"$R/pkg-rtloop-cyclic.txt" 2>&1 &
+  pid=$!
+  top=""
+  for _ in $(seq 60); do
+    top=$($T 10 /usr/bin/rtloop-top "127.0.0.1:$port" --once --no-histogram 2>&1) && break
+    top=""
+    sleep 0.5
+  done
+  printf '%s\n' "$top" >"$R/pkg-rtloop-top.txt"
+  wait "$pid" || rc=$?
+  local cyc
+  cyc=$(cyclic_line "$R/pkg-rtloop-cyclic.txt")
+  if ((rc == 0)) && [[ -n $cyc && -n $top ]]; then
+    check PASS packages-cyclic "/usr/bin/rtloop-cyclic on CPU $MEASURED_CPU: ${cyc%% *} cycles, min/avg/max ${cyc#* } us; /usr/bin/rtloop-top read its telemetry ($(grep -c . "$R/pkg-rtloop-top.txt") lines)"
+  else
+    check FAIL packages-cyclic "/usr/bin/rtloop-cyclic exit $rc, cycles '${cyc:-none}', rtloop-top $([[ -n $top ]] && echo read || echo 'could not read') the telemetry: $(tail -2 "$R/pkg-rtloop-cyclic.txt" | paste -sd' ' | cut -c1-200)"
+  fi
+  echo "doctor, cyclic and top done at $(uptime_s) s" >>"$R/pkg-times.txt"
+  rc=0
+  $T 300 /usr/bin/rtloop-rtcost --rounds 1 --seconds 1 --warmup 0.5 >"$R/pkg-rtcost.txt" 2>&1 || rc=$?
+  if ((rc == 0)) && grep -q 'tasks8' "$R/pkg-rtcost.txt" && grep -q '^0 run(s) failed' "$R/pkg-rtcost.txt"; then
+    check PASS packages-rtcost "/usr/bin/rtloop-rtcost: one round of bare, telemetry, client, tasks8 beside cyclictest (pkg-rtcost.txt; the figures mean nothing under TCG)"
+  else
+    check FAIL packages-rtcost "/usr/bin/rtloop-rtcost exit $rc: $(tail -3 "$R/pkg-rtcost.txt" | paste -sd' ' | cut -c1-240)"
+  fi
+}
+
 # --- the outlier explanation with the timerlat tracer present (tracefs mounted) ---
 explain() {
   local rc=0 f=$R/outliers.json rec trace note
@@ -405,6 +523,7 @@ timed three-tools three_tools
 timed timerlat-user timerlat_user
 timed examples examples
 timed explain explain
+timed packages packages
 timed tests tests
 {
   printf 'summary: %d PASS, %d FAIL, %d SKIP\n' "$(grep -c '^PASS' "$R/checks.txt")" \

@@ -15,7 +15,9 @@
 # checks run there (the measuring ones SKIP, saying so).
 #
 # Phases, each timed: host packages (apt-get, only those missing), the project's binaries
-# (build-rtlab/ or build-rtlab-arm64/, static rtloop libraries), the root image (mmdebstrap,
+# (build-rtlab/ or build-rtlab-arm64/, static rtloop libraries) and its Debian packages (rtloop,
+# rtloop-bench-micro: `cmake/dev.sh package --arch=ARCH --debs` in build-ARCH/, installed in the
+# guest with dpkg -i, their dependencies in the image), the root image (mmdebstrap,
 # cached in RTLAB_CACHE keyed by a hash of its package list), the lab disk (mkfs.ext4 -d:
 # binaries, the check script), the boot and checks (qemu TCG, bounded by RTLAB_TIMEOUT seconds),
 # the results (read back with debugfs: nothing is mounted on the host). The root image is booted
@@ -24,7 +26,8 @@
 #
 # Environment: RTLAB_CACHE (default /var/cache/rtloop-ci/rtlab), RTLAB_TIMEOUT (default 1200 s
 # for boot + checks, either architecture), RTLAB_MIRROR (default http://deb.debian.org/debian),
-# BUILD_DIR (default build-rtlab, build-rtlab-arm64), JOBS, RTLAB_ONLY (the checks to run, by
+# BUILD_DIR (default build-rtlab, build-rtlab-arm64), RTLAB_PKG_DIR (default build-ARCH: the
+# packages' tree, as `cmake/dev.sh package` makes it), JOBS, RTLAB_ONLY (the checks to run, by
 # their timeline names, e.g. "explain timerlat-user"; default all), RTLAB_FULL=1 (arm64: the
 # measuring checks too). --keep leaves the work directory (console log, lab disk, results) and
 # says where; without it only the results directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab,
@@ -100,6 +103,10 @@ TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-bench rtloop-top)
 EXAMPLES=(rtloop-motion rtloop-plc)  # the examples with --require-rt (examples/common/example_cli.cc)
 TESTS=(rtloop_framework_tests rtloop_explain_tests rtloop_runtime_tests rtloop_cyclic_tests
   rtloop_bench_tests)
+# The project's Debian packages installed in the guest, as on a board (rtloop-dev is not: it
+# depends on the -dev packages of a build machine; CI's consumer project checks it on the host).
+PKG_DIR=${RTLAB_PKG_DIR:-build-$ARCH}
+DEBS=(rtloop rtloop-bench-micro)
 
 WORK=$(mktemp -d /tmp/rtlab.XXXXXX)
 IMAGE_TMP=  # an image being built in the cache: removed unless it was completed
@@ -135,6 +142,26 @@ build_binaries() {
   nice -n 19 cmake -S . -B "$BUILD_DIR" -G Ninja "${toolchain[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBUILD_SHARED_LIBS=OFF ${RTLOOP_CMAKE_ARGS:-} >/dev/null
   nice -n 19 cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"
+  BUILD_DIR=$PKG_DIR JOBS=$JOBS nice -n 19 cmake/dev.sh package --arch="$ARCH" --debs >&2
+}
+
+# deb_files: the .deb of each of DEBS, one a line (built by build_binaries).
+deb_files() {
+  local n f
+  for n in "${DEBS[@]}"; do
+    f=$(find "$PKG_DIR/packages" -maxdepth 1 -name "${n}_*_$ARCH.deb" | sort | tail -1)
+    [[ -n $f ]] || { echo "rtlab: no ${n}_*_$ARCH.deb in $PKG_DIR/packages" >&2; return 1; }
+    echo "$f"
+  done
+}
+
+# deb_depends: the packages DEBS depend on, by name (versions and alternatives after the first
+# dropped, DEBS themselves left out), one a line: the image holds them, so dpkg -i needs no network.
+deb_depends() {
+  local f
+  deb_files | while read -r f; do dpkg-deb -f "$f" Depends Pre-Depends; done |
+    sed 's/^[A-Za-z-]*: //' | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' |
+    grep -v '^$' | grep -vxF -f <(printf '%s\n' "${DEBS[@]}") | sort -u
 }
 
 # loaded_libraries BINARY: ldd's lines for it; an arm64 one's from its own dynamic loader run
@@ -144,14 +171,15 @@ loaded_libraries() {
   if [[ $ARCH == amd64 ]]; then ldd "$1"; else LD_TRACE_LOADED_OBJECTS=1 "$1"; fi
 }
 
-# image_packages: GUEST_PACKAGES plus the Debian packages holding the shared libraries the
-# binaries load (libc6's own are in every root), one a line, sorted (arm64's: dpkg -S names them
+# image_packages: GUEST_PACKAGES, what the project's packages depend on, and the Debian packages
+# holding the shared libraries the binaries load (libc6's own are in every root), one a line, sorted (arm64's: dpkg -S names them
 # PACKAGE:arm64, the :arm64 dropped as in the image it is the native architecture).
 image_packages() {
   local libs
   libs=$(for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do loaded_libraries "$BUILD_DIR/bin/$b"; done |
     awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
   { printf '%s\n' "${GUEST_PACKAGES[@]}"
+    deb_depends || return 1
     for l in $libs; do
       dpkg -S "$(readlink -f "$l")" 2>/dev/null || dpkg -S "$l" 2>/dev/null ||
         { echo "rtlab: no Debian package holds $l (ldd of rtloop's binaries)" >&2; return 1; }
@@ -218,6 +246,8 @@ lab_disk() {
   mkdir -p "$d/bin" "$d/results" "$d/examples"
   for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b" "$d/bin/"; done
   cp examples/plc/conveyor.toml "$d/examples/"
+  mkdir -p "$d/debs"
+  deb_files | xargs cp -t "$d/debs"
   cp tests/rtlab/guest-checks.sh "$d/"
   mkdir -p "$d/src"
   git ls-files -z | xargs -0 cp --parents -t "$d/src"
