@@ -65,18 +65,22 @@
 //     It is recorded when it happens, before the older samples still in the ring. C:, Min, Max,
 //     the sum, the histogram and its overflow count, the spike total do not depend on the order;
 //     Act is the value of the highest seq recorded by either writer; the -v ring places a value
-//     by its cycle index, and delivers it in order (DrainValues()); the overflow list and the
-//     spike list are sorted by cycle and time when read, but when more overflows or spikes occur
-//     than they hold, which ones are listed follows the order of recording (cyclictest: the first
-//     ones), a difference only with refused samples; -b trips on a refused sample at once.
-// Each writer keeps its own scalar figures (a reader adds them); the histogram, the lists' claim
-// counters and the -v slots are shared (atomic read-modify-writes where both may write).
+//     by its cycle index (behind a per-slot tag) and delivers it in order (DrainValues()), but a
+//     refused value more than a ring (kValueRingSize) ahead of the drain is left out of -v and
+//     counted in verbose_drops(); the overflow list and the spike list are sorted by cycle and
+//     time when read, but when more overflows or spikes occur than they hold, which ones are
+//     listed follows the order of recording (cyclictest: the first ones), a difference only with
+//     refused samples; -b trips on a refused sample at once.
+// Each writer keeps its own scalar figures (a reader adds them); the histogram and the lists'
+// claim counters are shared (atomic read-modify-writes); a -v slot has one writer at a time.
 //
 // -b: the in-order writer trips the latch when it reaches the breaking sample, i.e. at the drain
 // after it (README.md, "Deliberate deviations"). Samples of the breaking thread after it, and
 // samples of other threads that woke after it (release + latency on the run's clock), are left
-// out when recorded after the trip; other threads' samples a drain recorded before the trip stay
-// in (at most one drain period's: the runner drains every 10 ms).
+// out when recorded after the trip. Recorded before the trip, they stay in: other threads'
+// samples a drain took before the one that saw the break (at most one drain period's: the runner
+// drains every 10 ms), and refused samples of the breaking thread that followed it while it was
+// still in the full ring.
 //
 // Threading: OnDrained() (or OnCycle()) on one thread at a time; OnRefused() on the task's RT
 // thread. Everything is stored in atomics: each writer uses relaxed stores and publishes its
