@@ -101,8 +101,11 @@ class Run {
   // signal. SIGUSR1/SIGUSR2 print the status block.
   void Tick(std::chrono::steady_clock::time_point deadline);
   bool EndRequested();
+  // Brings cyclictest's figures up to now: the hub's drain (TelemetryHub::Drain()) feeds every
+  // thread's CyclicThreadStats. Every reader of them calls it first.
+  void DrainSamples() const;
   std::vector<ThreadReport> LiveReports() const;
-  void DrainVerbose();
+  void DrainVerbose(bool all = false);
 
   // The end: every figure from its owner, the outputs in cyclictest's order, the exit status.
   int Finish();
@@ -347,7 +350,6 @@ Status Run::AddThread(const ThreadPlan& plan) {
   tasks_.push_back(std::make_unique<CyclicThreadTask>(sc.break_latch));
 
   TaskConfig tc = ThreadTaskConfig(plan);
-  tc.observers = {stats_.back().get()};
   if (max_over_time_ != nullptr) tc.observers.push_back(max_over_time_->Observer(plan.index));
   Result<TaskId> id = runtime_->AddTask(*tasks_.back(), tc);  // the hub joins the observers
   if (!id.ok()) {
@@ -355,6 +357,10 @@ Status Run::AddThread(const ThreadPlan& plan) {
     return id.status();
   }
   ids_.push_back(*id);
+  // cyclictest's figures are computed from the hub's drained samples, off the RT thread (the RT
+  // thread records only what its ring refuses): cyclic_thread_stats.h.
+  if (runtime_->hub() == nullptr) return InternalError("rtloop-cyclic runs without its hub");
+  RTLOOP_RETURN_IF_ERROR(runtime_->hub()->SetSampleObserver(*id, stats_.back().get()));
 
   ThreadReport r;
   r.index = plan.index;
@@ -423,7 +429,12 @@ std::optional<TimePoint> Run::EndByTime() const {
   return *first + microseconds(2 * max_interval_us) + milliseconds(20);
 }
 
+void Run::DrainSamples() const {
+  if (runtime_ != nullptr && runtime_->hub() != nullptr) runtime_->hub()->Drain();
+}
+
 std::vector<ThreadReport> Run::LiveReports() const {
+  DrainSamples();  // cyclictest's figures are as recent as the last drain
   std::vector<ThreadReport> out;
   out.reserve(base_.size());
   for (std::size_t i = 0; i < base_.size(); ++i) {
@@ -465,6 +476,7 @@ void Run::Tick(std::chrono::steady_clock::time_point deadline) {
 bool Run::EndRequested() {
   if (stop_signal_) return true;
   if (StandardStreamsFailed()) return true;
+  if (o_.breaktrace > 0) DrainSamples();  // the break trips when its sample is drained
   if (o_.breaktrace > 0 && latch_.hit()) {
     if (!break_marked_) {
       trace_.Mark(latch_.Get().value, o_.breaktrace);
@@ -480,11 +492,12 @@ bool Run::EndRequested() {
   return false;
 }
 
-void Run::DrainVerbose() {
+void Run::DrainVerbose(bool all) {
+  DrainSamples();
   std::string out;
   for (std::size_t i = 0; i < stats_.size(); ++i) {
     stats_[i]->DrainValues(
-        [&](std::uint64_t cycle, std::int64_t value) { reducers_[i].Add(cycle, value, out); });
+        [&](std::uint64_t cycle, std::int64_t value) { reducers_[i].Add(cycle, value, out); }, all);
   }
   WriteAll(stdout, out);
 }
@@ -502,6 +515,7 @@ void Run::PrintLiveScreen() {
 bool Run::WaitForNewMax(std::uint64_t* seen_max) {
   std::fflush(stdout);
   for (;;) {
+    DrainSamples();
     std::uint64_t total = 0;
     for (const auto& s : stats_) total += s->new_max_count();
     if (total != *seen_max) {
@@ -581,6 +595,7 @@ bool Run::StandardStreamsFailed() {
 }
 
 std::vector<ThreadReport> Run::FinalReports() const {
+  DrainSamples();  // after TearDown() the rings are empty: a no-op but for a reader's safety
   std::vector<ThreadReport> reports = base_;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     stats_[i]->FillReport(reports[i]);
@@ -612,7 +627,8 @@ int Run::Finish() {
   // sample log), the streams' final message, the servers; the sample log and --max-over-time are
   // completed, so that the JSON's return_code covers them.
   TearDown(/*abandon_outputs=*/false);
-  if (o_.verbose) DrainVerbose();
+  // The threads and the collector stopped (its last pass drained every ring): every sample is in.
+  if (o_.verbose) DrainVerbose(/*all=*/true);
   const std::vector<ThreadReport> reports = FinalReports();
   const std::vector<std::string> breaches =
       CheckFailBounds(o_, reports, FailPercentileValues(reports));

@@ -1,8 +1,10 @@
 // The rtloop-cyclic program: turns parsed options into an rtloop::Runtime running one measurement
-// task per thread (CyclicThreadTask, observed by its CyclicThreadStats and, with --max-over-time,
-// a WindowMaxTracker; the runtime adds its telemetry hub), drives cyclictest's main loop (live
-// screen, -v draining, -M, -D/-l/-b end, signals, -F), prints the final output in cyclictest
-// 2.4's order (bench/cyclic/CYCLICTEST-2.4.md §1, "At the end") and returns the exit status.
+// task per thread (CyclicThreadTask, observed by the runtime's telemetry hub and, with
+// --max-over-time, a WindowMaxTracker; its CyclicThreadStats is the hub's TaskSampleObserver of
+// the task: cyclictest's figures are computed from the drained samples, off the RT thread), drives
+// cyclictest's main loop (live screen, -v draining, -M, -D/-l/-b end, signals, -F; each reader of
+// cyclictest's figures drains the hub first), prints the final output in cyclictest 2.4's order
+// (bench/cyclic/CYCLICTEST-2.4.md §1, "At the end") and returns the exit status.
 //
 //   int main(int argc, char** argv) {   // rtloop-cyclic-full (main.cc)
 //     return rtloop::cyclic::RunCyclic(argc, argv, {.services = &rtloop::LinkedRuntimeServices});

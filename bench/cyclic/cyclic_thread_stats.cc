@@ -1,5 +1,6 @@
 #include "cyclic_thread_stats.h"
 
+#include <algorithm>
 #include <chrono>
 #include <new>
 #include <string>
@@ -50,7 +51,8 @@ std::int64_t CyclictestDiff(TimePoint release, std::int64_t latency_ns, bool nse
 
 // --- BreakLatch ---
 
-bool BreakLatch::TryTrip(int thread, std::uint64_t seq, std::int64_t value) noexcept {
+bool BreakLatch::TryTrip(int thread, std::uint64_t seq, std::int64_t value,
+                         std::int64_t wake_ns) noexcept {
   int expected = kIdle;
   if (!state_.compare_exchange_strong(expected, kWriting, std::memory_order_acq_rel,
                                       std::memory_order_relaxed)) {
@@ -59,6 +61,7 @@ bool BreakLatch::TryTrip(int thread, std::uint64_t seq, std::int64_t value) noex
   thread_.store(thread, std::memory_order_relaxed);
   seq_.store(seq, std::memory_order_relaxed);
   value_.store(value, std::memory_order_relaxed);
+  wake_ns_.store(wake_ns, std::memory_order_relaxed);
   state_.store(kTripped, std::memory_order_release);
   return true;
 }
@@ -71,6 +74,15 @@ bool BreakLatch::Excludes(int thread, std::uint64_t seq) const noexcept {
          seq != seq_.load(std::memory_order_relaxed);
 }
 
+bool BreakLatch::ExcludesSample(int thread, std::uint64_t seq,
+                                std::int64_t wake_ns) const noexcept {
+  if (!hit()) return false;
+  if (thread == thread_.load(std::memory_order_relaxed)) {
+    return seq > seq_.load(std::memory_order_relaxed);
+  }
+  return wake_ns > wake_ns_.load(std::memory_order_relaxed);
+}
+
 BreakLatch::Trip BreakLatch::Get() const noexcept {
   Trip trip;
   if (!hit()) return trip;
@@ -78,6 +90,7 @@ BreakLatch::Trip BreakLatch::Get() const noexcept {
   trip.thread = thread_.load(std::memory_order_relaxed);
   trip.seq = seq_.load(std::memory_order_relaxed);
   trip.value = value_.load(std::memory_order_relaxed);
+  trip.wake_ns = wake_ns_.load(std::memory_order_relaxed);
   return trip;
 }
 
@@ -124,7 +137,7 @@ std::uint64_t CyclicThreadStats::MemoryBytes(const CyclicStatsConfig& config) no
   std::uint64_t bytes = 0;
   // histogram_ and outliers_.
   bytes += 2 * std::uint64_t{config.histogram_buckets} * sizeof(std::uint64_t);
-  if (config.verbose) bytes += kValueRingSize * sizeof(std::int64_t);
+  if (config.verbose) bytes += kValueRingSize * sizeof(ValueSlot);
   if (config.spike_threshold > 0) bytes += std::uint64_t{config.spike_nodes} * 16;
   return bytes;
 }
@@ -135,7 +148,7 @@ CyclicThreadStats::CyclicThreadStats(const CyclicStatsConfig& config) : config_(
     histogram_ = std::make_unique<U64[]>(config_.histogram_buckets);
     outliers_ = std::make_unique<U64[]>(config_.histogram_buckets);
   }
-  if (config_.verbose) values_ = std::make_unique<I64[]>(kValueRingSize);
+  if (config_.verbose) values_ = std::make_unique<ValueSlot[]>(kValueRingSize);
   if (config_.spike_threshold > 0 && config_.spike_nodes > 0) {
     spike_slots_ = std::make_unique<SpikeSlot[]>(config_.spike_nodes);
   }
@@ -144,71 +157,123 @@ CyclicThreadStats::CyclicThreadStats(const CyclicStatsConfig& config) : config_(
 CyclicThreadStats::~CyclicThreadStats() = default;
 
 void CyclicThreadStats::OnCycle(const CycleSample& sample) noexcept {
-  // -b: cyclictest's figures end with the sample that broke the limit, in every thread.
-  if (config_.break_latch != nullptr && config_.break_latch->Excludes(config_.index, sample.seq)) {
-    return;
-  }
-  const std::int64_t diff = CyclictestDiff(sample.release, sample.wakeup_latency_ns, config_.nsecs);
-  const std::uint64_t c = cycles_.load(std::memory_order_relaxed);
-
-  if (diff < min_.load(std::memory_order_relaxed)) min_.store(diff, std::memory_order_relaxed);
-  if (diff > max_.load(std::memory_order_relaxed)) {
-    max_.store(diff, std::memory_order_relaxed);
-    new_max_count_.store(new_max_count_.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_release);
-  }
-  Bump(avg_sum_, static_cast<double>(diff));
-  if (config_.spike_threshold > 0 && diff > config_.spike_threshold) RecordSpike(sample, diff);
-  if (config_.break_threshold > 0 && diff > config_.break_threshold && !break_seen_) {
-    break_seen_ = true;
-    config_.break_latch->TryTrip(config_.index, sample.seq, diff);
-  }
-  act_.store(diff, std::memory_order_relaxed);
-  if (values_) {
-    // Release: a reader that sees this value also sees cycles_ >= c (see DrainValues()).
-    values_[c & (kValueRingSize - 1)].store(diff, std::memory_order_release);
-  }
-  if (histogram_) RecordHistogram(diff, c);
-  cycles_.store(c + 1, std::memory_order_release);
+  Record(ordered_, sample.seq, sample.release.ns(), sample.wakeup_latency_ns);
 }
 
-void CyclicThreadStats::RecordSpike(const CycleSample& sample, std::int64_t diff) noexcept {
-  const std::uint64_t n = spikes_.load(std::memory_order_relaxed);
+void CyclicThreadStats::OnDrained(std::span<const telemetry::Sample> samples) noexcept {
+  for (const telemetry::Sample& s : samples) {
+    if ((s.flags & telemetry::kSampleSaturated) != 0) [[unlikely]]
+      continue;  // OnRefused() recorded it with its exact latency
+    Record(ordered_, s.seq, s.release_ns, s.latency_ns);
+  }
+}
+
+void CyclicThreadStats::OnRefused(const CycleSample& sample) noexcept {
+  Record(refused_, sample.seq, sample.release.ns(), sample.wakeup_latency_ns);
+}
+
+void CyclicThreadStats::Record(Part& part, std::uint64_t seq, std::int64_t release_ns,
+                               std::int64_t latency_ns) noexcept {
+  const std::int64_t wake_ns = release_ns + latency_ns;
+  // -b: cyclictest's figures end with the sample that broke the limit, in every thread.
+  if (config_.break_latch != nullptr &&
+      config_.break_latch->ExcludesSample(config_.index, seq, wake_ns)) {
+    return;
+  }
+  const std::int64_t diff =
+      CyclictestDiff(TimePoint(std::chrono::nanoseconds(release_ns)), latency_ns, config_.nsecs);
+
+  if (diff < part.min.load(std::memory_order_relaxed)) {
+    part.min.store(diff, std::memory_order_relaxed);
+  }
+  if (diff > part.max.load(std::memory_order_relaxed)) {
+    part.max.store(diff, std::memory_order_relaxed);
+    part.new_max_count.store(part.new_max_count.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_release);
+  }
+  Bump(part.sum, static_cast<double>(diff));
+  if (config_.spike_threshold > 0 && diff > config_.spike_threshold) RecordSpike(wake_ns, diff);
+  if (config_.break_threshold > 0 && diff > config_.break_threshold && !part.break_seen) {
+    part.break_seen = true;
+    config_.break_latch->TryTrip(config_.index, seq, diff, wake_ns);
+  }
+  part.act.store(diff, std::memory_order_relaxed);
+  part.act_seq.store(seq, std::memory_order_relaxed);
+  if (values_) StoreValue(part, seq, diff);
+  if (histogram_) RecordHistogram(diff, seq);
+  part.next.store(seq + 1, std::memory_order_release);
+  part.cycles.store(part.cycles.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+void CyclicThreadStats::StoreValue(Part& part, std::uint64_t cycle, std::int64_t value) noexcept {
+  if (&part == &refused_ &&
+      cycle >= ordered_.next.load(std::memory_order_acquire) + kValueRingSize) {
+    // A ring ahead of the in-order writer: it may still write this slot for an older cycle. Left
+    // out (the reader counts a drop); -v's reader would have lost it anyway.
+    return;
+  }
+  ValueSlot& slot = values_[cycle & (kValueRingSize - 1)];
+  slot.tag.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  slot.value.store(value, std::memory_order_relaxed);
+  slot.tag.store(cycle + 1, std::memory_order_release);
+  if (cycle + 1 > part.high.load(std::memory_order_relaxed)) {
+    part.high.store(cycle + 1, std::memory_order_relaxed);
+  }
+}
+
+bool CyclicThreadStats::LoadValue(std::uint64_t cycle, std::int64_t* value) const noexcept {
+  const ValueSlot& slot = values_[cycle & (kValueRingSize - 1)];
+  const std::uint64_t before = slot.tag.load(std::memory_order_acquire);
+  *value = slot.value.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return before == cycle + 1 && slot.tag.load(std::memory_order_relaxed) == before;
+}
+
+void CyclicThreadStats::RecordSpike(std::int64_t wake_ns, std::int64_t diff) noexcept {
+  // Both writers may record: the slot is claimed with a read-modify-write.
+  const std::uint64_t n = spikes_.fetch_add(1, std::memory_order_acq_rel);
   if (n < config_.spike_nodes) {
-    const timespec wake =
-        (sample.release + std::chrono::nanoseconds(sample.wakeup_latency_ns)).ToTimespec();
+    const timespec wake = TimePoint(std::chrono::nanoseconds(wake_ns)).ToTimespec();
     SpikeSlot& slot = spike_slots_[static_cast<std::size_t>(n)];  // n < spike_nodes
     slot.value.store(diff, std::memory_order_relaxed);
     slot.ts_us.store(static_cast<std::int64_t>(wake.tv_sec) * 1'000'000 + wake.tv_nsec / 1000,
                      std::memory_order_relaxed);
   }
-  spikes_.store(n + 1, std::memory_order_release);
 }
 
 void CyclicThreadStats::RecordHistogram(std::int64_t diff, std::uint64_t cycle) noexcept {
+  // Both writers may record: read-modify-writes (lock-free, static_asserts above).
   if (diff >= 0 && diff < static_cast<std::int64_t>(config_.histogram_buckets)) {
-    Bump(histogram_[static_cast<std::size_t>(diff)]);
+    histogram_[static_cast<std::size_t>(diff)].fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // cyclictest's diff is unsigned, so a negative one lands here too.
-  const std::uint64_t listed = num_outliers_.load(std::memory_order_relaxed);
+  const std::uint64_t listed = histogram_overflows_.fetch_add(1, std::memory_order_acq_rel);
   if (listed < config_.histogram_buckets) {
     outliers_[static_cast<std::size_t>(listed)].store(cycle, std::memory_order_relaxed);
-    num_outliers_.store(listed + 1, std::memory_order_release);
   }
-  Bump(histogram_overflows_);
 }
 
 CyclicStatsSnapshot CyclicThreadStats::Snapshot() const noexcept {
   CyclicStatsSnapshot s;
-  s.cycles = cycles_.load(std::memory_order_acquire);
-  s.min = min_.load(std::memory_order_relaxed);
-  s.act = act_.load(std::memory_order_relaxed);
-  s.avg_sum = avg_sum_.load(std::memory_order_relaxed);
-  s.max = max_.load(std::memory_order_relaxed);
+  const std::uint64_t ordered = ordered_.cycles.load(std::memory_order_acquire);
+  const std::uint64_t refused = refused_.cycles.load(std::memory_order_acquire);
+  s.cycles = ordered + refused;
+  s.min = std::min(ordered_.min.load(std::memory_order_relaxed),
+                   refused_.min.load(std::memory_order_relaxed));
+  s.max = std::max(ordered_.max.load(std::memory_order_relaxed),
+                   refused_.max.load(std::memory_order_relaxed));
+  // Act: the latest sample, by seq, of either writer.
+  const bool refused_later =
+      refused > 0 && (ordered == 0 || refused_.act_seq.load(std::memory_order_relaxed) >
+                                          ordered_.act_seq.load(std::memory_order_relaxed));
+  s.act = (refused_later ? refused_ : ordered_).act.load(std::memory_order_relaxed);
+  s.avg_sum =
+      ordered_.sum.load(std::memory_order_relaxed) + refused_.sum.load(std::memory_order_relaxed);
   s.histogram_overflows = histogram_overflows_.load(std::memory_order_relaxed);
   s.spikes = spikes_.load(std::memory_order_acquire);
-  s.new_max_count = new_max_count_.load(std::memory_order_acquire);
+  s.new_max_count = new_max_count();
   return s;
 }
 
@@ -230,11 +295,15 @@ void CyclicThreadStats::FillReport(ThreadReport& report) const {
     report.histogram[i] = histogram_[i].load(std::memory_order_relaxed);
   }
   // At most histogram_buckets: an index on every target (a 32-bit size_t on armhf).
-  const auto listed = static_cast<std::size_t>(num_outliers_.load(std::memory_order_acquire));
+  const std::uint64_t claims = histogram_overflows_.load(std::memory_order_acquire);
+  const auto listed =
+      static_cast<std::size_t>(std::min<std::uint64_t>(claims, config_.histogram_buckets));
   report.overflow_cycles.resize(listed);
   for (std::size_t i = 0; i < listed; ++i) {
     report.overflow_cycles[i] = outliers_[i].load(std::memory_order_relaxed);
   }
+  // In cycle order: a refused sample is listed when it happened, before older drained ones.
+  std::sort(report.overflow_cycles.begin(), report.overflow_cycles.end());
 }
 
 std::vector<SpikeEvent> CyclicThreadStats::Spikes() const {
@@ -248,6 +317,9 @@ std::vector<SpikeEvent> CyclicThreadStats::Spikes() const {
     out.push_back({config_.index, spike_slots_[i].value.load(std::memory_order_relaxed),
                    spike_slots_[i].ts_us.load(std::memory_order_relaxed)});
   }
+  // In time order, as cyclictest lists them (see FillReport() for why they may not be).
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SpikeEvent& a, const SpikeEvent& b) { return a.ts_us < b.ts_us; });
   return out;
 }
 

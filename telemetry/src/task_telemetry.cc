@@ -58,6 +58,16 @@ Status TelemetryHub::AddTask(TaskId id, const TaskConfig& config) {
   return Status::Ok();
 }
 
+Status TelemetryHub::SetSampleObserver(TaskId id, TaskSampleObserver* observer) {
+  TaskTelemetry* t = task(id);
+  if (t == nullptr) {
+    return NotFoundError("no telemetry for task id " + std::to_string(id) +
+                         ": add it to the hub before setting its sample observer");
+  }
+  t->SetSampleObserver(observer);
+  return Status::Ok();
+}
+
 void TelemetryHub::SetStatsSource(StatsSource source) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_source_ = std::move(source);

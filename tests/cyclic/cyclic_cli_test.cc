@@ -304,6 +304,40 @@ TEST_F(CyclicCliTest, BreaktraceEndsTheRunAndPrintsTheBreakLines) {
   EXPECT_EQ(lines[3].rfind("# Break value: ", 0), 0u);
 }
 
+// cyclictest's figures come from the hub's drained samples (cyclic_thread_stats.h): the break
+// trips at the drain after the breaking sample, and still the breaking thread's figures end at it.
+TEST_F(CyclicCliTest, BreaktraceOfTwoThreadsEndsTheBreakingThreadsFiguresAtItsSample) {
+  const Outcome b = Run({"-q", "-t2", "-d0", "-i1000", "-D5", "-N", "-b", "1", "--default-system"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::vector<std::string> lines = Lines(b.out);
+  ASSERT_EQ(lines.size(), 5u) << b.out;
+  struct T {
+    int tid = 0;
+    unsigned long cycles = 0;
+    long act = 0, max = 0;
+  } t[2];
+  for (int i = 0; i < 2; ++i) {
+    int index = -1, prio = 0;
+    long interval = 0, min = 0, avg = 0;
+    ASSERT_EQ(
+        std::sscanf(lines[static_cast<std::size_t>(i)].c_str(),
+                    "T:%d (%d) P:%d I:%ld C:%lu Min:%ld Act:%ld Avg:%ld Max:%ld", &index, &t[i].tid,
+                    &prio, &interval, &t[i].cycles, &min, &t[i].act, &avg, &t[i].max),
+        9)
+        << lines[static_cast<std::size_t>(i)];
+  }
+  int break_tid = 0;
+  long break_value = 0;
+  ASSERT_EQ(std::sscanf(lines[3].c_str(), "# Break thread: %d", &break_tid), 1) << b.out;
+  ASSERT_EQ(std::sscanf(lines[4].c_str(), "# Break value: %ld", &break_value), 1) << b.out;
+  const int k = t[0].tid == break_tid ? 0 : 1;
+  ASSERT_EQ(t[k].tid, break_tid) << b.out;
+  EXPECT_EQ(t[k].cycles, 1u) << "the breaking thread stops at its first sample: " << b.out;
+  EXPECT_EQ(t[k].act, break_value) << b.out;
+  EXPECT_EQ(t[k].max, break_value) << b.out;
+  EXPECT_LE(t[1 - k].cycles, 1u) << "the other thread: what woke up to the break: " << b.out;
+}
+
 TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
   const std::string rec = dir_ + "/run.rtrec";
   const Outcome r = Run(

@@ -1,6 +1,6 @@
-// Multi-threaded checks of CyclicThreadStats' single-writer/reader protocol and of the BreakLatch
-// (label `stress`, run under TSan in CI): one thread plays the RT thread, the main thread reads
-// like the runner does.
+// Multi-threaded checks of CyclicThreadStats' writer/reader protocol and of the BreakLatch (label
+// `stress`, run under TSan in CI): one thread plays the RT thread (and one the drainer), the main
+// thread reads like the runner does.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cyclic_thread_stats.h"
+#include "rtloop/telemetry/task_telemetry.h"
 
 namespace rtloop::cyclic {
 namespace {
@@ -91,6 +92,80 @@ TEST(CyclicThreadStatsStress, ReaderSeesConsistentValuesWhileTheWriterRuns) {
   EXPECT_EQ(r.overflow_cycles.size(), 500u);
   EXPECT_EQ(rec.Spikes().size(), 64u);
   EXPECT_EQ(rec.Snapshot().spikes, 300u * 99u + 1u);  // 900 < i % 1000, and the breaking one
+}
+
+// rtloop-cyclic's arrangement (cyclic_thread_stats.h): an RT thread publishes through a hub whose
+// small ring often refuses (OnRefused() on the RT thread), a drainer thread feeds OnDrained(), the
+// main thread reads the -v ring and snapshots. Every sample is counted once and the -v ring
+// delivers cycles in order, each with its own value.
+TEST(CyclicThreadStatsStress, DrainedAndRefusedWritersWithAReader) {
+  CyclicStatsConfig c;
+  c.verbose = true;
+  c.histogram_buckets = 1000;
+  Result<std::unique_ptr<CyclicThreadStats>> made = CyclicThreadStats::Create(c);
+  ASSERT_TRUE(made.ok());
+  CyclicThreadStats& rec = **made;
+  telemetry::TelemetryHub hub({.ring_capacity = 256});
+  TaskConfig tc;
+  tc.name = "cyclic0";
+  tc.period = std::chrono::milliseconds(1);
+  ASSERT_TRUE(hub.AddTask(0, tc).ok());
+  ASSERT_TRUE(hub.SetSampleObserver(0, &rec).ok());
+
+  constexpr std::int64_t kCycles = 200'000;
+  std::atomic<bool> done{false};
+  std::thread rt([&] {
+    hub.OnRtThreadStart(0);
+    for (std::int64_t i = 0; i < kCycles; ++i) {
+      CycleSample s;
+      s.seq = static_cast<std::uint64_t>(i);
+      s.release = TimePoint(std::chrono::nanoseconds(1'000'000'000 + i * 1'000'000));
+      s.wakeup_latency_ns = (i % 1000) * 1000;  // the value encodes the cycle
+      hub.OnCycle(s);
+    }
+    done.store(true, std::memory_order_release);
+  });
+  std::thread drainer([&] {
+    while (!done.load(std::memory_order_acquire)) {
+      hub.Drain();
+      std::this_thread::yield();
+    }
+  });
+  std::uint64_t delivered = 0;
+  std::uint64_t next_expected = 0;
+  bool values_ok = true;
+  auto take = [&](std::uint64_t cycle, std::int64_t v) {
+    values_ok = values_ok && v == static_cast<std::int64_t>(cycle % 1000) && cycle >= next_expected;
+    next_expected = cycle + 1;
+    ++delivered;
+  };
+  std::uint64_t last_cycles = 0;
+  bool monotonic = true;
+  while (!done.load(std::memory_order_acquire)) {
+    const std::uint64_t cycles = rec.Snapshot().cycles;
+    monotonic = monotonic && cycles >= last_cycles;
+    last_cycles = cycles;
+    rec.DrainValues(take);
+  }
+  rt.join();
+  drainer.join();
+  hub.Drain();
+  rec.DrainValues(take, /*all=*/true);
+
+  EXPECT_TRUE(values_ok);
+  EXPECT_TRUE(monotonic);
+  EXPECT_GT(hub.task(0)->ring().writer().dropped(), 0u) << "the refused path must be exercised";
+  EXPECT_EQ(delivered + rec.verbose_drops(), static_cast<std::uint64_t>(kCycles));
+  const CyclicStatsSnapshot s = rec.Snapshot();
+  EXPECT_EQ(s.cycles, static_cast<std::uint64_t>(kCycles));
+  EXPECT_EQ(s.act, 999) << "the last cycle's value";
+  EXPECT_EQ(s.max, 999);
+  EXPECT_EQ(s.avg_sum, 200.0 * (999.0 * 1000.0 / 2.0));
+  ThreadReport r;
+  rec.FillReport(r);
+  for (std::size_t v = 0; v < r.histogram.size(); ++v) {
+    ASSERT_EQ(r.histogram[v], 200u) << "bucket " << v;
+  }
 }
 
 TEST(CyclicThreadStatsStress, ManyThreadsRaceForTheBreakLatchAndOneWins) {

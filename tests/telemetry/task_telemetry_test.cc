@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "alloc_counter.h"
@@ -289,6 +291,57 @@ TEST(TelemetryHubTest, ASmallLayoutsEveryBucketIsRecordedWithoutAllocationOrPage
   std::vector<HistogramBucket> buckets;
   h.ExportBuckets(&buckets);
   EXPECT_EQ(buckets.size(), small->bucket_count() + 2);  // every bucket, negatives, overflow
+}
+
+// Records which seqs reached a TaskSampleObserver, and how.
+class SeqObserver final : public TaskSampleObserver {
+ public:
+  void OnDrained(std::span<const Sample> samples) noexcept override {
+    for (const Sample& s : samples) {
+      if ((s.flags & kSampleSaturated) == 0) drained.push_back(s.seq);
+    }
+  }
+  void OnRefused(const CycleSample& sample) noexcept override {
+    refused.push_back(sample.seq);
+    refused_latency.push_back(sample.wakeup_latency_ns);
+  }
+  std::vector<std::uint64_t> drained;
+  std::vector<std::uint64_t> refused;
+  std::vector<std::int64_t> refused_latency;
+};
+
+// Every cycle reaches the task's sample observer exactly once: from the ring's consumer (the
+// collector, or the hub's own drain without one) or, refused by the full ring or saturated, from
+// the RT thread with its exact values.
+TEST(TelemetryHubTest, ASampleObserverGetsEveryCycleOnceDrainedOrRefused) {
+  for (bool with_collector : {false, true}) {
+    TelemetryHub hub({.ring_capacity = 256});
+    ASSERT_TRUE(hub.AddTask(1, MakeTaskConfig("obs")).ok());
+    SeqObserver obs;
+    EXPECT_EQ(hub.SetSampleObserver(2, &obs).code(), StatusCode::kNotFound);
+    ASSERT_TRUE(hub.SetSampleObserver(1, &obs).ok());
+    std::unique_ptr<Collector> collector;
+    if (with_collector) collector = std::make_unique<Collector>(hub);  // the drainer, not started
+    hub.OnRtThreadStart(1);
+    constexpr std::uint64_t kCycles = 3000;
+    for (std::uint64_t i = 0; i < kCycles; ++i) {
+      const std::int64_t latency = i == 100 ? 5'000'000'000 : 10'000;  // 100: saturates
+      hub.OnCycle(MakeCycle(1, i, latency, 2000));
+      if (i % 1000 == 999) hub.Drain();  // 1000 cycles into a ring of 256: most are refused
+    }
+    hub.Drain();
+    std::vector<std::uint64_t> all = obs.drained;
+    all.insert(all.end(), obs.refused.begin(), obs.refused.end());
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(all.size(), kCycles) << (with_collector ? "collector" : "hub's own drain");
+    for (std::uint64_t i = 0; i < kCycles; ++i) ASSERT_EQ(all[i], i);
+    EXPECT_TRUE(std::is_sorted(obs.drained.begin(), obs.drained.end())) << "seq order";
+    EXPECT_EQ(obs.refused.size(), hub.task(1)->ring().writer().dropped() + 1);
+    ASSERT_TRUE(std::find(obs.refused.begin(), obs.refused.end(), 100u) != obs.refused.end());
+    EXPECT_EQ(*std::max_element(obs.refused_latency.begin(), obs.refused_latency.end()),
+              5'000'000'000)
+        << "the saturated cycle's exact latency";
+  }
 }
 
 }  // namespace

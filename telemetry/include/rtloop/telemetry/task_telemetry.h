@@ -11,7 +11,9 @@
 // sample the full ring refuses is recorded by the RT thread itself, so none is missing from them
 // (the histograms take several writers: LatencyHistogram::RecordShared); so is one whose values
 // the 32-byte Sample cannot hold (a latency beyond +-2.1 s, an execution time beyond 4.3 s: the
-// drain skips its saturated sample), so the histograms always have the exact values.
+// drain skips its saturated sample), so the histograms always have the exact values. A task's
+// TaskSampleObserver (SetSampleObserver) is fed the same way: the drained chunks from the ring's
+// consumer, the refused and saturated samples from the RT thread.
 //
 // rtloop::Runtime (runtime.h) does all of the wiring below; by hand it is:
 //   rtloop::telemetry::TelemetryHub hub;              // default: 64 task slots, 10 ms drain
@@ -26,6 +28,9 @@
 // Threading: AddTask()/AttachExecutor()/SetStatsSource() are set-up calls (not RT-safe, internally
 // locked); AddTask() may be called while other tasks run (slots are published atomically).
 // OnRtThreadStart() and OnCycle() run on each task's RT thread (OnCycle() is RT-safe).
+// SetSampleObserver() is a set-up call too (before the executor starts); the observer's OnDrained()
+// runs on the thread that drains (the collector's, or a reader's in Drain()), one at a time, and
+// its OnRefused() on the task's RT thread.
 //
 // Memory per task: two histograms of TelemetryHubConfig::histogram_layout (2 x B x 8 bytes, B =
 // its bucket_count(): 448 KiB by default) and the ring (capacity x 32 bytes).
@@ -100,6 +105,25 @@ struct TaskTelemetrySnapshot {
   std::vector<HistogramBucket> execution_buckets;
 };
 
+// A task's own consumer of its samples besides the histograms (e.g. rtloop-cyclic's cyclictest
+// statistics, bench/cyclic/cyclic_thread_stats.h): it computes from the drained samples, in seq
+// order, and gets from the RT thread only what the ring could not carry. Set with
+// TelemetryHub::SetSampleObserver() before the task's thread starts; must outlive the task's
+// thread and the hub's drains.
+class TaskSampleObserver {
+ public:
+  virtual ~TaskSampleObserver() = default;
+  // The ring's one consumer (the collector's drain pass, or the hub's own without a collector),
+  // after the histograms: samples just drained, in seq order. A saturated one (kSampleSaturated)
+  // is in the span with its clamped values: OnRefused() had its exact ones; skip it. Must not
+  // block (it runs inside a drain pass).
+  virtual void OnDrained(std::span<const Sample> samples) noexcept = 0;
+  // The task's RT thread: a cycle the full ring refused (a gap in the drained seqs), or one the
+  // Sample cannot hold, with its exact values. Called before any later sample of the task is
+  // pushed, but typically before older samples still in the ring are drained. Must be RT-safe.
+  virtual void OnRefused(const CycleSample& sample) noexcept = 0;
+};
+
 // One task's telemetry state. Created by TelemetryHub::AddTask.
 class TaskTelemetry {
  public:
@@ -121,6 +145,11 @@ class TaskTelemetry {
   // ones (OnCycle() recorded them). The ring's one consumer (the collector, or the hub's own drain
   // without one). RT-safe (lock-free).
   void RecordDrained(std::span<const Sample> samples) noexcept;
+  // The task's TaskSampleObserver (nullptr: none): RecordDrained() hands it every drained chunk,
+  // OnCycle() every sample it records itself. Set-up: before the task's RT thread starts (the RT
+  // thread and the drains read it without synchronisation of their own). Not RT-safe.
+  void SetSampleObserver(TaskSampleObserver* observer) noexcept { observer_ = observer; }
+  TaskSampleObserver* sample_observer() const noexcept { return observer_; }
 
   TaskId id() const noexcept { return id_; }
   const TaskConfig& config() const noexcept { return config_; }
@@ -150,6 +179,7 @@ class TaskTelemetry {
   std::unique_ptr<SampleRing> ring_;
   LatencyHistogram latency_;
   LatencyHistogram execution_;
+  TaskSampleObserver* observer_ = nullptr;
   std::atomic<std::uint64_t> subscriber_lost_{0};
 };
 
@@ -185,6 +215,10 @@ class TelemetryHub final : public CycleObserver {
   // RT-safe.
   void OnRtThreadStart(TaskId task) override;
   void OnCycle(const CycleSample& sample) noexcept override;
+
+  // Sets task `id`'s TaskSampleObserver (nullptr: none), after AddTask() and before the executor
+  // starts. NotFound for a task never added. Not RT-safe.
+  Status SetSampleObserver(TaskId id, TaskSampleObserver* observer);
 
   // Any thread.
   const TelemetryHubConfig& config() const noexcept { return config_; }
@@ -245,6 +279,7 @@ inline void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
   // with the cycle's exact values (the executor's statistics already have them).
   latency_.RecordShared(s.wakeup_latency_ns);
   execution_.RecordShared(s.execution_ns);
+  if (observer_ != nullptr) observer_->OnRefused(s);
 }
 
 inline void TaskTelemetry::RecordDrained(std::span<const Sample> samples) noexcept {
@@ -254,6 +289,7 @@ inline void TaskTelemetry::RecordDrained(std::span<const Sample> samples) noexce
     latency_.RecordShared(s.latency_ns);
     execution_.RecordShared(s.execution_ns);
   }
+  if (observer_ != nullptr) observer_->OnDrained(samples);
 }
 
 }  // namespace rtloop::telemetry
