@@ -78,7 +78,9 @@ def parse_args():
                    help="cyclictest to compare with (default: the one on PATH)")
     p.add_argument("--rounds", type=int, default=8, help="rounds of every mode (default 8; 0: none)")
     p.add_argument("--seconds", type=float, default=3.0, help="steady state measured per run (3)")
-    p.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring (1)")
+    p.add_argument("--warmup", type=float, default=1.0,
+                   help="seconds from when the measuring threads run (waited for up to 30 s) "
+                        "to the measurement (1)")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of " + ", ".join(MODES))
     p.add_argument("--perf", action="store_true", help="also perf stat per wake-up, each mode once")
     p.add_argument("--cachegrind", action="store_true",
@@ -191,6 +193,34 @@ def measuring_threads(pid, tool):
     return out
 
 
+# How long a tool may take to start its measuring threads: on a slow board, under emulation or
+# under load, locking memory (-m) and starting the telemetry server take seconds (the arm64 lab's
+# emulated rtloop-cyclic had none after 0.5 s). The warm-up counts from when they run.
+START_TIMEOUT = 30.0
+
+
+def expected_threads(argv):
+    """The measuring threads `argv` asks for: N of its last -tN/--threads=N, else 1 (-t alone or
+    -S: one per CPU, at least 1)."""
+    n = 1
+    for o in argv:
+        m = re.fullmatch(r"(?:-t|--threads=)(\d+)", o)
+        if m:
+            n = max(1, int(m.group(1)))
+    return n
+
+
+def wait_for_threads(proc, tool, want):
+    """Polls until `want` measuring threads of `proc` run, it ends, or START_TIMEOUT passes;
+    returns the number seen."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        n = len(measuring_threads(proc.pid, tool))
+        if n >= want or proc.poll() is not None or time.monotonic() > deadline:
+            return n
+        time.sleep(0.05)
+
+
 def stop(proc):
     if proc is None or proc.poll() is not None:
         return
@@ -203,30 +233,43 @@ def stop(proc):
 
 
 def run_one(argv, tool, args, sink_argv=None, during=None):
-    """Starts `argv`, measures its measuring threads over args.seconds after args.warmup; returns
-    {ns_per_wakeup, wakeups, threads, extra} or raises RuntimeError saying why it did not run."""
+    """Starts `argv`, waits for its measuring threads (START_TIMEOUT), measures them over
+    args.seconds after args.warmup; returns {ns_per_wakeup, wakeups, threads, extra} or raises
+    RuntimeError saying why it did not run."""
+    want = expected_threads(argv)
+    started = 0
+    first = {}
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         sink = None
         try:
+            started = wait_for_threads(proc, tool, want)
             if sink_argv is not None:
                 sink = subprocess.Popen(sink_argv, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
-            time.sleep(args.warmup)
-            first = measuring_threads(proc.pid, tool)
-            extra = during(list(first)) if during is not None else None
-            if during is None:
-                time.sleep(args.seconds)
-            last = measuring_threads(proc.pid, tool)
-            alive = proc.poll() is None
+            alive = started >= want and proc.poll() is None
+            if alive:
+                time.sleep(args.warmup)
+                first = measuring_threads(proc.pid, tool)
+                extra = during(list(first)) if during is not None else None
+                if during is None:
+                    time.sleep(args.seconds)
+                last = measuring_threads(proc.pid, tool)
+                alive = proc.poll() is None
         finally:
             stop(proc)
             stop(sink)
         if not alive or not first:
             err.seek(0)
             lines = err.read().decode(errors="replace").strip().splitlines()
+            said = lines[-1] if lines else "no message"
+            if started < want and proc.returncode in (0, -signal.SIGINT):
+                raise RuntimeError("%s started %d of its %d measuring thread(s) within %.0f s "
+                                   "(stopped then; last message: %s)" % (
+                                       os.path.basename(argv[0]), started, want, START_TIMEOUT,
+                                       said))
             raise RuntimeError("%s did not run (exit %s): %s" % (
-                os.path.basename(argv[0]), proc.returncode, lines[-1] if lines else "no message"))
+                os.path.basename(argv[0]), proc.returncode, said))
     cpu = sum(last[t][0] - first[t][0] for t in first if t in last)
     slices = sum(last[t][1] - first[t][1] for t in first if t in last)
     return {"ns_per_wakeup": cpu / slices if slices else None, "wakeups": slices,
