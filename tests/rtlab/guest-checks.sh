@@ -147,11 +147,11 @@ bench_isolated() {
   iso=$(jq -r '.scenario.isolation' "$j")
   tcpus=$(jq -r '[.threads[].cpu] | unique | map(tostring) | join(",")' "$j")
   lcpus=$(jq -r '[.loads[].cpus] | unique | join(",")' "$j")
-  if [[ $mcpu == "$MEASURED_CPU" && $iso == isolcpus && $tcpus == "$MEASURED_CPU" &&
+  if [[ $rc == 0 && $mcpu == "$MEASURED_CPU" && $iso == isolcpus && $tcpus == "$MEASURED_CPU" &&
         $lcpus != *1* && -n $loadcpus && $loadcpus != *1* && ($rtcpus == "" || $rtcpus == "$MEASURED_CPU") ]]; then
     check PASS bench-isolated "measured_cpu $mcpu ($iso), threads on $tcpus, load on $lcpus; seen mid-run: stress-ng allowed on '$loadcpus', RT threads on '${rtcpus:-not sampled}' (exit $rc)"
   else
-    check FAIL bench-isolated "measured_cpu $mcpu ($iso), threads on '$tcpus', loads on '$lcpus'; seen: stress-ng on '$loadcpus', RT threads on '$rtcpus' (exit $rc)"
+    check FAIL bench-isolated "measured_cpu $mcpu ($iso), threads on '$tcpus', loads on '$lcpus'; seen: stress-ng on '$loadcpus', RT threads on '$rtcpus' (exit $rc$( ((rc == 124)) && echo ': timed out after 300 s'))"
   fi
   local applied n
   applied=$(jq -r '.tune.applied' "$j")
