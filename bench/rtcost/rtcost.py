@@ -238,12 +238,14 @@ def run_one(argv, tool, args, sink_argv=None, during=None):
     RuntimeError saying why it did not run."""
     want = expected_threads(argv)
     started = 0
+    late = False  # still running at START_TIMEOUT without its threads
     first = {}
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         sink = None
         try:
             started = wait_for_threads(proc, tool, want)
+            late = started < want and proc.poll() is None
             if sink_argv is not None:
                 sink = subprocess.Popen(sink_argv, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
@@ -263,7 +265,7 @@ def run_one(argv, tool, args, sink_argv=None, during=None):
             err.seek(0)
             lines = err.read().decode(errors="replace").strip().splitlines()
             said = lines[-1] if lines else "no message"
-            if started < want and proc.returncode in (0, -signal.SIGINT):
+            if late:
                 raise RuntimeError("%s started %d of its %d measuring thread(s) within %.0f s "
                                    "(stopped then; last message: %s)" % (
                                        os.path.basename(argv[0]), started, want, START_TIMEOUT,

@@ -172,8 +172,9 @@ loaded_libraries() {
 }
 
 # image_packages: GUEST_PACKAGES, what the project's packages depend on, and the Debian packages
-# holding the shared libraries the binaries load (libc6's own are in every root), one a line, sorted (arm64's: dpkg -S names them
-# PACKAGE:arm64, the :arm64 dropped as in the image it is the native architecture).
+# holding the shared libraries the binaries load (libc6's own are in every root), one a line,
+# sorted (arm64's: dpkg -S names them PACKAGE:arm64, the :arm64 dropped as in the image it is the
+# native architecture).
 image_packages() {
   local libs
   libs=$(for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do loaded_libraries "$BUILD_DIR/bin/$b"; done |
