@@ -1,5 +1,7 @@
-// CyclicTask: the stock cyclic task behind rtloop-cyclic, the equivalent of cyclictest's
-// measurement thread.
+// CyclicTask: a task that only measures, the equivalent of cyclictest's measurement thread for an
+// application of one's own (bench/http's A/B runs and the framework's tests use it). rtloop-cyclic
+// runs its own variant, bench/cyclic's CyclicThreadTask, which is this plus cyclictest's -b: it
+// stops at its first release after the break latch tripped.
 //
 //   rtloop::CyclicTask cyclic;
 //   rtloop::TaskConfig cfg;  cfg.name = "cyclic0"; cfg.period = std::chrono::microseconds(1000);
