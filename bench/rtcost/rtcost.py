@@ -384,6 +384,11 @@ def measuring_profile(path, tool):
         return any(line.startswith("fn=") and marker in line for line in f)
 
 
+# One run under valgrind, at most (seconds): natively 2-10 s; on an emulated arm64 guest, valgrind's
+# start and the gRPC libraries' set-up take minutes.
+VALGRIND_TIMEOUT = 1800
+
+
 def cachegrind_counts(argv, tool, tmp, caches=()):
     """The measuring threads' simulated counts over a whole run of `argv` (`caches`: valgrind's
     --I1/--D1/--LL options, else the host's caches)."""
@@ -392,7 +397,8 @@ def cachegrind_counts(argv, tool, tmp, caches=()):
     res = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
                           "--cache-sim=yes", "--compress-strings=no",
                           "--callgrind-out-file=" + os.path.join(tmp, "cg")] + list(caches)
-                         + argv, capture_output=True, text=True, check=False, timeout=600)
+                         + argv, capture_output=True, text=True, check=False,
+                         timeout=VALGRIND_TIMEOUT)
     counts = dict.fromkeys(CG_FIELDS, 0)
     found = 0
     for name in sorted(os.listdir(tmp)):
