@@ -31,9 +31,10 @@
 # their timeline names, e.g. "explain timerlat-user"; default all), RTLAB_FULL=1 (arm64: the
 # measuring checks too), RTLAB_VALGRIND=1 (also the rtcost-a53 check: valgrind's .debs for ARCH
 # are fetched with apt-get download, libc6-dbg at the image's libc6 version, and put on the lab
-# disk; the image stays as it is). --keep leaves the work directory (console log, lab disk,
-# results) and says where; without it only the results directory is kept (RTLAB_OUT, default
-# BUILD_DIR/rtlab, BUILD_DIR/rtlab-backports with --kernel=backports).
+# disk; the image stays as it is; RTLAB_VALGRIND=lines: with --lines). --keep leaves the work
+# directory (console log, lab disk, results) and says where; without it only the results
+# directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab, BUILD_DIR/rtlab-backports with
+# --kernel=backports).
 #
 # Thread contract: a host-side shell script; not re-entrant per cache directory (an flock on
 # RTLAB_CACHE/lock serialises image builds).
@@ -49,7 +50,7 @@ for a in "$@"; do
     --arch=*) ARCH=${a#--arch=} ;;
     --kernel=*) KERNEL=${a#--kernel=} ;;
     --keep) KEEP=1 ;;
-    -h | --help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "rtlab: unknown option '$a' (expected --arch=amd64|arm64, --kernel=bookworm|backports, --keep)" >&2; exit 2 ;;
   esac
 done
