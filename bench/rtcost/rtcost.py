@@ -368,6 +368,10 @@ def cache_options(spec):
 
 
 def cache_description(spec):
+    if spec == "host" and os.uname().machine.startswith(("aarch64", "arm")):
+        # valgrind 3.19's cachegrind/cg-arch.c: no detection on ARM, fixed defaults.
+        return ("valgrind's fixed defaults on ARM (it detects no ARM core's caches: L1s 16 KiB "
+                "4-way, LL 256 KiB 8-way), not this board's: give --cache=a53 or the board's own")
     if spec == "host":
         return "the host's caches as valgrind detects them"
     return CACHES[spec][0] if spec in CACHES else spec
