@@ -501,7 +501,7 @@ packages_tools() {
 # RTLAB_VALGRIND=lines: also --lines (the cache lines a cycle touches; 2 min become ~15 on arm64).
 # valgrind and libc6-dbg come on the lab disk (rtlab.sh: apt-get download), installed here with
 # the project's packages when the packages check has not installed those.
-RTCOST_A53_TIMEOUT=${RTCOST_A53_TIMEOUT:-2400}
+RTCOST_A53_TIMEOUT=${RTCOST_A53_TIMEOUT:-3300}  # --lines on arm64 took 1989 s beside other builds
 rtcost_a53() {
   local rc=0 out=$R/rtcost-a53.txt log=$R/rtcost-a53-dpkg.txt vg=("$LAB"/valgrind-debs/*.deb) t0 figs
   : >"$log"
