@@ -23,7 +23,9 @@ Measures (README.md says what each can and cannot settle):
               per thread), from two runs of different lengths (-l N1 and -l N2: the difference
               divided by N2 - N1 leaves set-up and exit out).
               Deterministic, so it settles what time cannot on a noisy machine; but it simulates
-              caches that nothing else evicts, i.e. warm ones.
+              caches that nothing else evicts, i.e. warm ones. --cache picks their geometry: the
+              host's (valgrind's detection, the default) or a named core's (a53: a Cortex-A53's
+              32 KiB L1s and a 512 KiB L2), or I1=..,D1=..,LL=.. as valgrind's SIZE,ASSOC,LINE.
   lines       (--lines) the cache lines a cycle touches: the same two runs with tiny simulated
               caches, fully associative and LRU, of C = 8 .. 256 lines of 64 bytes (I1 and D1
               alike). A cycle that touches N distinct lines evicts itself from a cache of C < N
@@ -37,6 +39,7 @@ Measures (README.md says what each can and cannot settle):
   python3 bench/rtcost/rtcost.py --rounds 12 --seconds 3 --modes bare,telemetry --json cost.json
   python3 bench/rtcost/rtcost.py --cachegrind --perf --rounds 0      # the counting measures only
   python3 bench/rtcost/rtcost.py --lines --rounds 0                  # cache lines per cycle
+  rtloop-rtcost --rounds 0 --cachegrind --cache=a53   # on a Cortex-A53 board (or any, simulated)
   rtloop-rtcost --cachegrind --lines --perf           # installed (rtloop-bench-micro), on a board
   python3 bench/rtcost/rtcost.py -- -m -a1 -p80 -i500                # other options
 
@@ -85,6 +88,9 @@ def parse_args():
     p.add_argument("--perf", action="store_true", help="also perf stat per wake-up, each mode once")
     p.add_argument("--cachegrind", action="store_true",
                    help="also cachegrind per cycle (bare and telemetry)")
+    p.add_argument("--cache", default="host",
+                   help="--cachegrind's simulated caches: host (valgrind's detection), %s, or "
+                        "I1=SIZE,ASSOC,LINE,D1=...,LL=... (bytes; default host)" % ", ".join(CACHES))
     p.add_argument("--lines", action="store_true",
                    help="also the cache lines a cycle touches (tiny simulated caches, see above)")
     p.add_argument("--capacities", default=",".join(str(c) for c in LINE_CAPACITIES),
@@ -110,6 +116,10 @@ def parse_args():
         assert a.capacities == sorted(set(a.capacities)) and a.capacities[0] >= 1
     except (ValueError, AssertionError):
         p.error("--capacities must be ascending line counts >= 1, got %r" % a.capacities)
+    try:
+        a.cache_options = cache_options(a.cache)
+    except ValueError as e:
+        p.error("--cache %s" % e)
     for opt in a.options:
         if opt.startswith(SET_BY_SCRIPT):
             p.error("option %s is set by the script" % opt)
@@ -317,7 +327,54 @@ def perf_rows(args, port):
 
 # --- cachegrind (callgrind's cache simulation, one profile per thread) ---
 
-CG_FIELDS = ("instructions", "i1_misses", "data_refs", "d1_misses", "lld_misses")
+CG_FIELDS = ("instructions", "i1_misses", "data_refs", "d1_misses", "lli_misses", "lld_misses")
+
+# Named geometries for --cache: {name: (what, {level: (size bytes, ways, line bytes)})}. The
+# Cortex-A53 (Arm's Cortex-A53 MPCore TRM, DDI 0500: L1 instruction cache 2-way and data cache
+# 4-way, 64-byte lines, each 8-64 KiB; the cluster's L2 16-way, 64-byte lines, 128 KiB-2 MiB)
+# with the sizes A53 boards commonly have: 32 KiB L1s, a 512 KiB L2 (give a board's own as
+# I1=..,D1=..,LL=..). cachegrind's caches are exact LRU, the L2 the measured thread's alone.
+CACHES = {
+    "a53": ("Cortex-A53: L1I 32 KiB 2-way, L1D 32 KiB 4-way, L2 512 KiB 16-way, 64-byte lines",
+            {"I1": (32768, 2, 64), "D1": (32768, 4, 64), "LL": (524288, 16, 64)}),
+}
+
+
+def cache_options(spec):
+    """valgrind's --I1/--D1/--LL options of a --cache value: [] for "host", a named geometry
+    (CACHES), or "I1=S,A,L,D1=S,A,L,LL=S,A,L" (all three). Raises ValueError saying what is wrong:
+    valgrind wants a power-of-two line of at least 16 bytes and a power-of-two number of sets."""
+    if spec == "host":
+        return []
+    if spec in CACHES:
+        levels = CACHES[spec][1]
+    else:
+        m = re.fullmatch(r"I1=(\d+),(\d+),(\d+),D1=(\d+),(\d+),(\d+),LL=(\d+),(\d+),(\d+)", spec)
+        if not m:
+            raise ValueError("must be host, %s or I1=SIZE,ASSOC,LINE,D1=...,LL=..., got %r" % (
+                ", ".join(CACHES), spec))
+        n = [int(x) for x in m.groups()]
+        levels = {"I1": tuple(n[0:3]), "D1": tuple(n[3:6]), "LL": tuple(n[6:9])}
+    out = []
+    for level in ("I1", "D1", "LL"):
+        size, ways, line = levels[level]
+        sets = size // (ways * line) if ways and line else 0
+        if line < 16 or line & (line - 1) or sets < 1 or sets * ways * line != size \
+                or sets & (sets - 1):
+            raise ValueError("%s=%d,%d,%d: the line must be a power of two >= 16 bytes and "
+                             "SIZE / (ASSOC * LINE) a power of two" % (level, size, ways, line))
+        out.append("--%s=%d,%d,%d" % (level, size, ways, line))
+    return out
+
+
+def cache_description(spec):
+    if spec == "host" and os.uname().machine.startswith(("aarch64", "arm")):
+        # valgrind 3.19's cachegrind/cg-arch.c: no detection on ARM, fixed defaults.
+        return ("valgrind's fixed defaults on ARM (it detects no ARM core's caches: L1s 16 KiB "
+                "4-way, LL 256 KiB 8-way), not this board's: give --cache=a53 or the board's own")
+    if spec == "host":
+        return "the host's caches as valgrind detects them"
+    return CACHES[spec][0] if spec in CACHES else spec
 
 
 def measuring_profile(path, tool):
@@ -331,6 +388,11 @@ def measuring_profile(path, tool):
         return any(line.startswith("fn=") and marker in line for line in f)
 
 
+# One run under valgrind, at most (seconds): natively 2-10 s; on an emulated arm64 guest, valgrind's
+# start and the gRPC libraries' set-up take minutes.
+VALGRIND_TIMEOUT = 1800
+
+
 def cachegrind_counts(argv, tool, tmp, caches=()):
     """The measuring threads' simulated counts over a whole run of `argv` (`caches`: valgrind's
     --I1/--D1/--LL options, else the host's caches)."""
@@ -339,7 +401,8 @@ def cachegrind_counts(argv, tool, tmp, caches=()):
     res = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
                           "--cache-sim=yes", "--compress-strings=no",
                           "--callgrind-out-file=" + os.path.join(tmp, "cg")] + list(caches)
-                         + argv, capture_output=True, text=True, check=False, timeout=600)
+                         + argv, capture_output=True, text=True, check=False,
+                         timeout=VALGRIND_TIMEOUT)
     counts = dict.fromkeys(CG_FIELDS, 0)
     found = 0
     for name in sorted(os.listdir(tmp)):
@@ -355,6 +418,7 @@ def cachegrind_counts(argv, tool, tmp, caches=()):
         counts["i1_misses"] += v["I1mr"]
         counts["data_refs"] += v["Dr"] + v["Dw"]
         counts["d1_misses"] += v["D1mr"] + v["D1mw"]
+        counts["lli_misses"] += v["ILmr"]
         counts["lld_misses"] += v["DLmr"] + v["DLmw"]
         found += 1
     if res.returncode != 0 or found == 0:
@@ -384,8 +448,9 @@ def per_cycle(args, argv, tool, tmp, caches=()):
 
 
 def cachegrind_rows(args, tmp):
-    """Per cycle of the measuring thread, with the host's caches simulated."""
-    return [{"tool": tool, "mode": mode, "per_cycle": per_cycle(args, argv, tool, tmp)}
+    """Per cycle of the measuring thread, with the caches of --cache simulated."""
+    return [{"tool": tool, "mode": mode, "cache": args.cache,
+             "per_cycle": per_cycle(args, argv, tool, tmp, args.cache_options)}
             for tool, mode, argv in cachegrind_runs(args)]
 
 
@@ -434,13 +499,15 @@ def simulate(args, result, name, rows_of):
 
 def print_cachegrind(rows):
     base = next((r["per_cycle"] for r in rows if r["tool"] == "cyclictest"), None)
-    print("%-10s %-10s %12s %9s %10s %9s %9s %8s" % (
-        "tool", "mode", "instructions", "I1 miss", "data refs", "D1 miss", "LLd miss", "Ir ratio"))
+    print("%-10s %-10s %12s %9s %10s %9s %9s %9s %8s" % (
+        "tool", "mode", "instructions", "I1 miss", "data refs", "D1 miss", "LLi miss", "LLd miss",
+        "Ir ratio"))
     for row in rows:
         p = row["per_cycle"]
-        print("%-10s %-10s %12.0f %9.2f %10.0f %9.2f %9.2f %8.3f" % (
+        print("%-10s %-10s %12.0f %9.2f %10.0f %9.2f %9.2f %9.2f %8.3f" % (
             row["tool"], row["mode"], p["instructions"], p["i1_misses"], p["data_refs"],
-            p["d1_misses"], p["lld_misses"], p["instructions"] / base["instructions"] if base else 0))
+            p["d1_misses"], p["lli_misses"], p["lld_misses"],
+            p["instructions"] / base["instructions"] if base else 0))
 
 
 def print_lines(rows, capacities):
@@ -533,6 +600,7 @@ def main():
     if args.cachegrind:
         print("\n## cachegrind per cycle of the measuring thread (-l %d and -l %d; simulated, warm)"
               % tuple(args.loops))
+        print("(caches: %s; machine %s)" % (cache_description(args.cache), os.uname().machine))
         failed += simulate(args, result, "cachegrind", cachegrind_rows)
         print_cachegrind(result.get("cachegrind", []))
     if args.lines:

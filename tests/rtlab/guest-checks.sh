@@ -493,6 +493,43 @@ packages_tools() {
   fi
 }
 
+# --- the RT thread's cost per cycle in this architecture's instructions (RTLAB_VALGRIND=1|lines) ---
+# The installed rtloop-rtcost's cache simulation, as a user runs it on a board: instructions,
+# data references and the misses of a Cortex-A53's caches (--cache=a53) per cycle of cyclictest's
+# and rtloop-cyclic's measuring threads, bare and with telemetry. Instruction counts do not
+# depend on the emulation (valgrind counts the guest's instructions), the times do: none here.
+# RTLAB_VALGRIND=lines: also --lines (the cache lines a cycle touches; 2 min become ~15 on arm64).
+# valgrind and libc6-dbg come on the lab disk (rtlab.sh: apt-get download), installed here with
+# the project's packages when the packages check has not installed those.
+RTCOST_A53_TIMEOUT=${RTCOST_A53_TIMEOUT:-3300}  # --lines on arm64 took 1989 s beside other builds
+rtcost_a53() {
+  local rc=0 out=$R/rtcost-a53.txt log=$R/rtcost-a53-dpkg.txt vg=("$LAB"/valgrind-debs/*.deb) t0 figs
+  : >"$log"
+  if [[ ! -f ${vg[0]} ]]; then
+    check FAIL rtcost-a53 "no valgrind .deb on the lab disk ($LAB/valgrind-debs)"
+    return
+  fi
+  if ! dpkg-query -W -f='${db:Status-Abbrev}' rtloop-bench-micro 2>/dev/null | grep -q '^ii'; then
+    $T 300 dpkg -i "$LAB"/debs/*.deb >>"$log" 2>&1 || rc=$?
+  fi
+  $T 300 dpkg -i "${vg[@]}" >>"$log" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    check FAIL rtcost-a53 "dpkg -i of the packages or valgrind: exit $rc: $(tail -2 "$log" | paste -sd' ' | cut -c1-200)"
+    return
+  fi
+  local opts=(--rounds 0 --cachegrind --cache=a53)
+  [[ $RTLAB_VALGRIND == lines ]] && opts+=(--lines)  # the cache lines a cycle touches: 8x longer
+  t0=$(uptime_s)
+  $T "$RTCOST_A53_TIMEOUT" /usr/bin/rtloop-rtcost "${opts[@]}" --json "$R/rtcost-a53.json" >"$out" 2>&1 || rc=$?
+  # "tool mode instructions": the table's rows.
+  figs=$(awk '$1 ~ /^(cyclictest|rtloop)$/ && $3 ~ /^[0-9.-]+$/ { printf "%s%s %s %s", s, $1, $2, $3; s = ", " }' "$out")
+  if ((rc == 0)) && grep -q '^0 run(s) failed' "$out" && [[ -n $figs ]]; then
+    check PASS rtcost-a53 "/usr/bin/rtloop-rtcost ${opts[*]} ($(valgrind --version), $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.0f", b - a }') s): instructions per cycle $figs (rtcost-a53.txt)"
+  else
+    check FAIL rtcost-a53 "/usr/bin/rtloop-rtcost exit $rc$( ((rc == 124)) && echo ": timed out after $RTCOST_A53_TIMEOUT s"): $(tail -3 "$out" | paste -sd' ' | cut -c1-240)"
+  fi
+}
+
 # --- the outlier explanation with the timerlat tracer present (tracefs mounted) ---
 explain() {
   local rc=0 f=$R/outliers.json rec trace note
@@ -525,6 +562,7 @@ timed examples examples
 timed explain explain
 timed packages packages
 timed tests tests
+[[ -n ${RTLAB_VALGRIND:-} ]] && timed rtcost-a53 rtcost_a53
 {
   printf 'summary: %d PASS, %d FAIL, %d SKIP\n' "$(grep -c '^PASS' "$R/checks.txt")" \
     "$(grep -c '^FAIL' "$R/checks.txt")" "$(grep -c '^SKIP' "$R/checks.txt")"

@@ -29,9 +29,12 @@
 # BUILD_DIR (default build-rtlab, build-rtlab-arm64), RTLAB_PKG_DIR (default build-ARCH: the
 # packages' tree, as `cmake/dev.sh package` makes it), JOBS, RTLAB_ONLY (the checks to run, by
 # their timeline names, e.g. "explain timerlat-user"; default all), RTLAB_FULL=1 (arm64: the
-# measuring checks too). --keep leaves the work directory (console log, lab disk, results) and
-# says where; without it only the results directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab,
-# BUILD_DIR/rtlab-backports with --kernel=backports).
+# measuring checks too), RTLAB_VALGRIND=1 (also the rtcost-a53 check: valgrind's .debs for ARCH
+# are fetched with apt-get download, libc6-dbg at the image's libc6 version, and put on the lab
+# disk; the image stays as it is; RTLAB_VALGRIND=lines: with --lines). --keep leaves the work
+# directory (console log, lab disk, results) and says where; without it only the results
+# directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab, BUILD_DIR/rtlab-backports with
+# --kernel=backports).
 #
 # Thread contract: a host-side shell script; not re-entrant per cache directory (an flock on
 # RTLAB_CACHE/lock serialises image builds).
@@ -47,7 +50,7 @@ for a in "$@"; do
     --arch=*) ARCH=${a#--arch=} ;;
     --kernel=*) KERNEL=${a#--kernel=} ;;
     --keep) KEEP=1 ;;
-    -h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "rtlab: unknown option '$a' (expected --arch=amd64|arm64, --kernel=bookworm|backports, --keep)" >&2; exit 2 ;;
   esac
 done
@@ -238,6 +241,18 @@ ensure_image() {
   sed 's/^/rtlab: image: /' "$IMAGE_DIR/versions.txt" >&2 || true
 }
 
+# valgrind_debs DIR: valgrind and what it depends on, libc6-dbg (at exactly the image's libc6
+# version, read from the image's dpkg status with debugfs), for ARCH, into DIR: the rtcost-a53
+# check installs them in the guest (RTLAB_VALGRIND=1), which has no network.
+valgrind_debs() {
+  local libc
+  libc=$(debugfs -R "cat /var/lib/dpkg/status" "$IMAGE_DIR/root.img" 2>/dev/null |
+    awk '/^Package: / { p = ($2 == "libc6") } p && /^Version: / { print $2; exit }')
+  [[ -n $libc ]] || { echo "rtlab: no libc6 version in $IMAGE_DIR/root.img" >&2; return 1; }
+  (cd "$1" && apt-get download -q "valgrind:$ARCH" "libc6-dbg:$ARCH=$libc" >&2) ||
+    { echo "rtlab: apt-get download valgrind:$ARCH libc6-dbg:$ARCH=$libc failed (apt-get update?)" >&2; return 1; }
+}
+
 # lab_disk: the second disk (ext4, read-write in the guest): rtloop's binaries and the source
 # tree's files (git ls-files), both mounted in the guest at their absolute paths on this host (the
 # tests name the programs they start and the files they read, e.g. result.schema.json, by
@@ -249,6 +264,7 @@ lab_disk() {
   cp examples/plc/conveyor.toml "$d/examples/"
   mkdir -p "$d/debs"
   deb_files | xargs cp -t "$d/debs"
+  if [[ -n ${RTLAB_VALGRIND:-} ]]; then mkdir -p "$d/valgrind-debs" && valgrind_debs "$d/valgrind-debs"; fi
   cp tests/rtlab/guest-checks.sh "$d/"
   mkdir -p "$d/src"
   git ls-files -z | xargs -0 cp --parents -t "$d/src"
@@ -257,7 +273,8 @@ lab_disk() {
     printf 'RTLAB_KERNEL=%q\n' "$KERNEL"
     printf 'RTLAB_ARCH=%q\n' "$ARCH"
     printf 'RTLAB_ONLY=%q\n' "${RTLAB_ONLY:-}"
-    printf 'RTLAB_FULL=%q\n' "${RTLAB_FULL:-}"; } >"$d/lab.env"
+    printf 'RTLAB_FULL=%q\n' "${RTLAB_FULL:-}"
+    printf 'RTLAB_VALGRIND=%q\n' "${RTLAB_VALGRIND:-}"; } >"$d/lab.env"
   mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
   rm -rf "$d"
 }
