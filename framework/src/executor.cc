@@ -269,7 +269,12 @@ CycleEngineConfig Executor::Impl::EngineConfig(Slot& slot) const {
   ec.max_cycles = slot.config.max_cycles;
   ec.warmup_cycles = slot.config.warmup_cycles;
   ec.run_for = slot.config.run_for;
-  ec.observers = slot.observers;
+  // Each observer's part for this task (CycleObserver::ForTask), resolved once here, on the RT
+  // thread after OnRtThreadStart(): the cycle calls it directly.
+  for (CycleObserver* o : slot.observers) {
+    CycleObserver* part = o->ForTask(slot.id);
+    (void)ec.observers.Add(part != nullptr ? part : o);  // as many as slot.observers: they fit
+  }
   ec.stats = &slot.stats;
   return ec;
 }

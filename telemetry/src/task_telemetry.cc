@@ -91,6 +91,11 @@ void TelemetryHub::OnCycle(const CycleSample& sample) noexcept {
   t->OnCycle(sample);
 }
 
+CycleObserver* TelemetryHub::ForTask(TaskId id) noexcept {
+  if (TaskTelemetry* t = task(id)) return t;
+  return this;
+}
+
 TaskTelemetry* TelemetryHub::task(TaskId id) noexcept {
   return id < config_.max_tasks ? slots_[id].load(std::memory_order_acquire) : nullptr;
 }

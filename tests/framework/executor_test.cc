@@ -324,6 +324,39 @@ TEST(ExecutorTest, TasksShareOneStartTimePlusPhase) {
   EXPECT_EQ(obs.cycles.load(), 6u);
 }
 
+// Serves task 0 through a part of its own (CycleObserver::ForTask), the others itself.
+class DispatchingObserver final : public CycleObserver {
+ public:
+  void OnRtThreadStart(TaskId /*task*/) override { thread_starts.fetch_add(1); }
+  void OnCycle(const CycleSample& /*s*/) noexcept override { own_cycles.fetch_add(1); }
+  CycleObserver* ForTask(TaskId task) noexcept override {
+    return task == 0 ? static_cast<CycleObserver*>(&part) : nullptr;  // nullptr: this one
+  }
+  CountingObserver part;
+  std::atomic<int> thread_starts{0};
+  std::atomic<std::uint64_t> own_cycles{0};
+};
+
+TEST(ExecutorTest, EachTaskCallsThePartItsObserverNamesForIt) {
+  auto ex = MakeExecutor(TestExecutorConfig());
+  DispatchingObserver obs;
+  CountingTask a, b;
+  TaskConfig ta = OtherTask("a", milliseconds(1));
+  ta.max_cycles = 3;
+  ta.observers = {&obs};
+  TaskConfig tb = ta;
+  tb.name = "b";
+  tb.max_cycles = 4;
+  ASSERT_TRUE(ex->AddTask(a, ta).ok());
+  ASSERT_TRUE(ex->AddTask(b, tb).ok());
+  ASSERT_TRUE(ex->Start().ok());
+  ex->Wait();
+  EXPECT_EQ(obs.thread_starts.load(), 2);       // OnRtThreadStart() on the observer added
+  EXPECT_EQ(obs.part.thread_starts.load(), 0);  // never on the part
+  EXPECT_EQ(obs.part.cycles.load(), 3u);        // task 0's cycles: the part
+  EXPECT_EQ(obs.own_cycles.load(), 4u);         // task 1's: the observer itself
+}
+
 // ---- Scheduling really applied ----
 
 TEST(ExecutorTest, AffinityIsAppliedInsideTheThread) {

@@ -48,6 +48,37 @@ TEST(SampleTest, MakeSampleNarrowsAndFlagsSaturatedFields) {
   EXPECT_EQ(n.flags, 0u);
 }
 
+TEST(SampleTest, MakeSampleSaturatesExactlyAtTheFieldLimits) {
+  constexpr std::int64_t kI32Min = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
+  constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+  constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+  struct Case {
+    std::int64_t latency, execution;
+    std::int32_t latency_out;
+    std::uint32_t execution_out;
+    std::uint16_t flags;
+  };
+  const Case cases[] = {
+      {kI32Min, 0, std::numeric_limits<std::int32_t>::min(), 0, 0},
+      {kI32Max, kU32Max, std::numeric_limits<std::int32_t>::max(), 0xffff'ffffu, 0},
+      {kI32Min - 1, -1, std::numeric_limits<std::int32_t>::min(), 0, kSampleSaturated},
+      {kI32Max + 1, kU32Max + 1, std::numeric_limits<std::int32_t>::max(), 0xffff'ffffu,
+       kSampleSaturated},
+      {kI64Min, kI64Min, std::numeric_limits<std::int32_t>::min(), 0, kSampleSaturated},
+      {kI64Max, kI64Max, std::numeric_limits<std::int32_t>::max(), 0xffff'ffffu, kSampleSaturated},
+      {kI64Max, 1, std::numeric_limits<std::int32_t>::max(), 1, kSampleLatencySaturated},
+      {-1, kI64Max, -1, 0xffff'ffffu, kSampleExecutionSaturated},
+  };
+  for (const Case& k : cases) {
+    const Sample s = MakeSample(testing::MakeCycle(1, 1, k.latency, k.execution));  // no flags
+    EXPECT_EQ(s.latency_ns, k.latency_out) << k.latency;
+    EXPECT_EQ(s.execution_ns, k.execution_out) << k.execution;
+    EXPECT_EQ(s.flags, k.flags) << k.latency << " " << k.execution;
+  }
+}
+
 TEST(SampleRingTest, CapacityCoversTwiceTheDrainPeriodWithAFloor) {
   EXPECT_EQ(RingCapacityFor(milliseconds(1), milliseconds(1), 1024), 1024u);  // floor
   EXPECT_EQ(RingCapacityFor(microseconds(1), milliseconds(4), 1024), 8192u);  // 8000 -> 2^13

@@ -79,6 +79,21 @@ TEST(TelemetryHubTest, SamplesOfUnknownTasksAreCountedAndIgnored) {
   EXPECT_EQ(hub.Snapshot(9).status().code(), StatusCode::kNotFound);
 }
 
+// The executor calls a task's TaskTelemetry directly (CycleObserver::ForTask); a task the hub does
+// not have is served by the hub itself, which still counts its samples as unknown.
+TEST(TelemetryHubTest, ForTaskIsTheTasksTelemetryOrTheHub) {
+  TelemetryHub hub;
+  ASSERT_TRUE(hub.AddTask(2, MakeTaskConfig("pos")).ok());
+  EXPECT_EQ(hub.ForTask(2), static_cast<CycleObserver*>(hub.task(2)));
+  EXPECT_EQ(hub.ForTask(5), static_cast<CycleObserver*>(&hub));
+  EXPECT_EQ(hub.ForTask(100'000), static_cast<CycleObserver*>(&hub));
+  hub.OnRtThreadStart(2);
+  hub.ForTask(2)->OnCycle(MakeCycle(2, 0, 1000, 1));
+  hub.ForTask(5)->OnCycle(MakeCycle(5, 0, 1000, 1));
+  EXPECT_EQ(hub.task(2)->samples(), 1u);
+  EXPECT_EQ(hub.unknown_task_samples(), 1u);
+}
+
 TEST(TelemetryHubTest, AddTaskRejectsIdsBeyondTheSlotsAndDuplicates) {
   TelemetryHub hub({.max_tasks = 4});
   Status beyond = hub.AddTask(4, MakeTaskConfig("x"));

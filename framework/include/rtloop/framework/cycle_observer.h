@@ -12,9 +12,9 @@
 // A task has up to kMaxCycleObservers observers (TaskConfig::observers, e.g. a user's observer and
 // the telemetry hub), fixed when the task is added and called in order on the task's RT thread.
 //
-// Threading: OnRtThreadStart() and OnCycle() run on the task's RT thread; OnCycle() must be RT-safe
-// (no allocation, no blocking, no syscalls). One observer may serve several tasks (each call names
-// its task); it is then called concurrently from their threads.
+// Threading: OnRtThreadStart(), ForTask() and OnCycle() run on the task's RT thread; OnCycle() must
+// be RT-safe (no allocation, no blocking, no syscalls). One observer may serve several tasks (each
+// call names its task); it is then called concurrently from their threads.
 #pragma once
 
 #include <array>
@@ -60,6 +60,12 @@ class CycleObserver {
   virtual void OnRtThreadStart(TaskId /*task*/) {}
   // After each cycle. RT-safe.
   virtual void OnCycle(const CycleSample& sample) noexcept = 0;
+  // The observer whose OnCycle() the task's RT thread calls for `task`'s cycles: asked once, on
+  // that thread, after OnRtThreadStart() and before the first cycle. An observer that serves
+  // several tasks returns the part that serves `task` (one virtual call a cycle, no per-cycle
+  // look-up: TelemetryHub returns the task's TaskTelemetry); it must stay valid while the task
+  // runs. nullptr or the default: this observer itself.
+  virtual CycleObserver* ForTask(TaskId /*task*/) noexcept { return this; }
 };
 
 // Observers one task may have.

@@ -217,10 +217,12 @@ inline void Max(std::atomic<std::int64_t>& a, std::int64_t v) noexcept {
 
 }  // namespace task_stats_internal
 
-// Inline: the RT thread calls it every cycle (bench/rtcost/README.md).
-inline void TaskStats::Record(std::int64_t latency_ns, std::int64_t execution_ns,
-                              std::int64_t jitter_ns, bool first, bool overrun,
-                              std::uint64_t missed) noexcept {
+// Inline, always: the RT thread calls it every cycle, with seven arguments
+// (bench/rtcost/README.md).
+[[gnu::always_inline]] inline void TaskStats::Record(std::int64_t latency_ns,
+                                                     std::int64_t execution_ns,
+                                                     std::int64_t jitter_ns, bool first,
+                                                     bool overrun, std::uint64_t missed) noexcept {
   if (const std::uint64_t req = reset_requested_.load(std::memory_order_acquire);
       req != reset_applied_.load(std::memory_order_relaxed)) [[unlikely]] {
     // A reset was asked for: min/max restart with this cycle. Stored before reset_applied_

@@ -63,26 +63,22 @@ constexpr Sample MakeSample(const CycleSample& c) noexcept {
   s.seq = c.seq;
   s.release_ns = c.release.ns();
   std::uint32_t flags = c.flags & 0xffu;
-  constexpr std::int64_t kI32Min = std::numeric_limits<std::int32_t>::min();
-  constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
-  if (c.wakeup_latency_ns < kI32Min) {
-    s.latency_ns = std::numeric_limits<std::int32_t>::min();
-    flags |= kSampleLatencySaturated;
-  } else if (c.wakeup_latency_ns > kI32Max) {
-    s.latency_ns = std::numeric_limits<std::int32_t>::max();
-    flags |= kSampleLatencySaturated;
-  } else {
+  // One unsigned compare a field on the common path: L + 2^31 in [0, 2^32) is the int32 range,
+  // X in [0, 2^32) the uint32 one (unsigned arithmetic: no overflow for any int64).
+  const auto latency = static_cast<std::uint64_t>(c.wakeup_latency_ns);
+  if (latency + 0x8000'0000u <= 0xffff'ffffu) [[likely]] {
     s.latency_ns = static_cast<std::int32_t>(c.wakeup_latency_ns);
-  }
-  constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
-  if (c.execution_ns < 0) {
-    s.execution_ns = 0;
-    flags |= kSampleExecutionSaturated;
-  } else if (c.execution_ns > kU32Max) {
-    s.execution_ns = std::numeric_limits<std::uint32_t>::max();
-    flags |= kSampleExecutionSaturated;
   } else {
-    s.execution_ns = static_cast<std::uint32_t>(c.execution_ns);
+    s.latency_ns = c.wakeup_latency_ns < 0 ? std::numeric_limits<std::int32_t>::min()
+                                           : std::numeric_limits<std::int32_t>::max();
+    flags |= kSampleLatencySaturated;
+  }
+  const auto execution = static_cast<std::uint64_t>(c.execution_ns);
+  if (execution <= 0xffff'ffffu) [[likely]] {
+    s.execution_ns = static_cast<std::uint32_t>(execution);
+  } else {
+    s.execution_ns = c.execution_ns < 0 ? 0 : std::numeric_limits<std::uint32_t>::max();
+    flags |= kSampleExecutionSaturated;
   }
   s.missed_releases = c.missed_releases;
   s.task = static_cast<std::uint16_t>(c.task > kMaxSampleTaskId ? kMaxSampleTaskId : c.task);

@@ -27,7 +27,7 @@
 //
 // Threading: AddTask()/AttachExecutor()/SetStatsSource() are set-up calls (not RT-safe, internally
 // locked); AddTask() may be called while other tasks run (slots are published atomically).
-// OnRtThreadStart() and OnCycle() run on each task's RT thread (OnCycle() is RT-safe).
+// OnRtThreadStart(), ForTask() and OnCycle() run on each task's RT thread (OnCycle() is RT-safe).
 // SetSampleObserver() is a set-up call too (before the executor starts); the observer's OnDrained()
 // runs on the thread that drains (the collector's, or a reader's in Drain()), one at a time, and
 // its OnRefused() on the task's RT thread.
@@ -124,8 +124,9 @@ class TaskSampleObserver {
   virtual void OnRefused(const CycleSample& sample) noexcept = 0;
 };
 
-// One task's telemetry state. Created by TelemetryHub::AddTask.
-class TaskTelemetry {
+// One task's telemetry state. Created by TelemetryHub::AddTask. It is the CycleObserver the task's
+// RT thread calls (TelemetryHub::ForTask): one virtual call a cycle, no look-up.
+class TaskTelemetry final : public CycleObserver {
  public:
   // Allocates both histograms with `layout`. Not RT-safe.
   TaskTelemetry(TaskId id, const TaskConfig& config, std::unique_ptr<SampleRing> ring,
@@ -136,11 +137,13 @@ class TaskTelemetry {
   // On the task's RT thread before its first cycle: attaches the ring's producer token. Not
   // RT-safe: allocates.
   void OnRtThreadStart();
+  // CycleObserver: the hub calls the one above for its own task (`task` is this one's id).
+  void OnRtThreadStart(TaskId /*task*/) override { OnRtThreadStart(); }
   // Publishes one cycle: one ring push. The histograms are recorded from the ring by whoever
   // drains it (RecordDrained()); a sample the full ring refuses, or one the Sample cannot hold
   // (kSampleSaturated), is recorded here, at once, so no count or value is lost. RT thread.
   // RT-safe.
-  void OnCycle(const CycleSample& sample) noexcept;
+  void OnCycle(const CycleSample& sample) noexcept override;
   // Records samples just drained from this task's ring in both histograms, but the saturated
   // ones (OnCycle() recorded them). The ring's one consumer (the collector, or the hub's own drain
   // without one). RT-safe (lock-free).
@@ -215,6 +218,10 @@ class TelemetryHub final : public CycleObserver {
   // RT-safe.
   void OnRtThreadStart(TaskId task) override;
   void OnCycle(const CycleSample& sample) noexcept override;
+  // The task's TaskTelemetry when it was added (the executor then calls it directly each cycle,
+  // and this hub's OnCycle() is skipped), else the hub itself (its OnCycle() looks the task up,
+  // finds one added later, counts unknown ids). On the task's RT thread, before its first cycle.
+  CycleObserver* ForTask(TaskId task) noexcept override;
 
   // Sets task `id`'s TaskSampleObserver (nullptr: none), after AddTask() and before the executor
   // starts. NotFound for a task never added. Not RT-safe.
@@ -269,7 +276,8 @@ class TelemetryHub final : public CycleObserver {
   Result<TaskTelemetrySnapshot> SnapshotDrained(TaskId id, bool with_buckets) const;
 };
 
-// Inline: TelemetryHub::OnCycle() calls it on the RT thread every cycle (bench/rtcost/README.md).
+// Inline: the executor (through ForTask) or TelemetryHub::OnCycle() calls it on the RT thread every
+// cycle (bench/rtcost/README.md).
 inline void TaskTelemetry::OnCycle(const CycleSample& s) noexcept {
   const Sample sample = MakeSample(s);
   if (ring_->writer().TryPush(sample) && (sample.flags & kSampleSaturated) == 0) [[likely]] {
