@@ -55,6 +55,7 @@ using testing::ScratchDir;
 using testing::StreamCheck;
 using testing::WaitFor;
 using testing::WaitForServingAddress;
+using testing::WithStderr;
 
 int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
 
@@ -358,12 +359,10 @@ TEST(GrpcStreamEnd, RtloopCyclicEndsItsStreamsWithTheLastSeqOfEveryThread) {
 #else
   const ScratchDir dir("cyclic_end");
   const std::string err = (dir / "err").string();
-  rtloop::testing::ChildConfig config;
-  config.argv = {RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-t2", "-i500", "-l3000", "-q",
-                 "--default-system"};
-  config.stdout_path = "/dev/null";
-  config.stderr_path = err;
-  rtloop::testing::ChildProcess cyclic(config);
+  rtloop::testing::ChildProcess cyclic(
+      WithStderr({RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-t2", "-i500", "-l3000", "-q",
+                  "--default-system"},
+                 err));
   ASSERT_TRUE(cyclic.started()) << cyclic.error();
   const std::string address = WaitForServingAddress(err);
   EXPECT_FALSE(address.empty()) << ReadAll(err);
@@ -705,11 +704,7 @@ TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
     args.push_back("--tls-cert=" + cert);
     args.push_back("--tls-key=" + key);
   }
-  rtloop::testing::ChildConfig config;
-  config.argv = args;
-  config.stdout_path = "/dev/null";
-  config.stderr_path = err;
-  rtloop::testing::ChildProcess cyclic(config);
+  rtloop::testing::ChildProcess cyclic(WithStderr(args, err));
   ASSERT_TRUE(cyclic.started()) << cyclic.error();
   const std::string address = WaitForServingAddress(err);
   ASSERT_FALSE(address.empty()) << ReadAll(err);

@@ -208,6 +208,18 @@ bool WaitFor(Pred pred, milliseconds timeout) {
   return true;
 }
 
+// args[0] run with `args`, stdout to the file `out` (/dev/null unless given) and stderr to the
+// file `err`: the config of a program whose serving address the test reads from its stderr.
+inline rtloop::testing::ChildConfig WithStderr(std::vector<std::string> args,
+                                               const std::string& err,
+                                               const std::string& out = "/dev/null") {
+  rtloop::testing::ChildConfig config;
+  config.argv = std::move(args);
+  config.stdout_path = out;
+  config.stderr_path = err;
+  return config;
+}
+
 // The address a telemetry server printed to `err` ("serving on HOST:PORT ..."), waiting up to
 // 10 s; "" when it did not.
 inline std::string WaitForServingAddress(const std::string& err) {

@@ -38,6 +38,7 @@ using testing::RunCommand;
 using testing::ScratchDir;
 using testing::StreamCheck;
 using testing::WaitFor;
+using testing::WithStderr;
 
 // A port nothing listens on (one that was free a moment ago), as "127.0.0.1:PORT".
 std::string VacantAddress() {
@@ -147,11 +148,8 @@ TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
   const std::string address = rig->address();
-  rtloop::testing::ChildConfig config;
-  config.argv = {RTLOOP_TOP_PATH, address, "--json", "--watch", "--interval=0.05"};
-  config.stdout_path = out;
-  config.stderr_path = err;
-  rtloop::testing::ChildProcess watch(config);
+  rtloop::testing::ChildProcess watch(
+      WithStderr({RTLOOP_TOP_PATH, address, "--json", "--watch", "--interval=0.05"}, err, out));
   ASSERT_TRUE(watch.started()) << watch.error();
   EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "{\"schema_version\"") >= 2; },
                       milliseconds(10'000)));
@@ -178,11 +176,8 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   const std::string address = rig->address();
 
   // A failed ASSERT below must not leave rtloop-top retrying forever: the ChildProcess stops it.
-  rtloop::testing::ChildConfig config;
-  config.argv = {RTLOOP_TOP_PATH, address, "--interval=0.05"};
-  config.stdout_path = out;
-  config.stderr_path = err;
-  rtloop::testing::ChildProcess top(config);
+  rtloop::testing::ChildProcess top(
+      WithStderr({RTLOOP_TOP_PATH, address, "--interval=0.05"}, err, out));
   ASSERT_TRUE(top.started()) << top.error();
 
   EXPECT_TRUE(
@@ -214,11 +209,8 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
   const ScratchDir dir("cyclic");
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
-  rtloop::testing::ChildConfig config;
-  config.argv = {RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"};
-  config.stdout_path = out;
-  config.stderr_path = err;
-  rtloop::testing::ChildProcess cyclic(config);
+  rtloop::testing::ChildProcess cyclic(WithStderr(
+      {RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"}, err, out));
   ASSERT_TRUE(cyclic.started()) << cyclic.error();
   std::string address;
   EXPECT_TRUE(WaitFor(
