@@ -1,23 +1,34 @@
-// The harness of the rtloop-cyclic end-to-end tests: runs the binary as a subprocess with its
+// CyclicCliTest: the fixture of the rtloop-cyclic end-to-end tests, a thin layer over
+// rtloop::testing::ChildProcess (tests/testing/child_process.h) that runs the binary with its
 // stdout and stderr in files of a scratch directory, with a bounded wait. Shared by the test files
 // of tests/cyclic that run the binary.
+//
+//   TEST_F(CyclicCliTest, Something) {
+//     const Outcome r = Run({"-q", "-l5", "--default-system"});
+//     EXPECT_EQ(r.exit_code, 0) << r.err;
+//   }
+//
+// Threading: the test's thread only. Not RT-safe (starts processes).
 #pragma once
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "child_process.h"
 
 #ifndef RTLOOP_CYCLIC_BINARY
 #error "RTLOOP_CYCLIC_BINARY must name the rtloop-cyclic executable"
@@ -59,52 +70,50 @@ class CyclicCliTest : public ::testing::Test {
     dir_ = tmpl;
   }
   void TearDown() override {
+    children_.clear();  // stops (SIGTERM, then SIGKILL) and reaps any still running
     const std::string cmd = "rm -rf '" + dir_ + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
   }
 
   // Starts the binary with `args`; stdout/stderr go to files in dir_. `before_exec` runs in the
-  // child (e.g. to drop privileges).
+  // child (e.g. to drop privileges). The pid (also when it could not start: Wait() says why).
   pid_t Spawn(const std::vector<std::string>& args, void (*before_exec)() = nullptr) {
-    const std::string out = dir_ + "/stdout";
-    const std::string err = dir_ + "/stderr";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(o, 1);
-      dup2(e, 2);
-      if (before_exec != nullptr) before_exec();
-      std::vector<char*> argv;
-      static char name[] = RTLOOP_CYCLIC_BINARY;
-      argv.push_back(name);
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(RTLOOP_CYCLIC_BINARY, argv.data());
-      _exit(127);
-    }
+    rtloop::testing::ChildConfig config;
+    config.argv.push_back(RTLOOP_CYCLIC_BINARY);
+    config.argv.insert(config.argv.end(), args.begin(), args.end());
+    config.stdout_path = dir_ + "/stdout";
+    config.stderr_path = dir_ + "/stderr";
+    config.before_exec = before_exec;
+    auto child = std::make_unique<rtloop::testing::ChildProcess>(std::move(config));
+    const pid_t pid = child->started() ? child->pid() : --unstarted_;
+    children_[pid] = std::move(child);
     return pid;
   }
 
+  // Waits (bounded: a hang fails the test instead of blocking CI) for the child `pid` of Spawn();
+  // exit code 127 with the reason as its stderr when it could not start.
   Outcome Wait(pid_t pid) {
     Outcome r;
-    int status = 0;
-    // Bounded: a hang fails the test instead of blocking CI.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (;;) {
-      const pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == pid) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        ADD_FAILURE() << "rtloop-cyclic did not finish within 20 s";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const auto found = children_.find(pid);
+    if (found == children_.end()) {
+      ADD_FAILURE() << "no child " << pid << " of Spawn()";
+      return r;
     }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = ReadFile(dir_ + "/stdout");
-    r.err = ReadFile(dir_ + "/stderr");
+    rtloop::testing::ChildProcess& child = *found->second;
+    if (!child.started()) {
+      r.exit_code = 127;
+      r.err = child.error();
+      return r;
+    }
+    std::optional<int> status = child.Wait(std::chrono::seconds(20));
+    if (!status) {
+      child.Signal(SIGKILL);
+      status = child.Stop();
+      ADD_FAILURE() << "rtloop-cyclic did not finish within 20 s";
+    }
+    r.exit_code = status.value_or(-1);
+    r.out = child.Stdout();
+    r.err = child.Stderr();
     return r;
   }
 
@@ -125,6 +134,10 @@ class CyclicCliTest : public ::testing::Test {
   }
 
   std::string dir_;
+
+ private:
+  std::map<pid_t, std::unique_ptr<rtloop::testing::ChildProcess>> children_;
+  pid_t unstarted_ = 0;  // negative keys of children that could not start
 };
 
 // cyclictest's T: line (us units): "T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "alloc_counter.h"
+#include "child_process.h"
 #include "cyclic_options.h"
 #include "cyclic_thread_stats.h"
 
@@ -256,23 +257,25 @@ TEST(MaxOverTimeOptions, WindowMustBeAtLeastOneMillisecond) {
 // End to end: the windows of each thread add up to its cycle count and their max is the T: Max.
 TEST(MaxOverTimeCli, WindowMaximaAgreeWithTheThreadLines) {
   const std::string path = ::testing::TempDir() + "mot_cli_" + std::to_string(getpid()) + ".txt";
-  const std::string cmd = std::string(RTLOOP_CYCLIC_BINARY) +
-                          " -t2 -i1000 -D1 -q --max-window=100 --max-over-time=" + path +
-                          " 2>/dev/null";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
+  rtloop::testing::ChildConfig cyclic;
+  cyclic.argv = {RTLOOP_CYCLIC_BINARY,     "-t2", "-i1000", "-D1", "-q", "--max-window=100",
+                 "--max-over-time=" + path};
+  cyclic.stderr_path = "/dev/null";
+  const rtloop::testing::ChildResult run = rtloop::testing::RunChild(cyclic);
+  ASSERT_TRUE(run.error.empty()) << run.error;
   std::map<int, std::pair<unsigned long long, long long>> lines;  // thread -> cycles, max
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) {
+  std::istringstream out(run.out);
+  for (std::string text; std::getline(out, text);) {
     int t = 0, tid = 0, prio = 0;
     long long interval = 0, min = 0, act = 0, avg = 0, max = 0;
     unsigned long long cycles = 0;
-    if (std::sscanf(buf, "T:%d (%d) P:%d I:%lld C:%llu Min:%lld Act:%lld Avg:%lld Max:%lld", &t,
-                    &tid, &prio, &interval, &cycles, &min, &act, &avg, &max) == 9) {
+    if (std::sscanf(text.c_str(),
+                    "T:%d (%d) P:%d I:%lld C:%llu Min:%lld Act:%lld Avg:%lld Max:%lld", &t, &tid,
+                    &prio, &interval, &cycles, &min, &act, &avg, &max) == 9) {
       lines[t] = {cycles, max};
     }
   }
-  ASSERT_EQ(pclose(p), 0);
+  ASSERT_EQ(run.status, 0);
   ASSERT_EQ(lines.size(), 2u);
   std::map<int, std::pair<unsigned long long, long long>> windows;
   std::istringstream in(ReadFile(path));

@@ -11,7 +11,7 @@
 #include <regex>
 #include <string>
 
-#include "child_process.h"
+#include "example_child.h"
 #include "rtloop/telemetry/client.h"
 
 namespace rtloop::telemetry {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "child_process.h"
+#include "example_child.h"
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/sample_log_file.h"
 

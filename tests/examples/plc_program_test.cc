@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.h"
+#include "example_child.h"
 #include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
 

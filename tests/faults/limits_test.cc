@@ -23,10 +23,10 @@
 namespace rtloop::faults {
 namespace {
 
+using ::rtloop::testing::ChildProcess;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using telemetry::testing::Cfg;
-using telemetry::testing::ChildProcess;
 using telemetry::testing::Connect;
 using telemetry::testing::HttpGet;
 using telemetry::testing::HttpReply;
@@ -202,14 +202,10 @@ TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethodsAndTheTokenGuardedR
 TEST(SecurityLimits, NoLibraryThatServesRequestsCanStartAProcess) {
   for (const char* lib :
        {RTLOOP_FRAMEWORK_LIB, RTLOOP_TELEMETRY_CORE_LIB, RTLOOP_TELEMETRY_LIB, RTLOOP_CYCLIC_LIB}) {
-    const std::string cmd = std::string("nm -u --format=posix '") + lib + "' 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string symbols;
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) symbols.append(buf, n);
-    ASSERT_EQ(pclose(p), 0) << "nm failed (binutils): " << symbols.substr(0, 300);
+    const telemetry::testing::Command nm =
+        telemetry::testing::RunCommand(std::string("nm -u --format=posix '") + lib + "'");
+    const std::string& symbols = nm.output;
+    ASSERT_EQ(nm.exit_code, 0) << "nm failed (binutils): " << symbols.substr(0, 300);
     EXPECT_NE(symbols.find(" U"), std::string::npos) << lib << ": nm listed nothing";
     for (const char* call :
          {"system", "popen", "fork", "vfork", "execl", "execlp", "execle", "execv", "execve",

@@ -31,9 +31,9 @@ namespace rtloop::faults {
 namespace {
 
 namespace fs = std::filesystem;
+using ::rtloop::testing::ChildProcess;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-using telemetry::testing::ChildProcess;
 using telemetry::testing::OtherTask;
 using telemetry::testing::ReadAll;
 using telemetry::testing::ScratchDir;
@@ -121,7 +121,7 @@ TEST(ProcessFaults, SigtermDuringRtloopCyclicsStartUpEndsItPromptlyWithWholeOutp
           << cyclic.Output();
     }
     ASSERT_EQ(kill(cyclic.pid(), SIGTERM), 0);
-    const int status = cyclic.Wait(milliseconds(10'000));
+    const int status = cyclic.Wait(milliseconds(10'000)).value_or(-1);
     ASSERT_NE(status, -1) << "still running 10 s after SIGTERM at " << delay_ms << " ms";
     SCOPED_TRACE("SIGTERM " + std::to_string(delay_ms) + " ms after the start, exit " +
                  std::to_string(status));
@@ -151,7 +151,7 @@ TEST(ProcessFaults, ASecondSigtermDuringRtloopCyclicsShutdownNeverLeavesAHalfFil
     ASSERT_EQ(kill(cyclic.pid(), SIGTERM), 0);
     std::this_thread::sleep_for(milliseconds(gap_ms));
     kill(cyclic.pid(), SIGTERM);  // it may have exited already
-    const int status = cyclic.Wait(milliseconds(10'000));
+    const int status = cyclic.Wait(milliseconds(10'000)).value_or(-1);
     ASSERT_NE(status, -1) << "still running 10 s after two SIGTERMs " << gap_ms << " ms apart";
     SCOPED_TRACE("second SIGTERM " + std::to_string(gap_ms) + " ms after the first, exit " +
                  std::to_string(status));
@@ -193,7 +193,7 @@ TEST(ProcessFaults, SigtermDuringTheExamplesStartUpAndShutdownEndsItPromptly) {
         std::this_thread::sleep_for(milliseconds(2));
         kill(example.pid(), SIGTERM);
       }
-      const int status = example.Wait(milliseconds(10'000));
+      const int status = example.Wait(milliseconds(10'000)).value_or(-1);
       ASSERT_NE(status, -1) << "still running 10 s after SIGTERM at " << delay_ms << " ms";
       const std::string out = example.Output();
       SCOPED_TRACE("SIGTERM at " + std::to_string(delay_ms) + " ms" + (twice ? ", twice" : "") +
@@ -249,7 +249,7 @@ TEST(ProcessFaults, ASampleLogOnAFullTmpfsIsExitFourAndTheTasksKeepTheirCycles) 
   ChildProcess cyclic({RTLOOP_CYCLIC_PATH, "-q", "-i200", "-l6000", "--default-system",
                        "--record=" + rec, "--json=" + (dir / "j.json").string()},
                       dir / "out");
-  const int status = cyclic.Wait(milliseconds(30'000));
+  const int status = cyclic.Wait(milliseconds(30'000)).value_or(-1);
   const std::string out = cyclic.Output();
   EXPECT_EQ(status, 4) << out;
   EXPECT_NE(out.find("No space left on device"), std::string::npos) << out;
@@ -306,7 +306,7 @@ TEST(ProcessFaults, ASampleLogInAReadOnlyDirectoryIsRefusedBeforeMeasuring) {
       {RTLOOP_CYCLIC_PATH, "-q", "-i1000", "-D5", "--default-system",
        "--record=" + (dir / "ro/r.bin").string(), "--json=" + (dir / "j.json").string()},
       dir / "out");
-  const int status = cyclic.Wait(milliseconds(10'000));
+  const int status = cyclic.Wait(milliseconds(10'000)).value_or(-1);
   const std::string out = cyclic.Output();
   EXPECT_EQ(status, 2) << out;
   EXPECT_NE(out.find("--record"), std::string::npos) << out;
@@ -346,7 +346,7 @@ TEST(ProcessFaults, ServerPortsAlreadyTakenStopTheToolsBeforeMeasuringWithTheFix
     const ScratchDir dir("port_taken");
     if (argv[0] == RTLOOP_CYCLIC_PATH) argv.push_back("--json=" + (dir / "j.json").string());
     ChildProcess tool(argv, dir / "out");
-    const int status = tool.Wait(milliseconds(10'000));
+    const int status = tool.Wait(milliseconds(10'000)).value_or(-1);
     const std::string out = tool.Output();
     EXPECT_EQ(status, 1) << argv.back() << ": " << out;
     EXPECT_NE(out.find(taken + ": Address already in use"), std::string::npos) << out;

@@ -26,6 +26,7 @@
 namespace rtloop::faults {
 namespace {
 
+using ::rtloop::testing::ChildProcess;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
@@ -33,7 +34,6 @@ using telemetry::Client;
 using telemetry::SampleStream;
 using telemetry::testing::Background;
 using telemetry::testing::Cfg;
-using telemetry::testing::ChildProcess;
 using telemetry::testing::Connect;
 using telemetry::testing::CountProcEntries;
 using telemetry::testing::HttpGet;

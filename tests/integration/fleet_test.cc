@@ -31,6 +31,7 @@
 #include "measure_lock.h"
 #include "metrics.h"
 #include "page_json.h"
+#include "port_holder.h"
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/http_server.h"
 #include "scratch_dir.h"
@@ -41,10 +42,10 @@ namespace rtloop::telemetry {
 namespace {
 
 using nlohmann::json;
+using ::rtloop::testing::ChildProcess;
+using ::rtloop::testing::FreeLoopbackPort;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::ChildProcess;
-using testing::FreeLoopbackPort;
 using testing::HttpGet;
 using testing::HttpReply;
 using testing::IdleTask;
@@ -575,7 +576,7 @@ std::string PageDom(const ScratchDir& dir, const std::string& address, const std
     ADD_FAILURE() << chrome.error();
     return {};
   }
-  if (const int rc = chrome.Wait(seconds(60)); rc != 0) {
+  if (const int rc = chrome.Wait(seconds(60)).value_or(-1); rc != 0) {
     ADD_FAILURE() << "chromium exited with " << rc << ": " << chrome.Output().substr(0, 4000);
     return {};
   }

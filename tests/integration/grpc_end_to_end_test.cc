@@ -1,12 +1,10 @@
 // End-to-end tests of the telemetry gRPC service: an executor running real (SCHED_OTHER) tasks,
 // the hub, the collector and the server in this process; clients on loopback, in this process or
 // in a child process (rtloop-top, or this binary re-executed as a streaming client).
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,8 +28,6 @@
 #include "rtloop/telemetry/client.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
-
-extern char** environ;
 
 namespace rtloop::telemetry {
 namespace {
@@ -563,24 +559,21 @@ TEST(GrpcEndToEnd, ClientKilledMidStreamFreesItsStream) {
   Rig rig;
   ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), 0)).ok());
   ASSERT_TRUE(rig.StartTasks().ok());
-  const std::string env = std::string(kChildStreamEnv) + "=" + rig.address();
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  envp.push_back(const_cast<char*>(env.c_str()));
-  envp.push_back(nullptr);
-  char arg0[] = "rtloop_integration_tests";
-  char* argv[] = {arg0, nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+  rtloop::testing::ChildConfig config;
+  config.argv = {"/proc/self/exe"};
+  config.env = {std::string(kChildStreamEnv) + "=" + rig.address()};
+  config.stdout_path = "-";
+  config.stderr_path = "-";
+  rtloop::testing::ChildProcess client(config);
+  ASSERT_TRUE(client.started()) << client.error();
   auto deadline = steady_clock::now() + milliseconds(10'000);
   while (rig.server().open_streams() == 0 && steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
   }
   ASSERT_EQ(rig.server().open_streams(), 1u) << "the child never opened its stream";
   std::this_thread::sleep_for(milliseconds(200));  // mid-stream
-  kill(pid, SIGKILL);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
+  client.Signal(SIGKILL);
+  client.Stop();
   deadline = steady_clock::now() + milliseconds(5000);
   while (rig.server().open_streams() > 0 && steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
@@ -711,20 +704,13 @@ TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
   const std::string out = (dir / "out").string();
   Rig rig;
   ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::microseconds(100), kCycles)).ok());
-  const std::string env =
-      std::string(kChildVerifyEnv) + "=" + rig.address() + " " + std::to_string(kCycles);
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  envp.push_back(const_cast<char*>(env.c_str()));
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  char arg0[] = "rtloop_integration_tests";
-  char* argv[] = {arg0, nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data()), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  rtloop::testing::ChildConfig config;
+  config.argv = {"/proc/self/exe"};
+  config.env = {std::string(kChildVerifyEnv) + "=" + rig.address() + " " + std::to_string(kCycles)};
+  config.stdout_path = out;
+  config.stderr_path = "-";
+  rtloop::testing::ChildProcess verifier(config);
+  ASSERT_TRUE(verifier.started()) << verifier.error();
   // The child's subscription exists once the collector counts it: start the task then.
   EXPECT_TRUE(
       WaitFor([&] { return rig.collector().stats().subscriptions == 1; }, milliseconds(10'000)));
@@ -732,12 +718,12 @@ TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
   rig.WaitTasks();
   // The child exits once it saw the last seq; if the ring dropped that one, stopping the server
   // ends its stream.
-  int wstatus = 0;
-  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(10'000))) {
+  std::optional<int> status = verifier.Wait(milliseconds(10'000));
+  if (!status) {
     rig.server().Stop();
-    waitpid(pid, &wstatus, 0);
+    status = verifier.Wait(std::chrono::minutes(2));
   }
-  ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(out);
+  ASSERT_EQ(status, 0) << ReadAll(out);
   unsigned long long received = 0, lost = 0, ring_gap = 0, next_seq = 0;
   ASSERT_EQ(std::sscanf(ReadAll(out).c_str(), "received %llu lost %llu ring_gap %llu next %llu",
                         &received, &lost, &ring_gap, &next_seq),

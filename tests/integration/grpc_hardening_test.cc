@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -53,10 +52,10 @@ using testing::Rig;
 using testing::RigConfig;
 using testing::RunCommand;
 using testing::ScratchDir;
-using testing::SpawnWithStderr;
 using testing::StreamCheck;
 using testing::WaitFor;
 using testing::WaitForServingAddress;
+using testing::WithStderr;
 
 int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
 
@@ -360,10 +359,11 @@ TEST(GrpcStreamEnd, RtloopCyclicEndsItsStreamsWithTheLastSeqOfEveryThread) {
 #else
   const ScratchDir dir("cyclic_end");
   const std::string err = (dir / "err").string();
-  const pid_t pid = SpawnWithStderr({RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-t2", "-i500",
-                                     "-l3000", "-q", "--default-system"},
-                                    err);
-  ASSERT_NE(pid, 0);
+  rtloop::testing::ChildProcess cyclic(
+      WithStderr({RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-t2", "-i500", "-l3000", "-q",
+                  "--default-system"},
+                 err));
+  ASSERT_TRUE(cyclic.started()) << cyclic.error();
   const std::string address = WaitForServingAddress(err);
   EXPECT_FALSE(address.empty()) << ReadAll(err);
   if (!address.empty()) {
@@ -385,12 +385,12 @@ TEST(GrpcStreamEnd, RtloopCyclicEndsItsStreamsWithTheLastSeqOfEveryThread) {
       }
     }
   }
-  int wstatus = 0;
-  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &wstatus, 0);
+  std::optional<int> status = cyclic.Wait(milliseconds(15'000));
+  if (!status) {
+    cyclic.Signal(SIGKILL);
+    status = cyclic.Stop();
   }
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+  EXPECT_EQ(status, 0) << ReadAll(err);
 #endif
 }
 
@@ -545,27 +545,22 @@ TEST(GrpcHardening, TheServerServesAgainAfterItsDescriptorsRanOut) {
   int from_child[2];
   ASSERT_EQ(pipe2(to_child, O_CLOEXEC), 0);
   ASSERT_EQ(pipe2(from_child, O_CLOEXEC), 0);
-  const std::string env = std::string(kChildServerEnv) + "=128";
-  std::vector<char*> envp = testing::EnvironmentWith(env);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-  char arg0[] = "rtloop_integration_tests";
-  char* argv[] = {arg0, nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data()), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  rtloop::testing::ChildConfig config;
+  config.argv = {"/proc/self/exe"};
+  config.env = {std::string(kChildServerEnv) + "=128"};
+  config.stdin_fd = to_child[0];
+  config.stdout_fd = from_child[1];
+  config.stderr_path = "-";
+  rtloop::testing::ChildProcess server(config);
+  ASSERT_TRUE(server.started()) << server.error();
   close(to_child[0]);
   close(from_child[1]);
-  struct Reap {
-    pid_t pid;
+  struct CloseOnExit {
     int fd;
-    ~Reap() {
+    ~CloseOnExit() {
       if (fd >= 0) close(fd);
-      if (pid != 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
     }
-  } reap{pid, to_child[1]};
+  } reap{to_child[1]};
   // "address HOST:PORT\n"
   std::string line;
   char c = 0;
@@ -595,11 +590,9 @@ TEST(GrpcHardening, TheServerServesAgainAfterItsDescriptorsRanOut) {
     rest.push_back(c);
   }
   close(from_child[0]);
-  int wstatus = 0;
-  ASSERT_TRUE(WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(10'000)))
-      << "the child server did not end: " << rest;
-  reap.pid = 0;
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << rest;
+  const std::optional<int> status = server.Wait(milliseconds(10'000));
+  ASSERT_TRUE(status.has_value()) << "the child server did not end: " << rest;
+  EXPECT_EQ(status, 0) << rest;
   EXPECT_NE(rest.find("restarts "), std::string::npos) << rest;
   EXPECT_EQ(rest.find("restarts 0"), std::string::npos)
       << "it served again by restarting: " << rest;
@@ -711,14 +704,8 @@ TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
     args.push_back("--tls-cert=" + cert);
     args.push_back("--tls-key=" + key);
   }
-  const pid_t pid = SpawnWithStderr(args, err);
-  ASSERT_NE(pid, 0);
-  struct KillOnExit {
-    pid_t pid;
-    ~KillOnExit() {
-      if (pid != 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-  } guard{pid};
+  rtloop::testing::ChildProcess cyclic(WithStderr(args, err));
+  ASSERT_TRUE(cyclic.started()) << cyclic.error();
   const std::string address = WaitForServingAddress(err);
   ASSERT_FALSE(address.empty()) << ReadAll(err);
   EXPECT_NE(ReadAll(err).find(tls ? "(TLS, bearer token)" : "(plaintext, bearer token)"),
@@ -731,11 +718,7 @@ TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
   EXPECT_NE(without.output.find("token"), std::string::npos) << without.output;
   Command with = RunCommand(top + " --token-file " + token);
   EXPECT_EQ(with.exit_code, 0) << with.output;
-  kill(pid, SIGTERM);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
-  guard.pid = 0;
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+  EXPECT_EQ(cyclic.Stop(), 0) << ReadAll(err);
 #endif
 }
 

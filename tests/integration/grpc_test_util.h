@@ -1,12 +1,10 @@
 // Helpers of the gRPC integration tests: scratch folders, clients, a watchdog that cancels a
-// stream after a timeout, a checker that accounts for every seq of a sample stream, commands run
-// as child processes. Shared by the test files of tests/integration.
+// stream after a timeout, a checker that accounts for every seq of a sample stream, shell commands
+// run to their end (RunCommand, over tests/testing/child_process.h). Shared by the test files of
+// tests/integration.
 #pragma once
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,11 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "rtloop/telemetry/client.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
-
-extern char** environ;
 
 namespace rtloop::telemetry::testing {
 
@@ -169,15 +166,16 @@ struct Command {
   std::string output;
 };
 
+// Runs `cmd` with /bin/sh (stderr into the output too), bounded to 5 minutes: a hang fails the
+// test (exit code -1) instead of blocking CI.
 inline Command RunCommand(const std::string& cmd) {
+  rtloop::testing::ChildConfig config;
+  config.argv = {"/bin/sh", "-c", cmd};
+  config.stderr_path = rtloop::testing::ChildConfig::kSameAsStdout;
+  const rtloop::testing::ChildResult r = rtloop::testing::RunChild(config, std::chrono::minutes(5));
   Command c;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return c;
-  char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) c.output.append(buf, n);
-  const int status = pclose(p);
-  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  c.exit_code = r.status.value_or(-1);
+  c.output = r.out;
   return c;
 }
 
@@ -210,31 +208,16 @@ bool WaitFor(Pred pred, milliseconds timeout) {
   return true;
 }
 
-// This process' environment plus `extra` ("NAME=value", which must outlive the result), for
-// posix_spawn().
-inline std::vector<char*> EnvironmentWith(const std::string& extra) {
-  std::vector<char*> envp;
-  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  envp.push_back(const_cast<char*>(extra.c_str()));
-  envp.push_back(nullptr);
-  return envp;
-}
-
-// Starts args[0] with `args` (stdout to the file `out`, /dev/null unless given; stderr to the
-// file `err`); 0 on failure.
-inline pid_t SpawnWithStderr(std::vector<std::string> args, const std::string& err,
-                             const std::string& out = "/dev/null") {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ) != 0) pid = 0;
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
+// args[0] run with `args`, stdout to the file `out` (/dev/null unless given) and stderr to the
+// file `err`: the config of a program whose serving address the test reads from its stderr.
+inline rtloop::testing::ChildConfig WithStderr(std::vector<std::string> args,
+                                               const std::string& err,
+                                               const std::string& out = "/dev/null") {
+  rtloop::testing::ChildConfig config;
+  config.argv = std::move(args);
+  config.stdout_path = out;
+  config.stderr_path = err;
+  return config;
 }
 
 // The address a telemetry server printed to `err` ("serving on HOST:PORT ..."), waiting up to

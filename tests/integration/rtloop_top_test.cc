@@ -2,10 +2,8 @@
 // or in rtloop-cyclic: --once and --json snapshots, --json --watch ending with the run, one-line
 // errors with exit 2 (a vacant port said as such), the live mode reconnecting after the server
 // restarts.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +38,7 @@ using testing::RunCommand;
 using testing::ScratchDir;
 using testing::StreamCheck;
 using testing::WaitFor;
+using testing::WithStderr;
 
 // A port nothing listens on (one that was free a moment ago), as "127.0.0.1:PORT".
 std::string VacantAddress() {
@@ -149,19 +148,19 @@ TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
   const std::string address = rig->address();
-  const pid_t pid = testing::SpawnWithStderr(
-      {RTLOOP_TOP_PATH, address, "--json", "--watch", "--interval=0.05"}, err, out);
-  ASSERT_NE(pid, 0);
+  rtloop::testing::ChildProcess watch(
+      WithStderr({RTLOOP_TOP_PATH, address, "--json", "--watch", "--interval=0.05"}, err, out));
+  ASSERT_TRUE(watch.started()) << watch.error();
   EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "{\"schema_version\"") >= 2; },
                       milliseconds(10'000)));
   rig.reset();  // the run ends
-  int wstatus = 0;
-  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &wstatus, 0);
+  std::optional<int> status = watch.Wait(milliseconds(15'000));
+  if (!status) {
+    watch.Signal(SIGKILL);
+    status = watch.Stop();
     ADD_FAILURE() << "--json --watch still running after the server went away: " << ReadAll(err);
   }
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+  EXPECT_EQ(status, 0) << ReadAll(err);
   EXPECT_NE(ReadAll(err).find("nothing listens on " + address + ": has the run ended?"),
             std::string::npos)
       << ReadAll(err);
@@ -176,24 +175,10 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   ASSERT_TRUE(rig->StartTasks().ok());
   const std::string address = rig->address();
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::string path = RTLOOP_TOP_PATH;
-  std::string interval = "--interval=0.05";
-  std::vector<char*> argv = {path.data(), const_cast<char*>(address.c_str()), interval.data(),
-                             nullptr};
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  // A failed ASSERT below must not leave rtloop-top retrying forever.
-  struct KillOnExit {
-    pid_t pid;
-    ~KillOnExit() {
-      if (pid != 0 && kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-    }
-  } guard{pid};
+  // A failed ASSERT below must not leave rtloop-top retrying forever: the ChildProcess stops it.
+  rtloop::testing::ChildProcess top(
+      WithStderr({RTLOOP_TOP_PATH, address, "--interval=0.05"}, err, out));
+  ASSERT_TRUE(top.started()) << top.error();
 
   EXPECT_TRUE(
       WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") >= 2; }, milliseconds(10'000)));
@@ -210,11 +195,7 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
   EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "rtloop-top  ") > frames_before + 1; },
                       milliseconds(15'000)))
       << ReadAll(err);
-  kill(pid, SIGTERM);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
-  guard.pid = 0;
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+  EXPECT_EQ(top.Stop(), 0);
   // Not a TTY: plain frames, no screen control codes.
   EXPECT_EQ(ReadAll(out).find('\x1b'), std::string::npos);
 }
@@ -228,18 +209,9 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
   const ScratchDir dir("cyclic");
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> args = {
-      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  rtloop::testing::ChildProcess cyclic(WithStderr(
+      {RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"}, err, out));
+  ASSERT_TRUE(cyclic.started()) << cyclic.error();
   std::string address;
   EXPECT_TRUE(WaitFor(
       [&] {
@@ -265,12 +237,12 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
     EXPECT_EQ(top.exit_code, 0) << top.output;
     EXPECT_NE(top.output.find("\"task_name\":\"cyclic0\""), std::string::npos) << top.output;
   }
-  int wstatus = 0;
-  if (!WaitFor([&] { return waitpid(pid, &wstatus, WNOHANG) == pid; }, milliseconds(15'000))) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &wstatus, 0);
+  std::optional<int> status = cyclic.Wait(milliseconds(15'000));
+  if (!status) {
+    cyclic.Signal(SIGKILL);
+    status = cyclic.Stop();
   }
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << ReadAll(err);
+  EXPECT_EQ(status, 0) << ReadAll(err);
 #endif
 }
 

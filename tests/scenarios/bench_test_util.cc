@@ -1,9 +1,7 @@
 #include "bench_test_util.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -12,9 +10,6 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
-
-extern char** environ;
 
 namespace rtloop::bench::testing {
 
@@ -25,85 +20,18 @@ int Counter() {
 }
 }  // namespace
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Child::Child(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  const std::string base = ::testing::TempDir() + "bench_child_" + std::to_string(getpid()) + "_" +
-                           std::to_string(Counter());
-  out_ = base + ".out";
-  err_ = base + ".err";
-  std::vector<std::string> envs;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    bool replaced = false;
-    for (const std::string& mine : env) {
-      replaced =
-          replaced || entry.substr(0, entry.find('=') + 1) == mine.substr(0, mine.find('=') + 1);
-    }
-    if (!replaced) envs.push_back(entry);
-  }
-  for (const std::string& e : env) envs.push_back(e);
-  std::vector<char*> cenv, cargv;
-  for (std::string& e : envs) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  for (std::string& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  pid_ = fork();
-  if (pid_ == 0) {
-    const int o = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    const int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
-    execve(cargv[0], cargv.data(), cenv.data());
-    _exit(127);
-  }
-}
-
-Child::~Child() {
-  if (pid_ > 0 && !reaped_) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, &status_, 0);
-  }
-  std::remove(out_.c_str());
-  std::remove(err_.c_str());
-}
-
-bool Child::Running() {
-  if (reaped_) return false;
-  const pid_t r = waitpid(pid_, &status_, WNOHANG);
-  if (r == pid_) reaped_ = true;
-  return !reaped_;
-}
-
-std::optional<int> Child::Wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (Running()) {
-    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
-  return 128 + WTERMSIG(status_);
-}
-
-std::string Child::Stdout() const { return ReadFile(out_); }
-std::string Child::Stderr() const { return ReadFile(err_); }
+std::string ReadFile(const std::string& path) { return ::rtloop::testing::ReadWholeFile(path); }
 
 RunResult Run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
               const std::vector<std::string>& env) {
-  Child c(argv, env);
+  ::rtloop::testing::ChildConfig config;
+  config.argv = argv;
+  config.env = env;
+  const ::rtloop::testing::ChildResult c = ::rtloop::testing::RunChild(config, timeout);
   RunResult r;
-  std::optional<int> s = c.Wait(timeout);
-  r.status = s ? *s : -1;
-  r.out = c.Stdout();
-  r.err = c.Stderr();
+  r.status = c.status.value_or(-1);
+  r.out = c.out;
+  r.err = c.error.empty() ? c.err : c.error;
   return r;
 }
 

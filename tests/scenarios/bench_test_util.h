@@ -1,6 +1,11 @@
-// Helpers for rtloop-bench's tests: run the binary, find a run's processes, validate result.json
-// against result.schema.json (the subset of JSON Schema the schema uses: type, enum, required,
-// properties, items).
+// Helpers for rtloop-bench's tests: run the binary (a thin layer over tests/testing's
+// ChildProcess), find a run's processes, validate result.json against result.schema.json (the
+// subset of JSON Schema the schema uses: type, enum, required, properties, items), golden files.
+//
+//   RunResult r = testing::Run({kBench, "doctor", "--json"}, std::chrono::seconds(10));
+//   EXPECT_EQ(r.status, 0) << r.err;
+//
+// Threading: one test thread. Not RT-safe (starts processes, reads /proc).
 #pragma once
 
 #include <signal.h>
@@ -12,26 +17,26 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
+
 namespace rtloop::bench::testing {
 
-// A child process with stdout and stderr in files.
-class Child {
+// A child process with stdout and stderr captured (Stdout(), Stderr()) and `env` entries ("K=V")
+// added to the environment: rtloop::testing::ChildProcess (tests/testing/child_process.h), which
+// stops (SIGTERM, then SIGKILL) and reaps it at destruction if it still runs.
+class Child : public ::rtloop::testing::ChildProcess {
  public:
-  // Starts `argv` (argv[0] a path); `env` entries ("K=V") are added to the environment.
-  Child(const std::vector<std::string>& argv, const std::vector<std::string>& env = {});
-  ~Child();  // kills (SIGKILL) and reaps it if still running
-  pid_t pid() const { return pid_; }
-  // Exit status (128+signal when killed), or nullopt on timeout.
-  std::optional<int> Wait(std::chrono::milliseconds timeout);
-  bool Running();
-  std::string Stdout() const;
-  std::string Stderr() const;
+  explicit Child(const std::vector<std::string>& argv, const std::vector<std::string>& env = {})
+      : ChildProcess(Config(argv, env)) {}
 
  private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  int status_ = 0;
-  std::string out_, err_;
+  static ::rtloop::testing::ChildConfig Config(const std::vector<std::string>& argv,
+                                               const std::vector<std::string>& env) {
+    ::rtloop::testing::ChildConfig config;
+    config.argv = argv;
+    config.env = env;
+    return config;
+  }
 };
 
 struct RunResult {

@@ -1,5 +1,6 @@
 // PortHolder: a TCP socket listening on 127.0.0.1 on a port the kernel picked, held until the
-// object goes away: the "port in use" of bad-input tests.
+// object goes away: the "port in use" of bad-input tests. FreeLoopbackPort(): a port that was free
+// a moment ago, for a program that needs a number up front.
 //
 //   const rtloop::testing::PortHolder busy;
 //   ASSERT_GT(busy.port(), 0);
@@ -40,5 +41,22 @@ class PortHolder {
   int fd_;
   int port_ = 0;
 };
+
+// A TCP port that was free a moment ago on 127.0.0.1 (for programs that need a port number
+// up front, as Prometheus's --web.listen-address does).
+inline int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 }  // namespace rtloop::testing

@@ -1,6 +1,8 @@
-// Child: an example program run as a user runs it, in a child process with stdout and stderr in
-// files, for the tests of tests/examples. SIGKILLed at destruction if it still runs, so no test
-// leaves a process behind.
+// Child: an example program run as a user runs it, for the tests of tests/examples: a thin layer
+// over rtloop::testing::ChildProcess (tests/testing/child_process.h) with stdout and stderr in
+// files of a scratch directory of its own, and the waits these tests need (the telemetry address on
+// stderr, a connected client). Stopped (SIGTERM, then SIGKILL) and reaped at destruction, so no
+// test leaves a process behind.
 //
 //   Child child({RTLOOP_PLC_PATH, "--duration=3", "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
 //   std::unique_ptr<telemetry::Client> client = child.ConnectTelemetry();
@@ -16,32 +18,22 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <linux/capability.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "rtloop/telemetry/client.h"
 
 namespace rtloop::testing {
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+inline std::string ReadFile(const std::string& path) { return ReadWholeFile(path); }
 
 // A client of the telemetry server at `address`, connected (up to 10 s); nullptr, with the reason
 // printed by gtest, when it cannot connect.
@@ -67,27 +59,12 @@ class Child {
   // Starts argv[0] with `argv`. `drop_rt` removes CAP_SYS_NICE from its bounding set and zeroes
   // its rtprio limit, so it runs as a user without real-time privileges would (root keeps the
   // other capabilities).
-  Child(const std::vector<std::string>& argv, bool drop_rt) : dir_(MakeDir()) {
-    std::fflush(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      if (drop_rt) {
-        prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0);
-        const rlimit zero{0, 0};
-        setrlimit(RLIMIT_RTPRIO, &zero);
-      }
-      if (!std::freopen(out().c_str(), "w", stdout) || !std::freopen(err().c_str(), "w", stderr)) {
-        _exit(127);
-      }
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
+  Child(const std::vector<std::string>& argv, bool drop_rt)
+      : dir_(MakeDir()), process_(Config(argv, drop_rt, dir_)) {
+    if (!process_.started()) ADD_FAILURE() << process_.error();
   }
   ~Child() {
-    if (pid_ > 0 && kill(pid_, SIGKILL) == 0) waitpid(pid_, nullptr, 0);
+    process_.Stop();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
@@ -159,21 +136,12 @@ class Child {
   }
 
   // Sends `sig` to the running child. False if it has already been reaped.
-  bool Signal(int sig) const { return pid_ > 0 && kill(pid_, sig) == 0; }
+  bool Signal(int sig) { return process_.Signal(sig); }
   // Sends `sig` (if given) and waits up to 20 s for the exit; the exit status (128 + signal for a
   // killed child), or -1.
   int Stop(int sig) {
     if (sig != 0) Signal(sig);
-    const auto deadline = Clock::now() + std::chrono::seconds(20);
-    int status = 0;
-    while (Clock::now() < deadline) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = 0;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
+    return process_.Wait(std::chrono::seconds(20)).value_or(-1);
   }
   std::string out() const { return (dir_ / "out").string(); }
   std::string err() const { return (dir_ / "err").string(); }
@@ -189,8 +157,17 @@ class Child {
     std::filesystem::create_directories(d);
     return d;
   }
-  std::filesystem::path dir_;
-  pid_t pid_ = 0;
+  static ChildConfig Config(const std::vector<std::string>& argv, bool drop_rt,
+                            const std::filesystem::path& dir) {
+    ChildConfig config;
+    config.argv = argv;
+    config.drop_rt = drop_rt;
+    config.stdout_path = (dir / "out").string();
+    config.stderr_path = (dir / "err").string();
+    return config;
+  }
+  std::filesystem::path dir_;  // before process_: its files are in it
+  ChildProcess process_;
 };
 
 }  // namespace rtloop::testing
