@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "alloc_counter.h"
@@ -299,17 +300,23 @@ class FirstReleaseObserver final : public CycleObserver {
   std::atomic<std::uint64_t> cycles{0};
 };
 
+// Tasks "a" and "b" at 1 ms, 3 cycles each, both observed by `obs`.
+std::pair<TaskConfig, TaskConfig> TwoObservedTasks(CycleObserver* obs) {
+  TaskConfig ta = OtherTask("a", milliseconds(1));
+  ta.max_cycles = 3;
+  ta.observers = {obs};
+  TaskConfig tb = ta;
+  tb.name = "b";
+  return {ta, tb};
+}
+
 TEST(ExecutorTest, TasksShareOneStartTimePlusPhase) {
   ExecutorConfig ec = TestExecutorConfig();
   ec.align_start_to = milliseconds(10);
   auto ex = MakeExecutor(ec);
   FirstReleaseObserver obs;
   CountingTask a, b;
-  TaskConfig ta = OtherTask("a", milliseconds(1));
-  ta.max_cycles = 3;
-  ta.observers = {&obs};
-  TaskConfig tb = ta;
-  tb.name = "b";
+  auto [ta, tb] = TwoObservedTasks(&obs);
   tb.phase = microseconds(300);
   ASSERT_TRUE(ex->AddTask(a, ta).ok());
   ASSERT_TRUE(ex->AddTask(b, tb).ok());
@@ -341,11 +348,7 @@ TEST(ExecutorTest, EachTaskCallsThePartItsObserverNamesForIt) {
   auto ex = MakeExecutor(TestExecutorConfig());
   DispatchingObserver obs;
   CountingTask a, b;
-  TaskConfig ta = OtherTask("a", milliseconds(1));
-  ta.max_cycles = 3;
-  ta.observers = {&obs};
-  TaskConfig tb = ta;
-  tb.name = "b";
+  auto [ta, tb] = TwoObservedTasks(&obs);
   tb.max_cycles = 4;
   ASSERT_TRUE(ex->AddTask(a, ta).ok());
   ASSERT_TRUE(ex->AddTask(b, tb).ok());
