@@ -15,9 +15,10 @@ Measures (README.md says what each can and cannot settle):
               wake-ups (/proc/PID/task/TID/schedstat: run time and times scheduled in), in ns per
               wake-up; the per-round ratio rtloop/cyclictest with its median and a 95 % bootstrap
               interval of the mean over the rounds.
-  perf        (--perf) instructions, cycles and cache misses of the measuring threads per wake-up
-              with `perf stat -t`, where the kernel gives hardware counters (a VM often does not:
-              the script says so).
+  perf        (--perf) instructions (user and kernel apart, and their sum), cycles and cache misses
+              of the measuring threads per wake-up with `perf stat -t`, where the kernel gives
+              hardware counters (a VM often does not: the script says so); --perf-rounds N runs
+              each mode N times, alternating, for the ratio's median and interval.
   cachegrind  (--cachegrind) instructions, data references and simulated I1/D1/LL misses per cycle
               of the measuring thread, under valgrind's cache simulation (callgrind, one profile
               per thread), from two runs of different lengths (-l N1 and -l N2: the difference
@@ -85,7 +86,10 @@ def parse_args():
                    help="seconds from when the measuring threads run (waited for up to 30 s) "
                         "to the measurement (1)")
     p.add_argument("--modes", default=",".join(MODES), help="comma list of " + ", ".join(MODES))
-    p.add_argument("--perf", action="store_true", help="also perf stat per wake-up, each mode once")
+    p.add_argument("--perf", action="store_true",
+                   help="also perf stat per wake-up (--perf-rounds times each mode)")
+    p.add_argument("--perf-rounds", type=int, default=1,
+                   help="--perf's rounds of every mode, the order alternating (default 1)")
     p.add_argument("--cachegrind", action="store_true",
                    help="also cachegrind per cycle (bare and telemetry)")
     p.add_argument("--cache", default="host",
@@ -104,8 +108,8 @@ def parse_args():
     for m in a.modes:
         if m not in MODES:
             p.error("unknown mode %r: pick from %s" % (m, ", ".join(MODES)))
-    if a.rounds < 0 or a.seconds <= 0 or a.warmup < 0:
-        p.error("--rounds must be >= 0, --seconds > 0, --warmup >= 0")
+    if a.rounds < 0 or a.seconds <= 0 or a.warmup < 0 or a.perf_rounds < 1:
+        p.error("--rounds must be >= 0, --seconds > 0, --warmup >= 0, --perf-rounds >= 1")
     try:
         a.loops = [int(x) for x in a.loops.split(",")]
         assert len(a.loops) == 2 and 0 < a.loops[0] < a.loops[1]
@@ -299,30 +303,95 @@ def bootstrap_mean_ci(values, resamples=2000, seed=1):
 
 # --- perf stat ---
 
+# User and kernel instructions apart (the whole wake-up is their sum: cachegrind sees the user part
+# only), the core's cycles and its cache misses. A counter the kernel or the PMU does not give
+# reads "<not supported>" and is left out of the figures (None).
+PERF_EVENTS = ("instructions:u", "instructions:k", "cycles", "cache-misses")
+
+
 def perf_during(args):
     def run(tids):
-        out = subprocess.run(["perf", "stat", "-x,", "-e", "instructions,cycles,cache-misses",
+        out = subprocess.run(["perf", "stat", "-x,", "-e", ",".join(PERF_EVENTS),
                               "-t", ",".join(str(t) for t in tids), "--", "sleep",
                               str(args.seconds)], capture_output=True, text=True, check=False)
         counts = {}
         for line in out.stderr.splitlines():
             f = line.split(",")
-            if len(f) >= 3:
+            if len(f) >= 3 and f[2] in PERF_EVENTS:
                 counts[f[2]] = None if f[0].startswith("<not") else float(f[0])
+        if counts.get("instructions:u") is not None and counts.get("instructions:k") is not None:
+            counts["instructions"] = counts["instructions:u"] + counts["instructions:k"]
         return counts
     return run
 
 
 def perf_rows(args, port):
+    """perf stat of every mode, --perf-rounds times, the tools' order alternating by round."""
     rows = []
-    for mode in args.modes:
-        ct, rt, sink = commands(args, mode, port)
-        for tool, argv, sink_argv in (("cyclictest", ct, None), ("rtloop", rt, sink)):
-            r = run_one(argv, tool, args, sink_argv, perf_during(args))
-            per = {k: (v / r["wakeups"] if v is not None and r["wakeups"] else None)
-                   for k, v in (r["extra"] or {}).items()}
-            rows.append({"mode": mode, "tool": tool, "per_wakeup": per})
+    for k in range(args.perf_rounds):
+        for mode in args.modes:
+            ct, rt, sink = commands(args, mode, port)
+            runs = [("cyclictest", ct, None), ("rtloop", rt, sink)]
+            if k % 2:
+                runs.reverse()
+            for tool, argv, sink_argv in runs:
+                r = run_one(argv, tool, args, sink_argv, perf_during(args))
+                per = {e: (v / r["wakeups"] if v is not None and r["wakeups"] else None)
+                       for e, v in (r["extra"] or {}).items()}
+                rows.append({"round": k, "mode": mode, "tool": tool, "wakeups": r["wakeups"],
+                             "per_wakeup": per})
     return rows
+
+
+def perf_summary(rows, modes):
+    """{mode: {event: {cyclictest median, rtloop median, ratio median, min, max, ci95}}}: the
+    per-round ratio rtloop/cyclictest of each counted event."""
+    out = {}
+    for mode in modes:
+        for event in ("instructions",) + PERF_EVENTS:
+            pairs = {}
+            for r in rows:
+                v = r["per_wakeup"].get(event)
+                if r["mode"] == mode and v is not None:
+                    pairs.setdefault(r["round"], {})[r["tool"]] = v
+            both = [p for p in pairs.values() if len(p) == 2 and p["cyclictest"] > 0]
+            if not both:
+                continue
+            ratios = [p["rtloop"] / p["cyclictest"] for p in both]
+            lo, hi = bootstrap_mean_ci(ratios)
+            out.setdefault(mode, {})[event] = {
+                "rounds": len(both),
+                "cyclictest_median": statistics.median(p["cyclictest"] for p in both),
+                "rtloop_median": statistics.median(p["rtloop"] for p in both),
+                "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+                "ratio_max": max(ratios), "ratio_ci95": [lo, hi]}
+    return out
+
+
+def print_perf(result, modes):
+    rows = result.get("perf", [])
+    print("\n## perf stat per wake-up of the measuring threads (user + kernel; target: "
+          "instructions ratio <= 1.05)")
+    for row in rows:
+        p = row["per_wakeup"]
+        if all(v is None for v in p.values()):
+            text = "no hardware counters here (perf stat: <not supported>)"
+        else:
+            text = "  ".join("%s %s" % (e, fmt(p[e], "%.1f")) for e in ("instructions",) + PERF_EVENTS
+                             if e in p)
+        print("%-5d %-10s %-10s %s" % (row["round"], row["mode"], row["tool"], text))
+    summary = perf_summary(rows, modes)
+    if summary:
+        result["perf_summary"] = summary
+        print("\n%-10s %-15s %7s %12s %12s %8s %15s %17s" % (
+            "mode", "event", "rounds", "cyclictest", "rtloop", "median", "min..max",
+            "95% CI of mean"))
+        for mode, events in summary.items():
+            for event, s in events.items():
+                print("%-10s %-15s %7d %12.1f %12.1f %8.3f %15s   [%.3f, %.3f]" % (
+                    mode, event, s["rounds"], s["cyclictest_median"], s["rtloop_median"],
+                    s["ratio_median"], "%.3f..%.3f" % (s["ratio_min"], s["ratio_max"]),
+                    s["ratio_ci95"][0], s["ratio_ci95"][1]))
 
 
 # --- cachegrind (callgrind's cache simulation, one profile per thread) ---
@@ -589,14 +658,7 @@ def main():
         except RuntimeError as e:
             failed += 1
             print("perf: %s" % e)
-        print("\n## perf stat per wake-up of the measuring threads")
-        for row in result.get("perf", []):
-            p = row["per_wakeup"]
-            if all(v is None for v in p.values()):
-                text = "no hardware counters here (perf stat: <not supported>)"
-            else:
-                text = "  ".join("%s %s" % (k, fmt(v, "%.1f")) for k, v in sorted(p.items()))
-            print("%-10s %-10s %s" % (row["mode"], row["tool"], text))
+        print_perf(result, args.modes)
     if args.cachegrind:
         print("\n## cachegrind per cycle of the measuring thread (-l %d and -l %d; simulated, warm)"
               % tuple(args.loops))

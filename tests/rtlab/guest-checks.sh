@@ -77,7 +77,9 @@ kernel() {
   else
     check FAIL kernel "uname -v '$v', /sys/kernel/realtime = $rt"
   fi
-  if [[ $iso == "$MEASURED_CPU" && $nohz == "$MEASURED_CPU" ]]; then
+  if [[ -n ${RTLAB_PERF:-} ]]; then
+    check SKIP isolation "RTLAB_PERF: one vCPU, nothing to isolate (rtlab.sh)"
+  elif [[ $iso == "$MEASURED_CPU" && $nohz == "$MEASURED_CPU" ]]; then
     check PASS isolation "CPU $MEASURED_CPU isolated (/sys/devices/system/cpu/isolated = $iso, nohz_full = $nohz)"
   else
     check FAIL isolation "isolated = '$iso', nohz_full = '$nohz' (booted with isolcpus=1 nohz_full=1)"
@@ -530,6 +532,42 @@ rtcost_a53() {
   fi
 }
 
+# --- the RT thread's whole wake-up in instructions, user and kernel (RTLAB_PERF=1, arm64) ---
+# rtlab.sh boots one vCPU under qemu's precise instruction counting (-icount shift=0): the
+# emulated PMU's instruction counter then counts the guest's instructions one by one, at user and
+# kernel level apart (its event filter), and the kernel's perf keeps each thread's count its own
+# across context switches. So `perf stat -t` on the measuring threads counts what a wake-up costs
+# in instructions, the kernel's part (the system call, the timer, the switch in and out) included:
+# the issue's own measure, which cachegrind's user-space count cannot give. Exact but for what
+# the round's run differs in (late wake-ups take other paths); the times mean nothing under TCG.
+RTCOST_PERF_ROUNDS=${RTCOST_PERF_ROUNDS:-4}
+rtcost_perf() {
+  local rc=0 out=$R/rtcost-perf.txt log=$R/rtcost-perf-dpkg.txt pmu figs t0
+  pmu=$(ls /sys/bus/event_source/devices/ | grep -i -m1 'armv8\|pmu' || true)
+  if ! dpkg-query -W -f='${db:Status-Abbrev}' rtloop-bench-micro 2>/dev/null | grep -q '^ii'; then
+    $T 300 dpkg -i "$LAB"/debs/*.deb >"$log" 2>&1 || rc=$?
+  fi
+  if ((rc != 0)); then
+    check FAIL rtcost-perf "dpkg -i of the project's packages: exit $rc: $(tail -2 "$log" | paste -sd' ' | cut -c1-200)"
+    return
+  fi
+  if [[ -z $pmu ]] || ! command -v perf >/dev/null; then
+    check FAIL rtcost-perf "no PMU in /sys/bus/event_source/devices ($(ls /sys/bus/event_source/devices/ | paste -sd' ')) or no perf ($(command -v perf || echo absent))"
+    return
+  fi
+  t0=$(uptime_s)
+  $T 3000 /usr/bin/rtloop-rtcost --rounds 0 --perf --perf-rounds "$RTCOST_PERF_ROUNDS" \
+    --modes bare,telemetry,client --json "$R/rtcost-perf.json" -- -m -t1 -a0 -p80 -i1000 \
+    >"$out" 2>&1 || rc=$?
+  # "mode ratio": the instructions (user + kernel) ratio of the summary's rows.
+  figs=$(awk '$2 == "instructions" && $3 ~ /^[0-9]+$/ { printf "%s%s %s (%s vs %s)", s, $1, $6, $5, $4; s = ", " }' "$out")
+  if ((rc == 0)) && grep -q '^0 run(s) failed' "$out" && [[ -n $figs ]]; then
+    check PASS rtcost-perf "/usr/bin/rtloop-rtcost --perf on PMU $pmu ($(perf --version), $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.0f", b - a }') s): instructions per wake-up, rtloop/cyclictest: $figs (rtcost-perf.txt)"
+  else
+    check FAIL rtcost-perf "/usr/bin/rtloop-rtcost --perf exit $rc$([[ -n $figs ]] || echo ", no instruction counts"): $(tail -3 "$out" | paste -sd' ' | cut -c1-240)"
+  fi
+}
+
 # --- the outlier explanation with the timerlat tracer present (tracefs mounted) ---
 explain() {
   local rc=0 f=$R/outliers.json rec trace note
@@ -563,6 +601,7 @@ timed explain explain
 timed packages packages
 timed tests tests
 [[ -n ${RTLAB_VALGRIND:-} ]] && timed rtcost-a53 rtcost_a53
+[[ -n ${RTLAB_PERF:-} ]] && timed rtcost-perf rtcost_perf
 {
   printf 'summary: %d PASS, %d FAIL, %d SKIP\n' "$(grep -c '^PASS' "$R/checks.txt")" \
     "$(grep -c '^FAIL' "$R/checks.txt")" "$(grep -c '^SKIP' "$R/checks.txt")"

@@ -31,7 +31,11 @@
 # their timeline names, e.g. "explain timerlat-user"; default all), RTLAB_FULL=1 (arm64: the
 # measuring checks too), RTLAB_VALGRIND=1 (also the rtcost-a53 check: valgrind's .debs for ARCH
 # are fetched with apt-get download, libc6-dbg at the image's libc6 version, and put on the lab
-# disk; the image stays as it is; RTLAB_VALGRIND=lines: with --lines). --keep leaves the work
+# disk; the image stays as it is; RTLAB_VALGRIND=lines: with --lines), RTLAB_PERF=1 (arm64 only:
+# the rtcost-perf check alone, in a guest of one vCPU under qemu's precise instruction counting,
+# -icount shift=0, whose PMU then counts the guest's instructions: perf stat per wake-up, user and
+# kernel, of cyclictest's and rtloop-cyclic's threads; linux-perf joins the image's packages, a
+# separate cached image). --keep leaves the work
 # directory (console log, lab disk, results) and says where; without it only the results
 # directory is kept (RTLAB_OUT, default BUILD_DIR/rtlab, BUILD_DIR/rtlab-backports with
 # --kernel=backports).
@@ -50,7 +54,7 @@ for a in "$@"; do
     --arch=*) ARCH=${a#--arch=} ;;
     --kernel=*) KERNEL=${a#--kernel=} ;;
     --keep) KEEP=1 ;;
-    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "rtlab: unknown option '$a' (expected --arch=amd64|arm64, --kernel=bookworm|backports, --keep)" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,13 @@ case $ARCH in
   amd64 | arm64) ;;
   *) echo "rtlab: --arch=$ARCH: supported are amd64 and arm64" >&2; exit 2 ;;
 esac
+if [[ -n ${RTLAB_PERF:-} ]]; then
+  [[ $ARCH == arm64 ]] ||
+    { echo "rtlab: RTLAB_PERF needs --arch=arm64 (qemu emulates an Arm PMU that counts instructions; its x86 TCG has none)" >&2; exit 2; }
+  [[ -z ${RTLAB_ONLY:-} || $RTLAB_ONLY == rtcost-perf ]] ||
+    { echo "rtlab: RTLAB_PERF runs the rtcost-perf check alone (one vCPU: the other checks need CPU 1); unset RTLAB_ONLY" >&2; exit 2; }
+  RTLAB_ONLY=rtcost-perf
+fi
 [[ $(dpkg --print-architecture 2>/dev/null) == amd64 ]] ||
   { echo "rtlab: the lab runs on an amd64 Debian host (arm64's binaries are cross-built there)" >&2; exit 2; }
 ((EUID == 0)) || { echo "rtlab: run as root (mmdebstrap's root mode, apt-get)" >&2; exit 2; }
@@ -81,6 +92,9 @@ else
   BUILD_DIR=${BUILD_DIR:-build-rtlab-arm64}
   QEMU=(qemu-system-aarch64 -accel tcg -M virt -cpu cortex-a57)
   CONSOLE=ttyAMA0
+  # RTLAB_PERF: qemu's Arm PMU counts instructions (INST_RETIRED) only under precise icount (a
+  # fixed shift), and its count is the sum over all vCPUs: one vCPU makes a thread's count its own.
+  [[ -z ${RTLAB_PERF:-} ]] || QEMU+=(-icount shift=0)
   HOST_PACKAGES=(mmdebstrap qemu-system-arm qemu-user-static e2fsprogs)
 fi
 JOBS=${JOBS:-$(nproc)}
@@ -101,6 +115,11 @@ fi
 # libraries of rtloop's binaries are added from `dpkg -S` of their ldd output (image_packages).
 GUEST_PACKAGES=("linux-image-rt-$ARCH$FROM" initramfs-tools rt-tests "rtla$FROM" stress-ng procps
   iproute2 jq util-linux coreutils gnuplot-nox)
+[[ -z ${RTLAB_PERF:-} ]] || GUEST_PACKAGES+=(linux-perf)  # perf stat in the rtcost-perf check
+# The guest's CPUs and the isolation: CPU 1 isolated for the measured threads; RTLAB_PERF's one.
+SMP=2
+ISOLATION="isolcpus=1 nohz_full=1 rcu_nocbs=1"
+[[ -z ${RTLAB_PERF:-} ]] || { SMP=1; ISOLATION=; }
 # rtloop's binaries that run in the guest; the tests are run there by --gtest_filter.
 TOOLS=(rtloop-cyclic rtloop-cyclic-full rtloop-bench rtloop-top)
 EXAMPLES=(rtloop-motion rtloop-plc)  # the examples with --require-rt (examples/common/example_cli.cc)
@@ -274,20 +293,21 @@ lab_disk() {
     printf 'RTLAB_ARCH=%q\n' "$ARCH"
     printf 'RTLAB_ONLY=%q\n' "${RTLAB_ONLY:-}"
     printf 'RTLAB_FULL=%q\n' "${RTLAB_FULL:-}"
-    printf 'RTLAB_VALGRIND=%q\n' "${RTLAB_VALGRIND:-}"; } >"$d/lab.env"
+    printf 'RTLAB_VALGRIND=%q\n' "${RTLAB_VALGRIND:-}"
+    printf 'RTLAB_PERF=%q\n' "${RTLAB_PERF:-}"; } >"$d/lab.env"
   mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
   rm -rf "$d"
 }
 
 boot() {
   local rc=0
-  echo "rtlab: booting $IMAGE_DIR (${QEMU[0]}, TCG, 2 vCPUs, 1 GiB; at most $TIMEOUT s)" >&2
-  timeout --kill-after=15 "$TIMEOUT" nice -n 19 "${QEMU[@]}" -smp 2 -m 1024 \
+  echo "rtlab: booting $IMAGE_DIR (${QEMU[*]}, $SMP vCPU(s), 1 GiB; at most $TIMEOUT s)" >&2
+  timeout --kill-after=15 "$TIMEOUT" nice -n 19 "${QEMU[@]}" -smp "$SMP" -m 1024 \
     -display none -monitor none -serial "file:$WORK/console.log" -no-reboot \
     -kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
     -drive "file=$IMAGE_DIR/root.img,if=virtio,format=raw,snapshot=on" \
     -drive "file=$WORK/lab.img,if=virtio,format=raw" \
-    -append "console=$CONSOLE root=/dev/vda rw isolcpus=1 nohz_full=1 rcu_nocbs=1 panic=-1 init=/sbin/rtlab-init" \
+    -append "console=$CONSOLE root=/dev/vda rw $ISOLATION panic=-1 init=/sbin/rtlab-init" \
     || rc=$?
   ((rc == 124 || rc == 137)) && echo "rtlab: the guest did not power off within $TIMEOUT s" >&2
   return "$rc"
