@@ -6,7 +6,12 @@
 //   TEST_F(CyclicCliTest, Something) {
 //     const Outcome r = Run({"-q", "-l5", "--default-system"});
 //     EXPECT_EQ(r.exit_code, 0) << r.err;
+//     EXPECT_TRUE(Golden("quiet-l5.stdout.txt", r.out));  // tests/cyclic/golden/e2e/...
 //   }
+//
+// Golden() checks a whole output against a golden file with placeholders for what the run
+// measures (tests/testing/golden_lines.h; tests/cyclic/golden/e2e/README.md says how to write and
+// regenerate one). The binary's path is written BIN and the test's scratch directory DIR.
 //
 // Threading: the test's thread only. Not RT-safe (starts processes).
 #pragma once
@@ -17,7 +22,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -29,9 +33,13 @@
 #include <vector>
 
 #include "child_process.h"
+#include "golden_lines.h"
 
 #ifndef RTLOOP_CYCLIC_BINARY
 #error "RTLOOP_CYCLIC_BINARY must name the rtloop-cyclic executable"
+#endif
+#ifndef RTLOOP_CYCLIC_E2E_GOLDEN_DIR
+#error "RTLOOP_CYCLIC_E2E_GOLDEN_DIR must name tests/cyclic/golden/e2e"
 #endif
 
 namespace rtloop::cyclic::testing {
@@ -52,6 +60,26 @@ inline std::string ReadFile(const std::string& path) {
 inline bool Exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
+}
+
+// `text` with every `from` replaced by `to`.
+inline std::string ReplaceAll(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    text.replace(at, from.size(), to);
+    at += to.size();
+  }
+  return text;
+}
+
+// `actual` against tests/cyclic/golden/e2e/<name>: success, or the matcher's report (the first
+// line that differs, its pattern, and the whole output).
+inline ::testing::AssertionResult MatchesGolden(const std::string& name,
+                                                const std::string& actual) {
+  const std::string why = rtloop::testing::MatchGoldenFile(
+      std::string(RTLOOP_CYCLIC_E2E_GOLDEN_DIR) + "/" + name, actual);
+  if (why.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << why;
 }
 
 inline std::vector<std::string> Lines(const std::string& text) {
@@ -119,6 +147,13 @@ class CyclicCliTest : public ::testing::Test {
 
   Outcome Run(const std::vector<std::string>& args) { return Wait(Spawn(args)); }
 
+  // MatchesGolden() with the binary's path written BIN and the scratch directory DIR (the build
+  // tree's and a random name).
+  ::testing::AssertionResult Golden(const std::string& name, const std::string& actual) const {
+    return MatchesGolden(name,
+                         ReplaceAll(ReplaceAll(actual, RTLOOP_CYCLIC_BINARY, "BIN"), dir_, "DIR"));
+  }
+
   // Waits (bounded) until rtloop-cyclic `pid` has set up: its SIGUSR2 status file
   // /dev/shm/cyclictest<pid> exists, which it creates after blocking SIGINT/SIGTERM/SIGUSR1/2 for
   // its main loop. From then on a signal is taken by the main loop instead of killing the process,
@@ -139,17 +174,5 @@ class CyclicCliTest : public ::testing::Test {
   std::map<pid_t, std::unique_ptr<rtloop::testing::ChildProcess>> children_;
   pid_t unstarted_ = 0;  // negative keys of children that could not start
 };
-
-// cyclictest's T: line (us units): "T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld
-// Max:%8ld". (std::regex trips a gcc 12 false positive under -fsanitize=address -Werror.)
-inline bool IsThreadLine(const std::string& line) {
-  int index = 0, tid = 0, prio = 0, consumed = 0;
-  long interval = 0, min = 0, act = 0, avg = 0, max = 0;
-  unsigned long cycles = 0;
-  const int n =
-      std::sscanf(line.c_str(), "T:%d (%d) P:%d I:%ld C:%lu Min:%ld Act:%ld Avg:%ld Max:%ld%n",
-                  &index, &tid, &prio, &interval, &cycles, &min, &act, &avg, &max, &consumed);
-  return n == 9 && static_cast<std::size_t>(consumed) == line.size() && line.size() >= 70;
-}
 
 }  // namespace rtloop::cyclic::testing

@@ -34,16 +34,25 @@ class CyclicExplainTest : public CyclicCliTest {
 };
 
 TEST_F(CyclicExplainTest, ThresholdsWithoutExplainAndExplainOnAnotherOutputAreUsageErrors) {
-  Outcome r = Run({"-D1", "-q", "--explain-above=200"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--explain-above needs --explain=FILE"), std::string::npos) << r.err;
-  r = Run({"-D1", "-q", "--explain-execution-above=200"});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  r = Run({"-D1", "-q", "--explain-above=0", "--explain=" + Path("x.json")});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("--explain-above"), std::string::npos) << r.err;
-  r = Run({"-D1", "-q", "--explain=" + Path("x.json"), "--json=" + Path("x.json")});
-  EXPECT_EQ(r.exit_code, 2) << r.err;
+  // Each case's exit status and whole stderr, in explain-usage-errors.txt.
+  const std::vector<std::vector<std::string>> cases = {
+      {"--explain-above=200"},
+      {"--explain-execution-above=200"},
+      {"--explain-above=0", "--explain=" + Path("x.json")},
+      {"--explain=" + Path("x.json"), "--json=" + Path("x.json")},
+  };
+  std::string transcript;
+  for (const auto& args : cases) {
+    std::vector<std::string> full = {"-D1", "-q"};
+    full.insert(full.end(), args.begin(), args.end());
+    const Outcome r = Run(full);
+    std::string joined;
+    for (const auto& a : args) joined += (joined.empty() ? "" : " ") + a;
+    transcript += "$ " + joined + "\n" + r.err + "exit " + std::to_string(r.exit_code) + "\n";
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << joined << ": " << r.out;
+  }
+  EXPECT_TRUE(Golden("explain-usage-errors.txt", transcript));
   EXPECT_FALSE(Exists(Path("x.json")));
 }
 
@@ -65,6 +74,8 @@ TEST_F(CyclicExplainTest, EveryLateCycleIsRecordedAndTheBusyThreadIsNamed) {
       json + "'";
   EXPECT_EQ(std::system(check.c_str()), 0) << ReadFile(json);
   const std::string doc = ReadFile(json);
+  // The outlier records and the notices: how many, and in which order, is the run's (which cycles
+  // were late, what the trace caught), so these are finds.
   EXPECT_NE(r.out.find("wake-up latency above 1000 us: "), std::string::npos) << r.out;
   EXPECT_NE(doc.find("\"outlier\":\"latency\""), std::string::npos)
       << "the spinner's 3 ms bursts made late cycles: " << doc.substr(0, 2000);
