@@ -292,14 +292,14 @@ TaskState Executor::Impl::RtLoop(Slot& slot, ReleaseWaiter& waiter) noexcept {
     if (slot.stop_requested.load(std::memory_order_relaxed)) break;
     const CycleContext& ctx = engine.BeginCycle(Now(clock));
     const StepResult result = slot.task->Step(ctx);
-    const CycleOutcome out = engine.EndCycle(Now(clock), result);
-    if (out.fault) [[unlikely]] {
-      slot.task->OnWatchdog(ctx, engine.last_fault());
-    }
-    if (out.stop) {
-      if (out.fault_state) final_state = TaskState::kFault;
-      if (out.stop_all) slot.stop_all = true;
-      break;
+    CycleOutcome out;
+    if (engine.EndCycle(Now(clock), result, &out)) [[unlikely]] {  // a fault or a stop
+      if (out.fault) slot.task->OnWatchdog(ctx, engine.last_fault());
+      if (out.stop) {
+        if (out.fault_state) final_state = TaskState::kFault;
+        if (out.stop_all) slot.stop_all = true;
+        break;
+      }
     }
   }
   // Before in_loop reads false: a wake signal sent while the loop ran stays pending from here on.

@@ -50,6 +50,16 @@ void TaskStats::RecordFault(const FaultRecord& fault) noexcept {
   faults_.store(faults_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
+void TaskStats::RestartMinMax(std::uint64_t req) noexcept {
+  for (I64* a : {&latency_min_, &execution_min_, &jitter_min_}) {
+    a->store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
+  }
+  for (I64* a : {&latency_max_, &execution_max_, &jitter_max_}) {
+    a->store(std::numeric_limits<std::int64_t>::min(), std::memory_order_relaxed);
+  }
+  reset_applied_.store(req, std::memory_order_release);
+}
+
 void TaskStats::RecordWatchdogViolation() noexcept { Add<std::uint64_t>(watchdog_violations_, 1); }
 
 const char* FaultReasonName(FaultReason reason) noexcept {

@@ -23,6 +23,8 @@ TimePoint At(std::int64_t us) { return kStart + microseconds(us); }
 
 static_assert(noexcept(std::declval<CycleEngine&>().BeginCycle(TimePoint())));
 static_assert(noexcept(std::declval<CycleEngine&>().EndCycle(TimePoint(), StepResult::kContinue)));
+static_assert(noexcept(std::declval<CycleEngine&>().EndCycle(TimePoint(), StepResult::kContinue,
+                                                             nullptr)));
 
 class RecordingObserver final : public CycleObserver {
  public:
@@ -352,6 +354,40 @@ TEST(CycleEngineTest, BookkeepingAllocatesNothing) {
     EXPECT_EQ(counter.Allocations(), 0u) << OverrunPolicyName(policy);
     EXPECT_EQ(counter.Deallocations(), 0u) << OverrunPolicyName(policy);
     EXPECT_EQ(f.stats.Snapshot().cycles, 10'000u);
+  }
+}
+
+// The RT loop's form of EndCycle() (a bool and an out-parameter) says the same as the other one,
+// and returns true exactly on the cycles whose outcome has stop or fault set.
+TEST(CycleEngineTest, RtLoopFormAgreesWithTheOutcomeForm) {
+  struct Step {
+    std::int64_t exec_us;
+    StepResult result;
+  };
+  const std::vector<Step> steps = {{10, StepResult::kContinue},   {1500, StepResult::kContinue},
+                                   {1500, StepResult::kContinue}, {10, StepResult::kFault},
+                                   {10, StepResult::kStop},       {10, StepResult::kContinue}};
+  for (const std::uint32_t watchdog : {0u, 2u}) {
+    for (const std::uint64_t max_cycles : {0u, 3u}) {
+      Fixture a(OverrunPolicy::kSkip, watchdog, /*keep=*/true, max_cycles);
+      Fixture b(OverrunPolicy::kSkip, watchdog, /*keep=*/true, max_cycles);
+      for (const Step& s : steps) {
+        const CycleOutcome oa = a.Cycle(5, s.exec_us, s.result);
+        const TimePoint wake = b.engine->release() + microseconds(5);
+        b.engine->BeginCycle(wake);
+        CycleOutcome ob;
+        const bool any = b.engine->EndCycle(wake + microseconds(s.exec_us), s.result, &ob);
+        EXPECT_EQ(any, oa.stop || oa.fault);
+        EXPECT_EQ(ob.stop, oa.stop);
+        EXPECT_EQ(ob.fault, oa.fault);
+        EXPECT_EQ(ob.stop_all, oa.stop_all);
+        EXPECT_EQ(ob.fault_state, oa.fault_state);
+        EXPECT_EQ(b.engine->release(), a.engine->release());
+      }
+      EXPECT_EQ(b.stats.Snapshot().cycles, a.stats.Snapshot().cycles);
+      EXPECT_EQ(b.stats.Snapshot().faults, a.stats.Snapshot().faults);
+      EXPECT_EQ(b.observer.samples.size(), a.observer.samples.size());
+    }
   }
 }
 

@@ -51,11 +51,16 @@ struct CycleOutcome {
 class CycleEngine {
  public:
   CycleEngine(const CycleEngineConfig& config, TimePoint first_release) noexcept
-      : config_(config),
-        schedule_(first_release, config.period, config.overrun_policy),
-        first_(first_release),
+      : schedule_(first_release, config.period, config.overrun_policy),
+        warmup_(config.warmup_cycles),
+        stop_after_(config.max_cycles != 0 ? config.max_cycles : UINT64_MAX),
         end_(config.run_for.count() > 0 ? first_release + config.run_for : TimePoint::Max()),
-        watchdogs_on_(config.watchdog.enabled()) {
+        stats_(config.stats),
+        task_(config.task),
+        watchdogs_on_(config.watchdog.enabled()),
+        observers_(config.observers),
+        config_(config),
+        first_(first_release) {
     ctx_.period = config.period;
   }
 
@@ -82,57 +87,83 @@ class CycleEngine {
   }
 
   // The Step() returned `step` at `done`: account for the cycle and pick the next release.
-  // RT-safe. Always inlined into the RT loop (its one caller there): no call, no saved registers.
-  [[gnu::always_inline]] CycleOutcome EndCycle(TimePoint done, StepResult step) noexcept {
-    const bool first = cycles_ == 0;
+  // RT-safe. Tests and bench/micro call this form; the RT loop the one below (the same work).
+  // What a cycle reads is in the members' first lines (below), constant per task and
+  // precomputed: the common path makes one compare per stop condition.
+  CycleOutcome EndCycle(TimePoint done, StepResult step) noexcept {
+    CycleOutcome out;
+    (void)EndCycle(done, step, &out);
+    return out;
+  }
+
+  // The same, as the RT loop calls it (always inlined: no call, no saved registers): sets `*out`,
+  // returns out->stop || out->fault, so a plain cycle costs the caller one test. RT-safe.
+  [[gnu::always_inline]] bool EndCycle(TimePoint done, StepResult step,
+                                       CycleOutcome* out) noexcept {
+    const std::uint64_t cycle = cycles_;
+    const bool first = cycle == 0;
     // Warm-up cycles run like any other but are neither recorded nor observed.
-    const bool measured = cycles_ >= config_.warmup_cycles;
+    const bool measured = cycle >= warmup_;
     const ReleaseSchedule::Advanced adv = schedule_.Advance(done);
     CycleSample sample;
-    sample.task = config_.task;
-    sample.seq = cycles_ - config_.warmup_cycles;
+    sample.task = task_;
+    sample.seq = cycle - warmup_;
     sample.release = ctx_.release;
     sample.wakeup_latency_ns = (ctx_.wake - ctx_.release).count();
     sample.execution_ns = (done - ctx_.wake).count();
-    sample.period_jitter_ns = first ? 0 : (ctx_.since_last_wake - config_.period).count();
+    sample.period_jitter_ns = first ? 0 : (ctx_.since_last_wake - ctx_.period).count();
     sample.missed_releases =
         adv.missed > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(adv.missed);
     sample.flags = (first ? kCycleFirst : 0u) | (adv.overrun ? kCycleOverrun : 0u);
     if (measured) [[likely]] {
-      config_.stats->Record(sample.wakeup_latency_ns, sample.execution_ns, sample.period_jitter_ns,
-                            first, adv.overrun, adv.missed);
+      stats_->Record(sample.wakeup_latency_ns, sample.execution_ns, sample.period_jitter_ns, first,
+                     adv.overrun, adv.missed);
     } else {
-      config_.stats->RecordWarmup();
+      stats_->RecordWarmup();
     }
 
-    CycleOutcome out;
+    // Anything but a plain cycle: a watchdog on, or a Step() that did not return kContinue.
+    const bool special = watchdogs_on_ || step != StepResult::kContinue;
+    *out = {};
     // The watchdogs and faults, out of line: a cycle without them pays one branch.
-    if (watchdogs_on_ || step == StepResult::kFault) [[unlikely]] {
-      CheckFaults(done, step, adv.overrun, &sample, &out);
+    if (special && (watchdogs_on_ || step == StepResult::kFault)) [[unlikely]] {
+      CheckFaults(done, step, adv.overrun, &sample, out);
     }
-    if (measured) [[likely]] {
-      config_.observers.OnCycle(sample);
-    }
-
+    // The engine's own state first: nothing of it stays live across the observers' calls.
     last_wake_ = ctx_.wake;
     pending_missed_ = adv.missed;
-    ++cycles_;
-    out.stop = out.fault_state || step == StepResult::kStop ||
-               (config_.max_cycles != 0 && cycles_ >= config_.max_cycles) ||
-               schedule_.release() >= end_;
-    return out;
+    cycles_ = cycle + 1;
+    // stop_after_: max_cycles, or 2^64 - 1 without a limit (a count no task reaches).
+    const bool check = special || cycles_ >= stop_after_ || schedule_.release() >= end_;
+    if (measured) [[likely]] {
+      observers_.OnCycle(sample);
+    }
+    if (check) [[unlikely]] {
+      out->stop = out->fault_state || step == StepResult::kStop || cycles_ >= stop_after_ ||
+                  schedule_.release() >= end_;
+      return out->stop || out->fault;
+    }
+    return false;
   }
 
  private:
-  CycleEngineConfig config_;
-  ReleaseSchedule schedule_;
-  TimePoint first_;    // E_0
-  TimePoint end_;      // first release + run_for, or TimePoint::Max()
-  bool watchdogs_on_;  // config_.watchdog.enabled()
-  CycleContext ctx_;
-  TimePoint last_wake_;
+  // What every cycle reads or writes first, together (the fewer cache lines a cold wake-up
+  // fetches, bench/rtcost/README.md): the counters, the schedule, the context, the per-task
+  // constants EndCycle() needs; the rest of the configuration after them.
   std::uint64_t cycles_ = 0;
   std::uint64_t pending_missed_ = 0;
+  TimePoint last_wake_;
+  ReleaseSchedule schedule_;
+  CycleContext ctx_;
+  std::uint64_t warmup_;         // config_.warmup_cycles
+  std::uint64_t stop_after_;     // config_.max_cycles, or UINT64_MAX for none
+  TimePoint end_;                // first release + run_for, or TimePoint::Max()
+  TaskStats* stats_;             // config_.stats
+  TaskId task_;                  // config_.task
+  bool watchdogs_on_;            // config_.watchdog.enabled()
+  CycleObserverList observers_;  // config_.observers
+  CycleEngineConfig config_;
+  TimePoint first_;  // E_0
   std::uint32_t consecutive_overruns_ = 0;
   std::uint32_t consecutive_violations_ = 0;  // execution-time watchdog
   FaultRecord last_fault_;
@@ -153,7 +184,7 @@ class CycleEngine {
     }
     if (config_.watchdog.time.count() > 0) CheckExecutionTime(sample->execution_ns, done, &fault);
     if (fault.reason != FaultReason::kNone) {  // a watchdog tripped
-      config_.stats->RecordFault(fault);
+      stats_->RecordFault(fault);
       sample->flags |= kCycleFault;
       out->fault = true;
       out->stop_all = config_.watchdog.effective_action() == WatchdogAction::kStopAll;
@@ -162,8 +193,8 @@ class CycleEngine {
     }
     if (step == StepResult::kFault) {  // the task's own fault: one fault per cycle
       if (!out->fault) {
-        config_.stats->RecordFault({FaultReason::kStep, cycles_, done.ns(), (done - first_).count(),
-                                    sample->execution_ns, 0, 0});
+        stats_->RecordFault({FaultReason::kStep, cycles_, done.ns(), (done - first_).count(),
+                             sample->execution_ns, 0, 0});
       }
       sample->flags |= kCycleFault;
       out->fault_state = true;
@@ -180,7 +211,7 @@ class CycleEngine {
       return;
     }
     ++consecutive_violations_;
-    config_.stats->RecordWatchdogViolation();
+    stats_->RecordWatchdogViolation();
     // Validated: limit x sensitivity fits in 64 bits.
     const bool single =
         execution_ns > limit * static_cast<std::int64_t>(config_.watchdog.sensitivity);

@@ -95,8 +95,14 @@ class CycleObserverList {
   CycleObserver* const* begin() const noexcept { return items_.data(); }
   CycleObserver* const* end() const noexcept { return items_.data() + size_; }
 
-  // Calls every observer's OnCycle() in order. RT-safe (as the observers are).
+  // Calls every observer's OnCycle() in order. RT-safe (as the observers are). One observer (a
+  // task with telemetry, or with a user's observer) is the common case: one call, no loop state
+  // kept across it (the RT loop saves fewer registers around it).
   void OnCycle(const CycleSample& sample) const noexcept {
+    if (size_ == 1) [[likely]] {
+      items_[0]->OnCycle(sample);
+      return;
+    }
     for (std::size_t i = 0; i < size_; ++i) items_[i]->OnCycle(sample);
   }
 
