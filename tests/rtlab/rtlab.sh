@@ -95,7 +95,8 @@ else
   # RTLAB_PERF: qemu's Arm PMU counts instructions (INST_RETIRED) only under precise icount (a
   # fixed shift), and its count is the sum over all vCPUs: one vCPU makes a thread's count its own.
   [[ -z ${RTLAB_PERF:-} ]] || QEMU+=(-icount shift=0)
-  HOST_PACKAGES=(mmdebstrap qemu-system-arm qemu-user-static e2fsprogs)
+  # arch-test: mmdebstrap's check that this host runs arm64's programs (only recommended by it).
+  HOST_PACKAGES=(mmdebstrap arch-test qemu-system-arm qemu-user-static e2fsprogs)
 fi
 JOBS=${JOBS:-$(nproc)}
 OUT=${RTLAB_OUT:-$BUILD_DIR/rtlab$([[ $KERNEL == bookworm ]] || echo "-$KERNEL")}  # rtlab-backports for that kernel
@@ -143,7 +144,9 @@ trap 'exit 130' INT TERM
 
 declare -A SECONDS_OF
 PHASES=()
-phase() {  # phase NAME COMMAND...: runs it, records its wall time
+# phase NAME COMMAND...: runs it, records its wall time. COMMAND runs in a `||` context, where
+# bash ignores set -e: each phase function returns its first failure itself (`|| return`).
+phase() {
   local name=$1 t0 rc=0
   shift
   t0=$(date +%s.%N)
@@ -158,12 +161,13 @@ host_packages() { cmake/dev.sh install "${HOST_PACKAGES[@]}"; }
 
 build_binaries() {
   local toolchain=()
-  cmake/dev.sh deps --arch="$ARCH"  # arm64: the cross build's packages, qemu-user in binfmt_misc
+  cmake/dev.sh deps --arch="$ARCH" || return  # arm64: the cross build's packages, qemu-user
   [[ $ARCH == amd64 ]] || toolchain=(-DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchain-$ARCH.cmake")
   # shellcheck disable=SC2086  # RTLOOP_CMAKE_ARGS is a list of -D options
   nice -n 19 cmake -S . -B "$BUILD_DIR" -G Ninja "${toolchain[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DBUILD_SHARED_LIBS=OFF ${RTLOOP_CMAKE_ARGS:-} >/dev/null
-  nice -n 19 cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"
+    -DBUILD_SHARED_LIBS=OFF ${RTLOOP_CMAKE_ARGS:-} >/dev/null || return
+  nice -n 19 cmake --build "$BUILD_DIR" -j "$JOBS" --target "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}" ||
+    return
   BUILD_DIR=$PKG_DIR JOBS=$JOBS nice -n 19 cmake/dev.sh package --arch="$ARCH" --debs >&2
 }
 
@@ -244,7 +248,7 @@ build_image() {
 
 ensure_image() {
   local list=$WORK/packages.txt key
-  image_packages >"$list"
+  image_packages >"$list" || return
   key=$( { echo "$SUITE $MIRROR kernel=$KERNEL"; printf '%s\n' "${SOURCES[@]}"
             cat "$list" tests/rtlab/guest-init.sh; } | sha256sum | cut -c1-16)
   IMAGE_DIR=$CACHE/$ARCH-$KERNEL-$key
@@ -254,7 +258,7 @@ ensure_image() {
   if [[ -f $IMAGE_DIR/root.img ]]; then
     echo "rtlab: cached root image $IMAGE_DIR" >&2
   else
-    build_image "$list" "$IMAGE_DIR"
+    build_image "$list" "$IMAGE_DIR" || { flock -u 9; return 1; }
   fi
   flock -u 9
   sed 's/^/rtlab: image: /' "$IMAGE_DIR/versions.txt" >&2 || true
@@ -279,14 +283,15 @@ valgrind_debs() {
 lab_disk() {
   local d=$WORK/lab b
   mkdir -p "$d/bin" "$d/results" "$d/examples"
-  for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b" "$d/bin/"; done
-  cp examples/plc/conveyor.toml "$d/examples/"
+  for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b" "$d/bin/" || return; done
+  cp examples/plc/conveyor.toml "$d/examples/" || return
   mkdir -p "$d/debs"
-  deb_files | xargs cp -t "$d/debs"
-  if [[ -n ${RTLAB_VALGRIND:-} ]]; then mkdir -p "$d/valgrind-debs" && valgrind_debs "$d/valgrind-debs"; fi
-  cp tests/rtlab/guest-checks.sh "$d/"
+  deb_files >"$WORK/debs.txt" || return
+  xargs cp -t "$d/debs" <"$WORK/debs.txt" || return
+  if [[ -n ${RTLAB_VALGRIND:-} ]]; then mkdir -p "$d/valgrind-debs" && valgrind_debs "$d/valgrind-debs" || return; fi
+  cp tests/rtlab/guest-checks.sh "$d/" || return
   mkdir -p "$d/src"
-  git ls-files -z | xargs -0 cp --parents -t "$d/src"
+  git ls-files -z | xargs -0 cp --parents -t "$d/src" || return
   { printf 'BUILD_BIN=%q\n' "$(cd "$BUILD_DIR" && pwd)/bin"
     printf 'SRC_ROOT=%q\n' "$ROOT"
     printf 'RTLAB_KERNEL=%q\n' "$KERNEL"
@@ -295,7 +300,7 @@ lab_disk() {
     printf 'RTLAB_FULL=%q\n' "${RTLAB_FULL:-}"
     printf 'RTLAB_VALGRIND=%q\n' "${RTLAB_VALGRIND:-}"
     printf 'RTLAB_PERF=%q\n' "${RTLAB_PERF:-}"; } >"$d/lab.env"
-  mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null
+  mkfs.ext4 -q -L rtlab-lab -d "$d" "$WORK/lab.img" 1G >/dev/null || return
   rm -rf "$d"
 }
 
