@@ -540,7 +540,7 @@ rtcost_a53() {
 # in instructions, the kernel's part (the system call, the timer, the switch in and out) included:
 # the issue's own measure, which cachegrind's user-space count cannot give. Exact but for what
 # the round's run differs in (late wake-ups take other paths); the times mean nothing under TCG.
-RTCOST_PERF_ROUNDS=${RTCOST_PERF_ROUNDS:-4}
+RTCOST_PERF_ROUNDS=${RTCOST_PERF_ROUNDS:-8}
 rtcost_perf() {
   local rc=0 out=$R/rtcost-perf.txt log=$R/rtcost-perf-dpkg.txt pmu figs t0
   pmu=$(ls /sys/bus/event_source/devices/ | grep -i -m1 'armv8\|pmu' || true)
