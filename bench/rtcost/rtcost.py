@@ -194,6 +194,14 @@ def commands(args, mode, port):
     return ct, rt, sink
 
 
+def alternating_runs(args, mode, port, k):
+    """[(tool, argv, sink argv or None)] of `mode` in round k: cyclictest first in even rounds,
+    rtloop-cyclic first in odd ones (a slow drift of the machine favours neither)."""
+    ct, rt, sink = commands(args, mode, port)
+    runs = [("cyclictest", ct, None), ("rtloop", rt, sink)]
+    return runs[::-1] if k % 2 else runs
+
+
 def measuring_threads(pid, tool):
     """{tid: (cpu_ns, slices)} of the measuring threads of `pid`: cyclictest's threads but the
     main one, rtloop-cyclic's "cyclicN" threads."""
@@ -330,11 +338,7 @@ def perf_rows(args, port):
     rows = []
     for k in range(args.perf_rounds):
         for mode in args.modes:
-            ct, rt, sink = commands(args, mode, port)
-            runs = [("cyclictest", ct, None), ("rtloop", rt, sink)]
-            if k % 2:
-                runs.reverse()
-            for tool, argv, sink_argv in runs:
+            for tool, argv, sink_argv in alternating_runs(args, mode, port, k):
                 r = run_one(argv, tool, args, sink_argv, perf_during(args))
                 per = {e: (v / r["wakeups"] if v is not None and r["wakeups"] else None)
                        for e, v in (r["extra"] or {}).items()}
@@ -616,13 +620,9 @@ def main():
                                              "ratio"))
     for k in range(args.rounds):
         for mode in args.modes:
-            ct, rt, sink = commands(args, mode, port)
-            runs = [("cyclictest", ct, None), ("rtloop", rt, sink)]
-            if k % 2:
-                runs.reverse()
             got = {}
             try:
-                for tool, argv, sink_argv in runs:
+                for tool, argv, sink_argv in alternating_runs(args, mode, port, k):
                     got[tool] = run_one(argv, tool, args, sink_argv)
             except RuntimeError as e:
                 failed += 1
