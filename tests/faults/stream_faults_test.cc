@@ -364,7 +364,16 @@ TEST(StreamFaults, PrometheusScrapesDuringShutdownGetAWholeReplyOrNone) {
         }
       });
     }
-    ASSERT_TRUE(WaitFor([&] { return whole.load() >= 8; }, milliseconds(10'000)));
+    // Scrapes under way and both tasks past their first cycle (on a loaded machine the tasks'
+    // SCHED_OTHER threads can start after the first scrapes, and a task stopped before its first
+    // release rightly reports 0 cycles).
+    const auto cycled = [&] {
+      for (const TaskReport& r : (*rt)->Reports()) {
+        if (r.stats.cycles == 0) return false;
+      }
+      return true;
+    };
+    ASSERT_TRUE(WaitFor([&] { return whole.load() >= 8 && cycled(); }, milliseconds(10'000)));
     const auto start = steady_clock::now();
     const Status s = (*rt)->Stop();
     const auto took = steady_clock::now() - start;

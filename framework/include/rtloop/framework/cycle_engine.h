@@ -59,7 +59,7 @@ class CycleEngine {
         task_(config.task),
         watchdogs_on_(config.watchdog.enabled()),
         observers_(config.observers),
-        config_(config),
+        watchdog_(config.watchdog),
         first_(first_release) {
     ctx_.period = config.period;
   }
@@ -149,21 +149,22 @@ class CycleEngine {
  private:
   // What every cycle reads or writes first, together (the fewer cache lines a cold wake-up
   // fetches, bench/rtcost/README.md): the counters, the schedule, the context, the per-task
-  // constants EndCycle() needs; the rest of the configuration after them.
+  // constants EndCycle() needs; the watchdog's configuration (read only when one is on) after them.
+  // Each field is copied once from the CycleEngineConfig, which the engine does not keep.
   std::uint64_t cycles_ = 0;
   std::uint64_t pending_missed_ = 0;
   TimePoint last_wake_;
   ReleaseSchedule schedule_;
   CycleContext ctx_;
-  std::uint64_t warmup_;         // config_.warmup_cycles
-  std::uint64_t stop_after_;     // config_.max_cycles, or UINT64_MAX for none
+  std::uint64_t warmup_;         // config.warmup_cycles
+  std::uint64_t stop_after_;     // config.max_cycles, or UINT64_MAX for none
   TimePoint end_;                // first release + run_for, or TimePoint::Max()
-  TaskStats* stats_;             // config_.stats
-  TaskId task_;                  // config_.task
-  bool watchdogs_on_;            // config_.watchdog.enabled()
-  CycleObserverList observers_;  // config_.observers
-  CycleEngineConfig config_;
-  TimePoint first_;  // E_0
+  TaskStats* stats_;             // config.stats
+  TaskId task_;                  // config.task
+  bool watchdogs_on_;            // config.watchdog.enabled()
+  CycleObserverList observers_;  // config.observers
+  WatchdogConfig watchdog_;      // config.watchdog
+  TimePoint first_;              // E_0
   std::uint32_t consecutive_overruns_ = 0;
   std::uint32_t consecutive_violations_ = 0;  // execution-time watchdog
   FaultRecord last_fault_;
@@ -175,20 +176,20 @@ class CycleEngine {
                                                 CycleSample* sample, CycleOutcome* out) noexcept {
     consecutive_overruns_ = overrun ? consecutive_overruns_ + 1 : 0;
     FaultRecord fault;
-    if (config_.watchdog.max_consecutive_overruns != 0 &&
-        consecutive_overruns_ >= config_.watchdog.max_consecutive_overruns) {
+    if (watchdog_.max_consecutive_overruns != 0 &&
+        consecutive_overruns_ >= watchdog_.max_consecutive_overruns) {
       fault = {
           FaultReason::kOverruns, cycles_, done.ns(), (done - first_).count(), sample->execution_ns,
           consecutive_overruns_,  0};
       consecutive_overruns_ = 0;
     }
-    if (config_.watchdog.time.count() > 0) CheckExecutionTime(sample->execution_ns, done, &fault);
+    if (watchdog_.time.count() > 0) CheckExecutionTime(sample->execution_ns, done, &fault);
     if (fault.reason != FaultReason::kNone) {  // a watchdog tripped
       stats_->RecordFault(fault);
       sample->flags |= kCycleFault;
       out->fault = true;
-      out->stop_all = config_.watchdog.effective_action() == WatchdogAction::kStopAll;
-      out->fault_state = config_.watchdog.effective_action() != WatchdogAction::kContinue;
+      out->stop_all = watchdog_.effective_action() == WatchdogAction::kStopAll;
+      out->fault_state = watchdog_.effective_action() != WatchdogAction::kContinue;
       last_fault_ = fault;
     }
     if (step == StepResult::kFault) {  // the task's own fault: one fault per cycle
@@ -205,7 +206,7 @@ class CycleEngine {
   // when it trips, fills `fault` (unless the overrun watchdog already did on this cycle: one
   // fault per cycle). RT-safe.
   void CheckExecutionTime(std::int64_t execution_ns, TimePoint done, FaultRecord* fault) noexcept {
-    const std::int64_t limit = config_.watchdog.time.count();
+    const std::int64_t limit = watchdog_.time.count();
     if (execution_ns <= limit) {
       consecutive_violations_ = 0;
       return;
@@ -213,11 +214,10 @@ class CycleEngine {
     ++consecutive_violations_;
     stats_->RecordWatchdogViolation();
     // Validated: limit x sensitivity fits in 64 bits.
-    const bool single =
-        execution_ns > limit * static_cast<std::int64_t>(config_.watchdog.sensitivity);
-    if (!single && consecutive_violations_ < config_.watchdog.sensitivity) return;
+    const bool single = execution_ns > limit * static_cast<std::int64_t>(watchdog_.sensitivity);
+    if (!single && consecutive_violations_ < watchdog_.sensitivity) return;
     if (fault->reason == FaultReason::kNone) {
-      const bool by_run = consecutive_violations_ >= config_.watchdog.sensitivity;
+      const bool by_run = consecutive_violations_ >= watchdog_.sensitivity;
       *fault = {by_run ? FaultReason::kWatchdog : FaultReason::kWatchdogSingle,
                 cycles_,
                 done.ns(),

@@ -2,8 +2,8 @@
 // to sinks: subscriptions (bounded drop-oldest queues, added and removed at any time, e.g. one per
 // gRPC stream) and SampleSinks such as the SampleLogWriter.
 //
-// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, 10 ms by default;
-// rtloop::Runtime sets 50 ms) while someone consumes samples (a subscription or a sink); with no
+// When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, as
+// rtloop::Runtime's 50 ms by default: kDefaultDrainPeriod) while someone consumes samples (a subscription or a sink); with no
 // consumer only as often as the rings need to stay below half full (capacity / 2 cycles of the
 // fastest task, at most once a second), since nobody waits for the samples then. A new subscription
 // wakes it at once. After a pass it tells each subscription that got samples

@@ -95,11 +95,8 @@ struct TelemetryConfig {
   std::size_t max_tasks = 64;
   // The one setting for both ends of the ring: sizes every task's ring (rate x 2 x drain_period,
   // at least 8192 samples) and paces the collector while someone consumes samples (a stream, the
-  // sample log). 50 ms: a live view (20 updates a second) needs no more, and every drain pass
-  // wakes the collector, the gRPC threads that write each stream and the clients; on a CPU that
-  // runs RT tasks each wake-up costs them latency (bench/cyclic/telemetry_cost.py: 10 ms made
-  // ~785 telemetry wake-ups/s with one streaming client, 50 ms ~234). > 0.
-  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(50)};
+  // sample log). The hub's default, telemetry::kDefaultDrainPeriod (50 ms), says why. > 0.
+  std::chrono::nanoseconds drain_period{telemetry::kDefaultDrainPeriod};
   // Each task's ring holds bit_ceil(max(min_ring_capacity, 2 x drain_period / period)) samples of
   // 32 bytes (256 KiB at the default up to 80 kHz); ring_capacity > 0 fixes it for every task.
   // A small board lowers them (bench/footprint/README.md, "Memory per task"). 256..2^31 (0 for

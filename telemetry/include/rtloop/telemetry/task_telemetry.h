@@ -59,14 +59,22 @@
 
 namespace rtloop::telemetry {
 
+// The drain period when nothing sets one, for the hub and rtloop::Runtime alike (RuntimeConfig's
+// telemetry.drain_period): it sizes every task's ring (rate x 2 x drain period, at least
+// min_ring_capacity) and paces the collector while someone consumes samples. 50 ms: a live view
+// (20 updates a second) needs no more, and every drain pass wakes the collector, the gRPC threads
+// that write each stream and the clients; on a CPU that runs RT tasks each wake-up costs them
+// latency (bench/cyclic/README.md, "What telemetry costs": with one streaming client 10 ms made
+// ~785 telemetry wake-ups/s, 50 ms ~234).
+inline constexpr std::chrono::milliseconds kDefaultDrainPeriod{50};
+
 struct TelemetryHubConfig {
   // Task ids 0 .. max_tasks-1 can be added; slots are allocated up front. 1..65536.
   std::size_t max_tasks = 64;
   // The collector's drain period: the rings are sized for it (capacity >= rate x 2 x
   // drain_period), and a Collector whose CollectorConfig::drain_period is 0 (its default) drains at
-  // it. 10 ms: each collector wake-up on a CPU that runs RT tasks costs them latency
-  // (bench/cyclic/README.md measured +13.8 % avg at 1 ms); a live view does not need more.
-  std::chrono::nanoseconds drain_period{std::chrono::milliseconds(10)};
+  // it. kDefaultDrainPeriod (50 ms) says why.
+  std::chrono::nanoseconds drain_period{kDefaultDrainPeriod};
   // Smallest ring capacity in samples (32 bytes each).
   std::size_t min_ring_capacity = 8192;
   // When > 0: every ring gets exactly this capacity, whatever the task rate.
