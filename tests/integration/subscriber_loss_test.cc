@@ -5,7 +5,9 @@
 // is in all of them too. Both servers of one Runtime on loopback (telemetry_rig.h).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <thread>
@@ -94,6 +96,8 @@ TEST(SubscriberLoss, GetStatsMetricsAndTheReportShowTheSameCount) {
   const std::vector<TaskReport> reports = rig.runtime().Reports();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].subscriber_lost, lost);
+  std::printf("lost %llu of %llu delivered (GetStats, /metrics, report, client)\n",
+              static_cast<unsigned long long>(lost), static_cast<unsigned long long>(delivered));
 }
 
 // What the old counts disagreed on: the samples still queued for a stream when the run's delivery
@@ -106,33 +110,49 @@ TEST(SubscriberLoss, TheUndeliveredTailOfARunIsInEveryExport) {
   ASSERT_TRUE(rig.Build(rc).ok());
   std::unique_ptr<Client> slow_client = SlowClient(rig.address());
   v1::StreamSamplesRequest request;
-  request.set_max_batch_samples(16);
+  request.set_max_batch_samples(8);  // 2500 messages: slow reading outlasts a late finisher
   std::unique_ptr<SampleStream> stream = slow_client->StreamSamples(request);
   ASSERT_TRUE(stream->WaitForReady());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
-  const auto finish_started = steady_clock::now();
-  Background finisher([&] { rig.server().Finish(); });
-  // Slow past the delivery deadline, then fast enough to take the final message (as
-  // GrpcStreamEnd.WhatASlowClientCouldNotTakeInTimeIsCountedAsLost).
-  const auto slow_until = finish_started + rc.server.stop_grace + milliseconds(50);
+  const TaskTelemetry* task = rig.hub().task(rig.ids()[0]);
+  ASSERT_EQ(task->subscriber_lost(), 0u);  // the buffer (65536) held the whole run
+  // Slow (1 ms a message) until 50 ms past the delivery deadline (stop_grace after the finisher
+  // thread called Finish(), however late that thread ran), then fast enough to take the final
+  // message before Finish() gives up waiting for it (200 ms after the deadline).
+  std::atomic<steady_clock::rep> finish_called{0};
+  Background finisher([&] {
+    finish_called = steady_clock::now().time_since_epoch().count();
+    rig.server().Finish();
+  });
+  const auto slow = [&] {
+    const steady_clock::rep called = finish_called.load();
+    return called == 0 ||
+           steady_clock::now() < steady_clock::time_point(steady_clock::duration(called)) +
+                                     rc.server.stop_grace + milliseconds(50);
+  };
   StreamCheck check;
   v1::StreamSamplesResponse r;
   while (stream->Next(&r)) {
     check.Add(r);
-    if (steady_clock::now() < slow_until) std::this_thread::sleep_for(milliseconds(1));
+    if (slow()) std::this_thread::sleep_for(milliseconds(1));
   }
   finisher.Join();
   ASSERT_TRUE(check.error.empty()) << check.error;
-  ASSERT_TRUE(stream->Finish().ok());
+  const Status finished = stream->Finish();
+  ASSERT_TRUE(finished.ok()) << finished.ToString() << "; read " << check.received[0] << ", lost "
+                             << task->subscriber_lost();
   const v1::StreamEnd* end = stream->end();
   ASSERT_NE(end, nullptr);
   ASSERT_EQ(end->tasks_size(), 1);
   const std::uint64_t lost = end->tasks(0).lost_total();
   ASSERT_GT(lost, check.lost[0]) << "no undelivered tail: nothing to compare";
-  EXPECT_EQ(rig.hub().task(rig.ids()[0])->subscriber_lost(), lost);
+  EXPECT_EQ(task->subscriber_lost(), lost);
   EXPECT_EQ(MetricsLoss(rig.http_port(), static_cast<double>(lost)), static_cast<double>(lost));
   EXPECT_EQ(rig.runtime().Reports()[0].subscriber_lost, lost);
+  std::printf("lost %llu (%llu by the full buffer), sent %llu\n",
+              static_cast<unsigned long long>(lost), static_cast<unsigned long long>(check.lost[0]),
+              static_cast<unsigned long long>(end->tasks(0).sent()));
 }
 
 }  // namespace
