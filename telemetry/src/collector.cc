@@ -61,8 +61,9 @@ std::vector<bool> MakeFilter(const std::vector<TaskId>& tasks) {
 // ---------------------------------------------------------------------------------------------
 // Subscription
 
-Subscription::Subscription(const SubscriptionConfig& config)
-    : filter_(MakeFilter(config.tasks)),
+Subscription::Subscription(const SubscriptionConfig& config, TelemetryHub* hub)
+    : hub_(hub),
+      filter_(MakeFilter(config.tasks)),
       capacity_(std::max<std::size_t>(config.capacity, 1)),
       ring_(capacity_) {}
 
@@ -71,30 +72,32 @@ bool Subscription::Wants(TaskId task) const noexcept {
   return task < filter_.size() && filter_[task];
 }
 
-void Subscription::Offer(TaskId task, std::span<const Sample> samples, TelemetryHub* hub) {
+void Subscription::LoseLocked(TaskId task, std::uint64_t n) {
+  if (n == 0) return;
+  if (task >= pending_lost_.size()) pending_lost_.resize(std::size_t{task} + 1, 0);
+  pending_lost_[task] += n;
+  lost_ += n;
+  if (hub_ != nullptr) {
+    if (TaskTelemetry* tt = hub_->task(task)) tt->AddSubscriberLoss(n);
+  }
+}
+
+void Subscription::Offer(TaskId task, std::span<const Sample> samples) {
   if (samples.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_.load(std::memory_order_relaxed)) return;
     offered_ += samples.size();
-    auto lose = [this, hub](TaskId t, std::uint64_t n) {
-      if (t >= pending_lost_.size()) pending_lost_.resize(std::size_t{t} + 1, 0);
-      pending_lost_[t] += n;
-      lost_ += n;
-      if (hub != nullptr) {
-        if (TaskTelemetry* tt = hub->task(t)) tt->AddSubscriberLoss(n);
-      }
-    };
     if (samples.size() >= capacity_) {
       // Everything queued and the head of `samples` are lost; the newest capacity_ samples stay.
-      for (std::size_t i = 0; i < size_; ++i) lose(ring_[(head_ + i) % capacity_].task, 1);
-      lose(task, samples.size() - capacity_);
+      for (std::size_t i = 0; i < size_; ++i) LoseLocked(ring_[(head_ + i) % capacity_].task, 1);
+      LoseLocked(task, samples.size() - capacity_);
       samples = samples.subspan(samples.size() - capacity_);
       head_ = 0;
       size_ = 0;
     } else if (size_ + samples.size() > capacity_) {
       const std::size_t drop = size_ + samples.size() - capacity_;
-      for (std::size_t i = 0; i < drop; ++i) lose(ring_[(head_ + i) % capacity_].task, 1);
+      for (std::size_t i = 0; i < drop; ++i) LoseLocked(ring_[(head_ + i) % capacity_].task, 1);
       head_ = (head_ + drop) % capacity_;
       size_ -= drop;
     }
@@ -187,10 +190,24 @@ void Subscription::Close() {
   cv_.notify_all();
 }
 
-std::vector<std::uint64_t> Subscription::TakeUnreportedLoss() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::uint64_t> out(pending_lost_.size(), 0);
-  std::swap(out, pending_lost_);
+std::vector<std::uint64_t> Subscription::Abandon(std::span<const SampleBatch> undelivered) {
+  std::vector<std::uint64_t> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_.store(true, std::memory_order_release);
+    for (const SampleBatch& b : undelivered) {
+      // Its lost_before was counted when the samples were dropped; it is unreported again.
+      if (b.task >= pending_lost_.size()) pending_lost_.resize(std::size_t{b.task} + 1, 0);
+      pending_lost_[b.task] += b.lost_before;
+      received_ -= b.samples.size();
+      LoseLocked(b.task, b.samples.size());
+    }
+    for (std::size_t i = 0; i < size_; ++i) LoseLocked(ring_[(head_ + i) % capacity_].task, 1);
+    head_ = 0;
+    size_ = 0;
+    out.swap(pending_lost_);
+  }
+  cv_.notify_all();
   return out;
 }
 
@@ -345,7 +362,7 @@ std::size_t Collector::DrainPassLocked() {
         std::lock_guard<std::mutex> lock(subs_mu_);
         for (const std::shared_ptr<Subscription>& sub : subs_) {
           if (sub->closed() || !sub->Wants(id)) continue;
-          sub->Offer(id, chunk, &hub_);
+          sub->Offer(id, chunk);
           if (std::find(notify_.begin(), notify_.end(), sub) == notify_.end()) {
             notify_.push_back(sub);
           }
@@ -369,7 +386,7 @@ std::size_t Collector::DrainPassLocked() {
 }
 
 std::shared_ptr<Subscription> Collector::Subscribe(const SubscriptionConfig& config) {
-  auto sub = std::make_shared<Subscription>(config);
+  auto sub = std::make_shared<Subscription>(config, config.count_loss_in_hub ? &hub_ : nullptr);
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(subs_mu_);

@@ -10,12 +10,14 @@
 //   rig.WaitTasks();   // every task ran its cycles; the collector has delivered every sample
 //
 // Build() adds config.tasks tasks; AddTasks() adds more later (e.g. after a client opened its
-// streams, as an application that starts its server before its tasks does). One test thread.
+// streams, as an application that starts its server before its tasks does). With RigConfig::http
+// the Runtime serves /metrics and the page too (http_port()). One test thread.
 #pragma once
 
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,8 +58,9 @@ inline TaskConfig OtherTask(const std::string& name, std::chrono::nanoseconds pe
 struct RigConfig {
   int tasks = 1;
   std::chrono::nanoseconds period{std::chrono::microseconds(100)};
-  std::uint64_t cycles = 10000;  // per task; 0: until stopped
-  ServerConfig server;           // address forced to 127.0.0.1:0 unless set otherwise
+  std::uint64_t cycles = 10000;    // per task; 0: until stopped
+  ServerConfig server;             // address forced to 127.0.0.1:0 unless set otherwise
+  std::optional<HttpConfig> http;  // the Runtime's HTTP endpoint too (quiet, on loopback)
 };
 
 class Rig {
@@ -72,6 +75,8 @@ class Rig {
       rc.telemetry.grpc.address = "127.0.0.1:0";
     }
     rc.telemetry.grpc.log_to_stderr = false;
+    rc.telemetry.http = config.http;
+    if (rc.telemetry.http) rc.telemetry.http->log_to_stderr = false;
     Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
     if (!rt.ok()) return rt.status();
     runtime_ = std::move(*rt);
@@ -108,6 +113,7 @@ class Rig {
   }
   const std::string& address() const { return address_; }
   Server& server() { return *runtime_->server(); }
+  int http_port() { return runtime_->http() != nullptr ? runtime_->http()->port() : 0; }
   Executor& executor() { return runtime_->executor(); }
   TelemetryHub& hub() { return *runtime_->hub(); }
   Collector& collector() { return *runtime_->collector(); }

@@ -303,6 +303,53 @@ TEST_F(CollectorTest, SubscriberLossIsCountedPerTaskInTheHub) {
   EXPECT_EQ(snap->subscriber_lost, 19u);
 }
 
+// The one definition of subscriber loss (collector.h, "Loss"): what a stream could not deliver at
+// its end is lost, counted once, in the hub too; what a cancelled stream had queued is not.
+TEST_F(CollectorTest, AbandonCountsTheUndeliveredAsLostOnceInTheHub) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({.capacity = 10});
+  Produce(0, 0, 12);  // 2 dropped
+  collector.DrainOnce();
+  std::vector<SampleBatch> held;
+  ASSERT_EQ(sub->Pop(&held, milliseconds(0), 4), 4u);  // seqs 2..5, lost_before 2
+  ASSERT_EQ(held.size(), 1u);
+  ASSERT_EQ(held[0].lost_before, 2u);
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 2u);
+  // The consumer sent none of them: 4 held + 6 queued lost, and the 2 no batch delivered reported.
+  const std::vector<std::uint64_t> last = sub->Abandon(held);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0], 12u);
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 12u);
+  const SubscriptionStats st = sub->stats();
+  EXPECT_EQ(st.lost, 12u);
+  EXPECT_EQ(st.received, 0u);
+  EXPECT_EQ(st.offered, st.received + st.lost + st.queued);
+  EXPECT_TRUE(sub->closed());
+  Produce(0, 12, 17);  // closed: nothing more is offered or lost
+  collector.DrainOnce();
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 12u);
+}
+
+TEST_F(CollectorTest, WhatACancelledSubscriptionHadQueuedIsNotLost) {
+  Collector collector(hub_);
+  auto sub = collector.Subscribe({.capacity = 10});
+  Produce(0, 0, 13);
+  collector.DrainOnce();
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 3u);  // the full queue's drops
+  collector.Unsubscribe(sub);                      // 10 still queued
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 3u);
+  EXPECT_EQ(sub->stats().lost, 3u);
+}
+
+TEST_F(CollectorTest, ASubscriptionThatReportsItsOwnLossStaysOutOfTheHubsCount) {
+  Collector collector(hub_);
+  auto own = collector.Subscribe({.capacity = 10, .count_loss_in_hub = false});
+  Produce(0, 0, 25);
+  collector.DrainOnce();
+  EXPECT_EQ(own->stats().lost, 15u);
+  EXPECT_EQ(hub_.task(0)->subscriber_lost(), 0u);
+}
+
 TEST_F(CollectorTest, DrainPeriodDefaultsToTheHubs) {
   Collector collector(hub_);
   EXPECT_EQ(collector.drain_period(), hub_.config().drain_period);

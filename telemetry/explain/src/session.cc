@@ -91,7 +91,7 @@ Status ExplainSession::Begin(const Executor& executor, telemetry::Collector& col
   note_ = trace_first_ ? "the kernel's trace events" : "/proc counters (" + why_not_trace_ + ")";
   if (!open_notes_.empty()) note_ += "; " + open_notes_;
   Result<std::unique_ptr<Explainer>> ex =
-      Explainer::Start(c, collector.Subscribe({}), std::move(sources));
+      Explainer::Start(c, collector.Subscribe({.count_loss_in_hub = false}), std::move(sources));
   if (!ex.ok()) return ex.status();
   explainer_ = std::move(*ex);
   MoveThread(explainer_->tid(), cpus);

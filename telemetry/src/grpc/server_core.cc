@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <span>
 #include <utility>
 
 #include "net_util.h"
@@ -86,7 +87,7 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
       }
     }
     const SampleBatch& batch = pending_[next_++];
-    AddLost(batch.task, batch.lost_before);
+    Count(lost_total_, batch.task, batch.lost_before);  // counted in the hub when dropped
     Count(sent_, batch.task, batch.samples.size());
     out->Clear();
     internal::FillSampleBatch(batch, lost_total_[batch.task], out);
@@ -94,20 +95,15 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
   }
   bool FillQueued(v1::StreamSamplesResponse* out) override { return Fill(out); }
   void FillEnd(v1::StreamSamplesResponse* out) override {
-    // Whatever is still queued now was not delivered in time: lost for this stream.
-    for (; next_ < pending_.size(); ++next_) {
-      AddLost(pending_[next_].task, pending_[next_].lost_before + pending_[next_].samples.size());
-    }
+    // Whatever this stream holds or has queued now was not delivered in time: lost (counted by
+    // the subscription, in the hub too), and reported with the loss no batch reported.
+    const std::span<const SampleBatch> undelivered =
+        std::span<const SampleBatch>(pending_).subspan(std::min(next_, pending_.size()));
+    const std::vector<std::uint64_t> unreported = subscription_->Abandon(undelivered);
     pending_.clear();
     next_ = 0;
-    std::vector<SampleBatch> rest;
-    while (subscription_->Pop(&rest, std::chrono::nanoseconds(0), kMaxBatchSamples) > 0) {
-      for (const SampleBatch& b : rest) AddLost(b.task, b.lost_before + b.samples.size());
-    }
-    subscription_->Close();
-    const std::vector<std::uint64_t> unreported = subscription_->TakeUnreportedLoss();
     for (std::size_t t = 0; t < unreported.size(); ++t) {
-      AddLost(static_cast<TaskId>(t), unreported[t]);
+      Count(lost_total_, static_cast<TaskId>(t), unreported[t]);
     }
     out->Clear();
     v1::StreamEnd* end = out->mutable_end();
@@ -138,10 +134,6 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
   static std::uint64_t At(const std::vector<std::uint64_t>& v, TaskId task) {
     return task < v.size() ? v[task] : 0;
   }
-  void AddLost(TaskId task, std::uint64_t n) {
-    Count(lost_total_, task, n);
-    if (n > 0) core_->AddStreamLoss(task, n);
-  }
 
   const std::shared_ptr<Subscription> subscription_;
   const std::vector<TaskId> tasks_;  // the stream's tasks, for the final message
@@ -149,8 +141,9 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
   const std::size_t max_batch_;
   std::vector<SampleBatch> pending_;
   std::size_t next_ = 0;
-  std::vector<std::uint64_t> lost_total_;  // per task id
-  std::vector<std::uint64_t> sent_;        // per task id
+  // Per task id: what this stream lost (its own account for lost_total; the hub counts all).
+  std::vector<std::uint64_t> lost_total_;
+  std::vector<std::uint64_t> sent_;  // per task id
 };
 
 class TelemetryService final : public v1::Telemetry::CallbackService {
@@ -414,11 +407,6 @@ std::size_t ServerCore::open_streams() const {
   return live_streams_;
 }
 
-void ServerCore::AddStreamLoss(TaskId task, std::uint64_t lost) {
-  std::lock_guard lock(mu_);
-  stream_loss_[task] += lost;
-}
-
 std::uint64_t ServerCore::stalled_streams_cancelled() const {
   std::lock_guard lock(mu_);
   return stalled_cancelled_;
@@ -428,13 +416,14 @@ void ServerCore::FillStats(const std::vector<TaskId>& ids, bool histogram,
                            v1::GetStatsResponse* out) {
   internal::FillStats(hub_, ids, histogram, out);
   outliers_.AddToStats(out);
-  std::lock_guard lock(mu_);
+  // The hub's count, as /metrics and the task report show it (collector.h, "Loss").
   for (const v1::TaskStats& t : out->tasks()) {
     v1::StreamLoss* loss = out->add_stream_loss();
     loss->set_task_id(t.task_id());
-    const auto it = stream_loss_.find(t.task_id());
-    loss->set_lost(it == stream_loss_.end() ? 0 : it->second);
+    const TaskTelemetry* tt = hub_.task(t.task_id());
+    loss->set_lost(tt == nullptr ? 0 : tt->subscriber_lost());
   }
+  std::lock_guard lock(mu_);
   out->set_open_streams(static_cast<std::uint32_t>(live_streams_));
   out->set_stalled_streams_cancelled(stalled_cancelled_);
   out->set_calls_rate_limited(rate_limiter_.refused());

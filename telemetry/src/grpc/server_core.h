@@ -102,9 +102,9 @@ class ServerCore {
   void HandlerDone();
   std::size_t open_streams() const;
 
-  void AddStreamLoss(TaskId task, std::uint64_t lost);
   std::uint64_t stalled_streams_cancelled() const;
-  // A stats snapshot plus this server's stream facts and the tasks' outlier counts.
+  // A stats snapshot plus this server's stream facts, the tasks' subscriber loss (the hub's
+  // count: TaskTelemetry::subscriber_lost) and outlier counts.
   void FillStats(const std::vector<TaskId>& ids, bool histogram, v1::GetStatsResponse* out);
   // The ListOutliers call after Admit(): INVALID_ARGUMENT for an unknown task id; else the page.
   grpc::Status ListOutliers(const v1::ListOutliersRequest& request, v1::ListOutliersResponse* out);
@@ -139,7 +139,6 @@ class ServerCore {
   std::condition_variable idle_cv_;
   std::condition_variable pump_cv_;
   std::unordered_map<StreamBase*, std::shared_ptr<StreamBase>> streams_;
-  std::unordered_map<TaskId, std::uint64_t> stream_loss_;  // all streams, per task
   std::size_t live_streams_ = 0;
   std::size_t live_handlers_ = 0;
   bool stopping_ = false;

@@ -128,7 +128,9 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
                                 "them; streams and the sample log miss them)",
                                 MetricType::Counter);
   MetricFamily lost = Family("rtloop_task_subscriber_lost_samples_total",
-                             "Samples slow stream subscribers lost (oldest first), all streams",
+                             "Samples stream subscribers should have received and never did "
+                             "(full queue, or queued at the run's end deadline), all streams; "
+                             "GetStats' stream_loss",
                              MetricType::Counter);
   MetricFamily fallback = Family("rtloop_task_rt_fallback",
                                  "1 when the task runs SCHED_OTHER because its RT policy was not "

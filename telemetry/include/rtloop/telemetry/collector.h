@@ -25,6 +25,15 @@
 // stalled subscription loses its own oldest samples and affects neither other subscriptions, nor
 // sinks, nor any RT thread.
 //
+// Loss: a Subscription is the one place that counts subscriber loss. A sample is lost for a
+// subscription when its queue was full (the oldest go), or when its consumer ends it with the
+// sample undelivered (Abandon(): a stream at the run's delivery deadline). Each loss is counted
+// once, at that moment, in the subscription's own figures (stats().lost, the next batch's
+// lost_before) and in its task's TaskTelemetry::subscriber_lost, the count every export reads
+// (GetStats' stream_loss, /metrics' rtloop_task_subscriber_lost_samples_total, the task report's
+// LOST, rtloop-top's LOSS). What is still queued when a subscription is closed otherwise (Close(),
+// Unsubscribe(): a client cancelled) is not lost: nothing is owed to a consumer that left.
+//
 // Threading: every public method may be called from any non-RT thread. The collector thread is
 // created by Start(); it switches itself to SCHED_OTHER, blocks SIGINT/SIGTERM, and moves to
 // CollectorConfig::cpus when given (otherwise it keeps the caller's affinity). Sinks run on the
@@ -80,6 +89,10 @@ struct SampleBatch {
 struct SubscriptionConfig {
   std::vector<TaskId> tasks = {};  // tasks to receive; empty: all (ids > 65535 match nothing)
   std::size_t capacity = 1 << 16;  // samples queued at most; the oldest are dropped beyond. > 0
+  // Count this subscription's loss in its task's TaskTelemetry::subscriber_lost (see "Loss"
+  // above). false for a consumer that reports its loss itself and is no stream subscriber (the
+  // outlier analysis: ExplainerStats::samples_lost, /metrics' rtloop_outlier_samples_lost_total).
+  bool count_loss_in_hub = true;
 };
 
 struct SubscriptionStats {
@@ -101,10 +114,13 @@ class Subscription {
   // Idempotent.
   void Close();
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
-  // Losses not yet reported in a batch's lost_before, per task id, and clears them: a task whose
-  // dropped samples were followed by no queued sample of it. For the final account of a stream
-  // once no samples come any more and Pop() emptied the queue. Any (non-RT) thread.
-  std::vector<std::uint64_t> TakeUnreportedLoss();
+  // Ends the subscription for a consumer that could not deliver what it holds (a stream whose
+  // run ended and whose delivery deadline passed): closes it, and counts as lost (see "Loss")
+  // every sample still queued and the samples of `undelivered`, batches Pop() handed out that the
+  // consumer never passed on (they leave `received`; their lost_before is reported again here).
+  // Returns per task id the loss no batch delivered reported: the stream's last account. Any
+  // (non-RT) thread; the consumer, once.
+  std::vector<std::uint64_t> Abandon(std::span<const SampleBatch> undelivered);
   // True when `task` passes this subscription's filter.
   bool Wants(TaskId task) const noexcept;
   // `fn` is called on the collector's thread after every drain pass that queued samples here
@@ -116,13 +132,19 @@ class Subscription {
   void NotifySamples();
   SubscriptionStats stats() const;
 
-  // Used by the collector: appends samples of one task, dropping the oldest beyond capacity; each
-  // loss is also counted in `hub`'s TaskTelemetry of the sample's task (when given).
-  void Offer(TaskId task, std::span<const Sample> samples, TelemetryHub* hub = nullptr);
+  // Used by the collector: appends samples of one task, dropping the oldest beyond capacity
+  // (counted as lost).
+  void Offer(TaskId task, std::span<const Sample> samples);
 
-  explicit Subscription(const SubscriptionConfig& config);  // use Collector::Subscribe()
+  // Use Collector::Subscribe(). `hub` (may be null): where each loss is also counted, in the
+  // TaskTelemetry of the sample's task.
+  explicit Subscription(const SubscriptionConfig& config, TelemetryHub* hub = nullptr);
 
  private:
+  // Counts `n` lost samples of `task`: the one place subscriber loss is counted. mu_ held.
+  void LoseLocked(TaskId task, std::uint64_t n);
+
+  TelemetryHub* const hub_;         // null: the loss is counted here only
   const std::vector<bool> filter_;  // by task id; empty: all
   const std::size_t capacity_;
   mutable std::mutex mu_;

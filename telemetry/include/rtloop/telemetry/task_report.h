@@ -42,7 +42,7 @@ struct TaskReport {
   telemetry::Percentiles execution;
   bool telemetry = false;             // the hub knows this task (the two counters below exist)
   std::uint64_t ring_dropped = 0;     // samples the task's ring had no room for
-  std::uint64_t subscriber_lost = 0;  // samples slow subscribers lost
+  std::uint64_t subscriber_lost = 0;  // TaskTelemetry::subscriber_lost (subscriber loss)
 
   // At least one cycle ran: latency and execution figures exist. RT-safe.
   bool has_data() const noexcept { return stats.has_data(); }

@@ -101,8 +101,14 @@ struct TaskTelemetrySnapshot {
   std::uint64_t ring_dropped = 0;  // samples the ring had no room for (stats still include them)
   // Samples taken out of the ring: by the collector, or by the hub's own drain without one.
   std::uint64_t delivered = 0;
-  // Samples of this task that slow subscribers lost (drop-oldest in their queues), summed over
-  // every subscription the collector has served. Other subscribers and the stats are unaffected.
+  // Subscriber loss: samples of this task that a subscriber should have received and never did,
+  // summed over every subscription the collector has served (except one that reports its own
+  // loss: SubscriptionConfig::count_loss_in_hub). A sample is lost when its subscriber's queue
+  // was full (drop-oldest), or when the run ended and it was still queued at the stream's
+  // delivery deadline. Samples still queued when a stream is cancelled (by its client, the stall
+  // timeout or a server stop) are not: the stream ended, nothing is owed to it any more. The one
+  // count behind GetStats' stream_loss, /metrics and the task report (collector.h, "Loss").
+  // Other subscribers and the stats are unaffected.
   std::uint64_t subscriber_lost = 0;
   // Once the task and the collector have stopped: samples == ring_pushed + ring_dropped and
   // ring_pushed == delivered. While they run, the counters are read one after another (delivered
@@ -178,10 +184,10 @@ class TaskTelemetry final : public CycleObserver {
   std::uint64_t subscriber_lost() const noexcept {
     return subscriber_lost_.load(std::memory_order_relaxed);
   }
-  // Counts `n` samples a subscription dropped. The collector's thread only (single writer).
+  // Counts `n` samples a subscription lost. Called by Subscription only (the one place that
+  // counts subscriber loss), from the collector's drain pass or a stream's end. Any thread.
   void AddSubscriberLoss(std::uint64_t n) noexcept {
-    subscriber_lost_.store(subscriber_lost_.load(std::memory_order_relaxed) + n,
-                           std::memory_order_relaxed);
+    subscriber_lost_.fetch_add(n, std::memory_order_relaxed);
   }
 
  private:

@@ -8,7 +8,8 @@
 //   c.latency_above_ns = 100'000;                       // rtloop-cyclic --explain-above=100
 //   std::vector<std::unique_ptr<EvidenceSource>> sources = MakeEvidenceSources(...);
 //   Result<std::unique_ptr<Explainer>> ex =
-//       Explainer::Start(c, collector->Subscribe({}), std::move(sources));
+//       Explainer::Start(c, collector->Subscribe({.count_loss_in_hub = false}),
+//                        std::move(sources));
 //   ... the run ...
 //   (*ex)->Stop();                                      // after the tasks and the collector
 //   for (const OutlierRecord& r : (*ex)->Records()) ...
@@ -23,7 +24,8 @@
 // window. A window that no source explained within give_up_after is recorded with the evidence
 // kNone and every source's note, so no outlier is ever silently missing. Beyond max_records the
 // outliers are counted (ExplainerStats::dropped), not recorded; so are those whose samples the
-// subscription lost (ExplainerStats::samples_lost: the count of outliers is then a lower bound).
+// subscription lost (ExplainerStats::samples_lost: the count of outliers is then a lower bound;
+// the subscription is no stream subscriber, so its loss stays out of the hub's subscriber loss).
 //
 // Threading: Start(), Stop() and the destructor on one controlling thread; Records() and stats()
 // from any non-RT thread. The explaining runs on a HousekeepingThread ("rtloop-explain",
