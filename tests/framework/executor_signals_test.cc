@@ -43,12 +43,17 @@ TEST(ExecutorTest, RunUntilSignalStopsInOrderOnSigterm) {
   ASSERT_TRUE(ex->AddTask(a, OtherTask("a", milliseconds(1))).ok());
   ASSERT_TRUE(ex->AddTask(b, OtherTask("b", milliseconds(2))).ok());
   ASSERT_TRUE(ex->AddTask(probe, OtherTask("probe", milliseconds(1))).ok());
-  std::thread killer([] {
+  std::thread killer([&a] {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::this_thread::sleep_for(milliseconds(100));
+    // Once task a ran its first cycles (on a loaded machine its SCHED_OTHER thread can start late:
+    // a fixed 100 ms once found 0 steps), at most 10 s: a task that never runs still fails below.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (a.steps.load() <= 10 && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
     kill(getpid(), SIGTERM);  // process-directed: only RunUntilSignal's sigtimedwait takes it
   });
   const TimePoint t0 = Now(Clock::kMonotonic);

@@ -326,17 +326,26 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
   ASSERT_TRUE(stream->WaitForReady());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
-  const auto finish_started = steady_clock::now();
-  Background finisher([&] { rig.server().Finish(); });
-  // Slow past the delivery deadline (stop_grace after Finish() began), then fast enough to take
-  // the final message before Finish() gives up waiting (stop_grace + 200 ms). Bounded by time,
-  // not by a message count: on a loaded machine 200 slow reads outlasted both.
-  const auto slow_until = finish_started + rc.server.stop_grace + milliseconds(50);
+  // Slow past the delivery deadline (stop_grace after the finisher thread called Finish(), however
+  // late that thread ran), then fast enough to take the final message before Finish() gives up
+  // waiting (stop_grace + 200 ms). Bounded by time, not by a message count: on a loaded machine
+  // 200 slow reads outlasted both.
+  std::atomic<steady_clock::rep> finish_called{0};
+  Background finisher([&] {
+    finish_called = steady_clock::now().time_since_epoch().count();
+    rig.server().Finish();
+  });
+  const auto slow = [&] {
+    const steady_clock::rep called = finish_called.load();
+    return called == 0 ||
+           steady_clock::now() < steady_clock::time_point(steady_clock::duration(called)) +
+                                     rc.server.stop_grace + milliseconds(50);
+  };
   StreamCheck check;
   v1::StreamSamplesResponse r;
   while (stream->Next(&r)) {
     check.Add(r);
-    if (steady_clock::now() < slow_until) std::this_thread::sleep_for(milliseconds(1));
+    if (slow()) std::this_thread::sleep_for(milliseconds(1));
   }
   finisher.Join();
   ASSERT_TRUE(check.error.empty()) << check.error;
