@@ -3,12 +3,12 @@
 // gRPC stream) and SampleSinks such as the SampleLogWriter.
 //
 // When it wakes: every drain period (the hub's TelemetryHubConfig::drain_period, as
-// rtloop::Runtime's 50 ms by default: kDefaultDrainPeriod) while someone consumes samples (a subscription or a sink); with no
-// consumer only as often as the rings need to stay below half full (capacity / 2 cycles of the
-// fastest task, at most once a second), since nobody waits for the samples then. A new subscription
-// wakes it at once. After a pass it tells each subscription that got samples
-// (Subscription::SetOnSamples), so that a consumer such as a gRPC stream need not wake on a timer
-// of its own. Each wake-up on a CPU that runs RT tasks costs them latency: start it on a
+// rtloop::Runtime's 50 ms by default: kDefaultDrainPeriod) while someone consumes samples (a
+// subscription or a sink); with no consumer only as often as the rings need to stay below half full
+// (capacity / 2 cycles of the fastest task, at most once a second), since nobody waits for the
+// samples then. A new subscription wakes it at once. After a pass it tells each subscription that
+// got samples (Subscription::SetOnSamples), so that a consumer such as a gRPC stream need not wake
+// on a timer of its own. Each wake-up on a CPU that runs RT tasks costs them latency: start it on a
 // housekeeping CPU, or give CollectorConfig::cpus (rtloop::Runtime picks CPUs no pinned task uses).
 //
 //   rtloop::telemetry::Collector collector(hub);
