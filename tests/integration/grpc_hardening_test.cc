@@ -47,6 +47,7 @@ using testing::Command;
 using testing::Connect;
 using testing::HaveOpenssl;
 using testing::ReadAll;
+using testing::ReadSlowlyWhileFinishing;
 using testing::ReadStream;
 using testing::Rig;
 using testing::RigConfig;
@@ -326,28 +327,11 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
   ASSERT_TRUE(stream->WaitForReady());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
-  // Slow past the delivery deadline (stop_grace after the finisher thread called Finish(), however
-  // late that thread ran), then fast enough to take the final message before Finish() gives up
-  // waiting (stop_grace + 200 ms). Bounded by time, not by a message count: on a loaded machine
-  // 200 slow reads outlasted both.
-  std::atomic<steady_clock::rep> finish_called{0};
-  Background finisher([&] {
-    finish_called = steady_clock::now().time_since_epoch().count();
-    rig.server().Finish();
-  });
-  const auto slow = [&] {
-    const steady_clock::rep called = finish_called.load();
-    return called == 0 ||
-           steady_clock::now() < steady_clock::time_point(steady_clock::duration(called)) +
-                                     rc.server.stop_grace + milliseconds(50);
-  };
-  StreamCheck check;
-  v1::StreamSamplesResponse r;
-  while (stream->Next(&r)) {
-    check.Add(r);
-    if (slow()) std::this_thread::sleep_for(milliseconds(1));
-  }
-  finisher.Join();
+  // Slow past the delivery deadline (stop_grace after the finisher thread called Finish()), then
+  // fast enough to take the final message before Finish() gives up waiting (stop_grace + 200 ms).
+  // Bounded by time, not by a message count: on a loaded machine 200 slow reads outlasted both.
+  StreamCheck check = ReadSlowlyWhileFinishing(
+      *stream, [&] { rig.server().Finish(); }, rc.server.stop_grace + milliseconds(50));
   ASSERT_TRUE(check.error.empty()) << check.error;
   EXPECT_TRUE(stream->Finish().ok()) << stream->Finish().ToString();
   const v1::StreamEnd* end = stream->end();

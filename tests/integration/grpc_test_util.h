@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -143,6 +144,35 @@ struct StreamCheck {
   }
   std::uint64_t accounted(std::uint32_t task) { return received[task] + lost[task]; }
 };
+
+// Reads `stream` to its end while finish() ends the run on a thread of its own: slowly (1 ms a
+// message) until `slow_for` after that thread called finish(), however late it ran, then at full
+// speed. For what a slow client could not take before the delivery deadline: give `slow_for` a
+// little more than the server's stop_grace, and keep it short of the time Finish() waits for the
+// final message. Returns the check of what was read.
+template <typename Finish>
+StreamCheck ReadSlowlyWhileFinishing(SampleStream& stream, Finish finish,
+                                     std::chrono::nanoseconds slow_for) {
+  using std::chrono::steady_clock;
+  std::atomic<steady_clock::rep> called{0};
+  Background finisher([&] {
+    called = steady_clock::now().time_since_epoch().count();
+    finish();
+  });
+  const auto slow = [&] {
+    const steady_clock::rep at = called.load();
+    return at == 0 ||
+           steady_clock::now() < steady_clock::time_point(steady_clock::duration(at)) + slow_for;
+  };
+  StreamCheck check;
+  v1::StreamSamplesResponse r;
+  while (stream.Next(&r)) {
+    check.Add(r);
+    if (slow()) std::this_thread::sleep_for(milliseconds(1));
+  }
+  finisher.Join();
+  return check;
+}
 
 // Reads `stream` into `check` until `done()` or the stream ends or `timeout` passes.
 template <typename Done>

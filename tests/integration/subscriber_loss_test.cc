@@ -5,7 +5,6 @@
 // is in all of them too. Both servers of one Runtime on loopback (telemetry_rig.h).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -22,10 +21,10 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-using testing::Background;
 using testing::Cfg;
 using testing::HttpGet;
 using testing::HttpReply;
+using testing::ReadSlowlyWhileFinishing;
 using testing::ReadStream;
 using testing::Rig;
 using testing::RigConfig;
@@ -117,27 +116,11 @@ TEST(SubscriberLoss, TheUndeliveredTailOfARunIsInEveryExport) {
   rig.WaitTasks();
   const TaskTelemetry* task = rig.hub().task(rig.ids()[0]);
   ASSERT_EQ(task->subscriber_lost(), 0u);  // the buffer (65536) held the whole run
-  // Slow (1 ms a message) until 50 ms past the delivery deadline (stop_grace after the finisher
-  // thread called Finish(), however late that thread ran), then fast enough to take the final
-  // message before Finish() gives up waiting for it (200 ms after the deadline).
-  std::atomic<steady_clock::rep> finish_called{0};
-  Background finisher([&] {
-    finish_called = steady_clock::now().time_since_epoch().count();
-    rig.server().Finish();
-  });
-  const auto slow = [&] {
-    const steady_clock::rep called = finish_called.load();
-    return called == 0 ||
-           steady_clock::now() < steady_clock::time_point(steady_clock::duration(called)) +
-                                     rc.server.stop_grace + milliseconds(50);
-  };
-  StreamCheck check;
-  v1::StreamSamplesResponse r;
-  while (stream->Next(&r)) {
-    check.Add(r);
-    if (slow()) std::this_thread::sleep_for(milliseconds(1));
-  }
-  finisher.Join();
+  // Slow until 50 ms past the delivery deadline (stop_grace after the finisher thread called
+  // Finish()), then fast enough to take the final message before Finish() gives up waiting for it
+  // (200 ms after the deadline).
+  StreamCheck check = ReadSlowlyWhileFinishing(
+      *stream, [&] { rig.server().Finish(); }, rc.server.stop_grace + milliseconds(50));
   ASSERT_TRUE(check.error.empty()) << check.error;
   const Status finished = stream->Finish();
   ASSERT_TRUE(finished.ok()) << finished.ToString() << "; read " << check.received[0] << ", lost "
