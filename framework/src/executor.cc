@@ -234,7 +234,7 @@ Status Executor::Impl::RunStartHooks(Slot& slot, bool* on_start_ran) {
     for (CycleObserver* o : slot.observers) o->OnRtThreadStart(slot.id);
     stage = "OnStart()";
     *on_start_ran = true;
-    const Status st = slot.task->OnStart();
+    Status st = slot.task->OnStart();
     if (st.ok()) return st;
     return Status(st.code(), who + ": OnStart() failed: " + st.message(), st.sys_errno());
   } catch (const std::exception& e) {
@@ -347,7 +347,7 @@ Status Executor::Impl::Start() {
     return FailedPreconditionError("Start() with no tasks — call AddTask() first");
   }
   phase_ = Phase::kStarted;
-  const Status failure = AwaitSetUpAndRelease(CreateThreads());
+  Status failure = AwaitSetUpAndRelease(CreateThreads());
   if (failure.ok()) return failure;
   for (auto& s : slots_) {
     if (s->thread_created) {

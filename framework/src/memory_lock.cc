@@ -85,7 +85,8 @@ Result<std::uint64_t> LockRealtimeSet() {
                       (m.path.empty() && m.start == last_locked_end);
     if (!lock) continue;
     const std::size_t len = m.end - m.start;
-    if (mlock(reinterpret_cast<void*>(m.start), len) != 0) {
+    // An address read from /proc/self/maps: the integer is the pointer.
+    if (mlock(reinterpret_cast<void*>(m.start), len) != 0) {  // NOLINT(performance-no-int-to-ptr)
       status = MlockError(errno, "cannot lock " + std::to_string(len / 1024) + " KiB of " +
                                      (m.path.empty() ? std::string("memory") : m.path));
       break;

@@ -29,7 +29,7 @@ constexpr std::uint64_t kPerTask = 1640u << 10;
 // link gRPC maps less than the process it speaks for.
 constexpr std::uint64_t kMinServerCode = 26 * kMiB;
 // Non-RT threads of a process with both servers (~20, bench/footprint/README.md) x 260 KiB.
-constexpr std::uint64_t kThreadStacks = 20 * (260u << 10);
+constexpr std::uint64_t kThreadStacks = std::uint64_t{20} * (260u << 10);
 
 std::string Mib1(std::uint64_t bytes) {
   char buf[32];
