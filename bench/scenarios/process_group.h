@@ -96,7 +96,8 @@ class LoadGroup {
   // Undoes what runs killed with their guardian left (state files under `state_dir` whose bench
   // and guardian are gone): stops their processes, restores their --tune values, removes their
   // cgroup and state file. One line per thing undone ("a killed run (...) left ...: ..."); empty
-  // when there was nothing.
+  // when there was nothing. While it undoes a run the calling thread runs at the lowest SCHED_FIFO
+  // priority (else nice -20), as the guardian does, and is put back after.
   static std::vector<std::string> UndoKilledRuns(const std::string& state_dir = LoadStateDir());
 
  private:

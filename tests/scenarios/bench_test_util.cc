@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 namespace rtloop::bench::testing {
 
@@ -79,6 +81,21 @@ std::vector<std::string> GroupMembers(pid_t pgid) {
     if (pgrp == pgid) out.push_back(comm + "(" + std::to_string(pid) + ")");
   });
   return out;
+}
+
+LoadReaper::~LoadReaper() {
+  struct stat st {};
+  const bool have_cgroup = !cgroup_.empty() && stat(cgroup_.c_str(), &st) == 0;
+  if (GroupMembers(pgid_).empty() && !have_cgroup) return;
+  ADD_FAILURE() << "the run's load was left running: killed by the test";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pgid_ > 1) kill(-pgid_, SIGKILL);
+    if (!cgroup_.empty()) std::ofstream(cgroup_ + "/cgroup.kill") << "1";
+    if (!cgroup_.empty()) rmdir(cgroup_.c_str());
+    if (GroupMembers(pgid_).empty() && (cgroup_.empty() || stat(cgroup_.c_str(), &st) != 0)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 std::string RunTagOf(const std::string& err) {

@@ -59,6 +59,23 @@ std::string RunTagOf(const std::string& bench_stderr);
 // Live processes whose environment holds RTLOOP_BENCH_RUN=tag.
 int TaggedProcesses(const std::string& tag);
 
+// Kills what is left of a run's load when it goes out of scope: its process group and its cgroup
+// (SIGKILL, cgroup.kill), then waits (bounded) until they are gone. For a test that kills the bench
+// with its guardian and keeper: should it fail before its doctor undoes the run, nothing else
+// would, and ~700 hackbench processes would run on beside every later test (a CI run lost 15
+// tests that way). Nothing to do when the run was undone.
+class LoadReaper {
+ public:
+  LoadReaper(pid_t pgid, std::string cgroup) : pgid_(pgid), cgroup_(std::move(cgroup)) {}
+  ~LoadReaper();
+  LoadReaper(const LoadReaper&) = delete;
+  LoadReaper& operator=(const LoadReaper&) = delete;
+
+ private:
+  pid_t pgid_;
+  std::string cgroup_;
+};
+
 // Empty when `value` matches `schema`; else the first mismatch with its JSON path.
 std::string ValidateSchema(const nlohmann::json& value, const nlohmann::json& schema,
                            const std::string& path = "$");
