@@ -19,7 +19,7 @@ constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 // The largest layout the bounds allow is the default, and it must stay within 256 KiB.
 static_assert(HistogramLayout().precision_bits() == HistogramLayout::kMaxPrecisionBits &&
               HistogramLayout().range_bits() == HistogramLayout::kMaxRangeBits);
-static_assert(HistogramLayout().histogram_bytes() <= 256 * 1024,
+static_assert(HistogramLayout().histogram_bytes() <= std::size_t{256} * 1024,
               "a histogram must stay within 256 KB");
 
 using histogram_internal::AddI64;
@@ -34,22 +34,22 @@ std::int64_t ClampTo(std::int64_t v, std::int64_t lo, std::int64_t hi) noexcept 
 // (32-bit targets such as armhf have none): the product as eight 16-bit limbs, then long
 // division by d one limb at a time (the remainder stays below 2^47, so remainder << 16 fits).
 std::uint64_t MulDivCeil(std::uint64_t a, std::uint64_t b, std::uint64_t d) noexcept {
-  constexpr int kLimbs = 4;
+  constexpr std::size_t kLimbs = 4;
   std::array<std::uint64_t, 2 * kLimbs> prod{};
-  for (int i = 0; i < kLimbs; ++i) {
+  for (std::size_t i = 0; i < kLimbs; ++i) {
     std::uint64_t carry = 0;
     const std::uint64_t ai = (a >> (16 * i)) & 0xFFFF;
-    for (int j = 0; j < kLimbs; ++j) {
+    for (std::size_t j = 0; j < kLimbs; ++j) {
       const std::uint64_t bj = (b >> (16 * j)) & 0xFFFF;
-      const std::uint64_t t = prod[static_cast<std::size_t>(i + j)] + ai * bj + carry;
-      prod[static_cast<std::size_t>(i + j)] = t & 0xFFFF;
+      const std::uint64_t t = prod[i + j] + ai * bj + carry;
+      prod[i + j] = t & 0xFFFF;
       carry = t >> 16;
     }
-    prod[static_cast<std::size_t>(i + kLimbs)] += carry;
+    prod[i + kLimbs] += carry;
   }
   std::uint64_t quotient = 0;
   std::uint64_t rem = 0;
-  for (int k = 2 * kLimbs - 1; k >= 0; --k) {
+  for (int k = 2 * static_cast<int>(kLimbs) - 1; k >= 0; --k) {
     rem = (rem << 16) | prod[static_cast<std::size_t>(k)];
     quotient = (quotient << 16) | (rem / d);  // the high limbs' quotient is 0 when it fits
     rem %= d;

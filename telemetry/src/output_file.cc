@@ -82,7 +82,7 @@ std::string FirstNonDirectory(const std::string& dir) {
   std::size_t pos = dir[0] == '/' ? 1 : 0;
   for (;;) {
     const std::size_t slash = dir.find('/', pos);
-    const std::string prefix = dir.substr(0, slash);
+    std::string prefix = dir.substr(0, slash);
     struct stat st {};
     if (!prefix.empty() && ::stat(prefix.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) return prefix;
     if (slash == std::string::npos) return {};

@@ -602,7 +602,7 @@ Status Runtime::RunUntilSignal() {
     std::fprintf(stderr, "%s: %s: stopping\n", config_.app_name.c_str(),
                  StopSignalName(end.signal));
   }
-  const Status stopped = Stop();
+  Status stopped = Stop();
   if (config_.report_at_exit) {
     std::fputs(FormatTaskReport(Reports()).c_str(), stdout);
     std::fflush(stdout);

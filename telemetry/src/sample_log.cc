@@ -209,7 +209,7 @@ bool SampleLogWriter::FlushBuffer() {
   return ok;
 }
 
-void SampleLogWriter::Fail(Status status) {
+void SampleLogWriter::Fail(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(status_mu_);
     if (!status_.ok()) return;
@@ -260,7 +260,7 @@ Status SampleLogWriter::Close() {
   } else {
     (void)file_.KeepPartial();
   }
-  const Status s = status();
+  Status s = status();
   if (s.ok() || file_.target().kind != OutputKind::kRegular) return s;
   return Status(s.code(),
                 s.message() + "; the " + std::to_string(samples_recorded()) +

@@ -14,6 +14,7 @@ namespace {
 // reuses a block once the reader emptied it, so the usable capacity is within one block of the
 // nominal one.
 struct RingTraits : moodycamel::ConcurrentQueueDefaultTraits {
+  // NOLINTNEXTLINE(readability-identifier-naming): the name is the queue's traits'.
   static const std::size_t BLOCK_SIZE = 256;
 };
 

@@ -186,8 +186,8 @@ std::vector<std::string_view> SlotsOf(EventType type) {
   }
 }
 
-const char kHrtimerWakeup[] = "hrtimer_wakeup";
-const char kUnknown[] = "unknown";
+constexpr char kHrtimerWakeup[] = "hrtimer_wakeup";
+constexpr char kUnknown[] = "unknown";
 
 }  // namespace
 

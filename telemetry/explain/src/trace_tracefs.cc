@@ -49,7 +49,7 @@ Status ReadWhole(const std::string& path, std::string* out) {
   out->clear();
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "cannot open " + path);
-  constexpr std::size_t kChunk = 64 * 1024;
+  constexpr std::size_t kChunk = std::size_t{64} * 1024;
   for (;;) {
     const std::size_t used = out->size();
     out->resize(used + kChunk);

@@ -68,8 +68,8 @@ std::int64_t CpuDmaLatencyUs() {
 void FillSystemInfo(const std::string& server_address, v1::GetSystemInfoResponse* out) {
   ToProto(ReadSystemInfo(), out->mutable_system());
   out->set_rtloop_version(RTLOOP_VERSION_STRING);
-  static const std::int64_t start_ns = ProcessStartUnixNs();
-  out->set_process_start_unix_ns(start_ns);
+  static const std::int64_t kStartNs = ProcessStartUnixNs();
+  out->set_process_start_unix_ns(kStartNs);
   out->set_cpu_dma_latency_us(CpuDmaLatencyUs());
   out->set_server_address(server_address);
   out->set_api_revision(kApiRevision);

@@ -133,7 +133,7 @@ struct TelemetryConfig {
   // of them later, on demand. So threads the application creates afterwards without a stack size
   // of their own get it too. glibc's default is RLIMIT_STACK (8 MiB), and the memlock limit counts
   // every stack in full under locked memory. 0: leave the default alone; else 64 KiB..64 MiB.
-  std::size_t thread_stack_size = 256 * 1024;
+  std::size_t thread_stack_size = std::size_t{256} * 1024;
 };
 
 class Runtime;

@@ -126,7 +126,7 @@ class SampleLogWriter final : public SampleSink {
   bool AppendRecord(const std::string& body);
   bool WriteBytes(const char* data, std::size_t size);
   bool FlushBuffer();
-  void Fail(Status status);
+  void Fail(const Status& status);
   void FlushTask(Pending& pending);
   void FlushAll();
 
