@@ -101,14 +101,6 @@ inline ::testing::AssertionResult MatchesGolden(const std::string& name,
   return ::testing::AssertionFailure() << why;
 }
 
-inline std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream ss(text);
-  std::string line;
-  while (std::getline(ss, line)) lines.push_back(line);
-  return lines;
-}
-
 class CyclicCliTest : public ::testing::Test {
  protected:
   void SetUp() override {

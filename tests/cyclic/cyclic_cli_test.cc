@@ -27,16 +27,16 @@ namespace {
 
 using rtloop::cyclic::testing::CyclicCliTest;
 using rtloop::cyclic::testing::Exists;
-using rtloop::cyclic::testing::Lines;
 using rtloop::cyclic::testing::Outcome;
 using rtloop::cyclic::testing::ReadFile;
 using rtloop::cyclic::testing::ReplaceAll;
 using rtloop::testing::MatchLine;
+using rtloop::testing::SplitLines;
 
 // The C: figure of each T: line of `text` (a golden has matched the lines).
 std::vector<unsigned long> Cycles(const std::string& text) {
   std::vector<unsigned long> cycles;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     unsigned long c = 0;
     if (std::sscanf(line.c_str(), "T:%*d (%*d) P:%*d I:%*d C:%lu", &c) == 1) cycles.push_back(c);
   }
@@ -162,7 +162,7 @@ TEST_F(CyclicCliTest, JsonFileIsWrittenWithCyclictestKeysAndRtloopKey) {
   // The buckets (each under 50, in order) and the overflows account for every cycle.
   long long counted = 0;
   int last_bucket = -1;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     int bucket = -1;
     long long count = 0;
     if (std::sscanf(line.c_str(), "        \"%d\": %lld", &bucket, &count) != 2) continue;
@@ -350,7 +350,7 @@ TEST_F(CyclicCliTest, BreaktraceEndsTheRunAndPrintsTheBreakLines) {
   EXPECT_TRUE(Golden("breaktrace-N.stdout.txt", b.out));
   int tid = 0, thread_ids = 0, break_tid = 0;
   long long act = 0, break_value = 0;
-  const std::vector<std::string> lines = Lines(b.out);
+  const std::vector<std::string> lines = SplitLines(b.out);
   ASSERT_EQ(lines.size(), 4u) << b.out;
   ASSERT_EQ(
       std::sscanf(lines[0].c_str(), "T: 0 (%d) P: 0 I:1000 C: 1 Min: %*d Act: %lld", &tid, &act), 2)
@@ -369,7 +369,7 @@ TEST_F(CyclicCliTest, BreaktraceOfTwoThreadsEndsTheBreakingThreadsFiguresAtItsSa
   const Outcome b = Run({"-q", "-t2", "-d0", "-i1000", "-D5", "-N", "-b", "1", "--default-system"});
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_TRUE(Golden("breaktrace-N-t2.stdout.txt", b.out));
-  const std::vector<std::string> lines = Lines(b.out);
+  const std::vector<std::string> lines = SplitLines(b.out);
   ASSERT_EQ(lines.size(), 5u) << b.out;
   struct T {
     int tid = 0;

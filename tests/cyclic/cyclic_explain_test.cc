@@ -23,7 +23,6 @@ namespace {
 
 using rtloop::cyclic::testing::CyclicCliTest;
 using rtloop::cyclic::testing::Exists;
-using rtloop::cyclic::testing::Lines;
 using rtloop::cyclic::testing::Outcome;
 using rtloop::cyclic::testing::ReadFile;
 using rtloop::testing::Spinner;

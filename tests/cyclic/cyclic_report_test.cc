@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "golden_lines.h"
 #include "rtloop/telemetry/utf8.h"
 
 namespace rtloop::cyclic {
@@ -30,20 +31,7 @@ std::string ReadGolden(const std::string& name) {
 // The sample without its first line (the command that produced it).
 std::string Body(const std::string& text) { return text.substr(text.find('\n') + 1); }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) {
-      lines.push_back(text.substr(pos));
-      break;
-    }
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  return lines;
-}
+using ::rtloop::testing::SplitLines;
 
 std::string Join(const std::vector<std::string>& lines, std::size_t from, std::size_t to) {
   std::string out;
@@ -147,7 +135,7 @@ std::string RenderLiveFrames(const std::string& screen, const std::string& curso
     const std::string frame = screen.substr(pos, last ? std::string::npos : end - pos);
     pos = last ? screen.size() : end + cursor_up.size();
     if (frame.empty()) break;
-    const std::vector<std::string> lines = Lines(frame);
+    const std::vector<std::string> lines = SplitLines(frame);
     const std::string& header = lines.at(0);
     const std::string kLoad = ": loadavg: ";
     const std::size_t colon = header.find(kLoad);
@@ -171,7 +159,7 @@ std::string RenderLiveFrames(const std::string& screen, const std::string& curso
 
 TEST(CyclicReportGolden, QuietSummaryMatchesSample10) {
   const std::string body = Body(ReadGolden("10-quiet-summary.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   std::vector<ThreadReport> threads;
   for (const std::string& l : lines) {
     if (IsThreadLine(l)) threads.push_back(ParseThreadLine(l));
@@ -183,7 +171,7 @@ TEST(CyclicReportGolden, QuietSummaryMatchesSample10) {
 TEST(CyclicReportGolden, NsecsSummaryMatchesSample13) {
   const std::string body = Body(ReadGolden("13-nsecs-N.txt"));
   std::vector<ThreadReport> threads;
-  for (const std::string& l : Lines(body)) {
+  for (const std::string& l : SplitLines(body)) {
     if (IsThreadLine(l)) threads.push_back(ParseThreadLine(l));
   }
   ReportFormat fmt;
@@ -205,7 +193,7 @@ TEST(CyclicReportGolden, NsecsLiveScreenMatchesSample14) {
 
 TEST(CyclicReportGolden, HistofallBlockMatchesSample15) {
   const std::string body = Body(ReadGolden("15-histofall-H100.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   const std::size_t first = FindLine(lines, "# Histogram");
   const std::vector<ThreadReport> threads = ParseHistogramBlock(lines, first, 100);
   ASSERT_EQ(threads.size(), 2u);
@@ -221,7 +209,7 @@ TEST(CyclicReportGolden, LiveScreenThenHistogramMatchesSample16) {
   const std::string screen = body.substr(dma.size());
   std::string rest;
   const std::string live = RenderLiveFrames(screen, kCursorUp4, ReportFormat{}, false, &rest);
-  const std::vector<std::string> rest_lines = Lines(rest);
+  const std::vector<std::string> rest_lines = SplitLines(rest);
   ASSERT_FALSE(rest_lines.empty());
   ASSERT_EQ(rest_lines[0], "# Histogram");
   ReportFormat fmt;
@@ -232,7 +220,7 @@ TEST(CyclicReportGolden, LiveScreenThenHistogramMatchesSample16) {
 
 TEST(CyclicReportGolden, HistfileBlockListsAtMostBucketsOverflowCyclesSample17) {
   const std::string body = Body(ReadGolden("17-histfile.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   const std::size_t first = FindLine(lines, "# Histogram");
   std::vector<ThreadReport> threads = ParseHistogramBlock(lines, first, 60);
   ASSERT_EQ(threads.size(), 2u);
@@ -252,7 +240,7 @@ TEST(CyclicReportGolden, HistfileBlockListsAtMostBucketsOverflowCyclesSample17) 
 // the overflow list is full. Our formatter must produce those bytes from the 2.4 sample's data.
 void ExpectSparseGolden(const std::string& sample24, const std::string& golden210,
                         std::uint32_t buckets, bool histofall, std::size_t threads) {
-  const std::vector<std::string> lines = Lines(Body(ReadGolden(sample24)));
+  const std::vector<std::string> lines = SplitLines(Body(ReadGolden(sample24)));
   std::vector<ThreadReport> reports =
       ParseHistogramBlock(lines, FindLine(lines, "# Histogram"), buckets);
   ASSERT_GE(reports.size(), threads);
@@ -344,7 +332,7 @@ TEST(CyclicReportGolden, JsonWithHistogramMatchesSample18) {
   EXPECT_EQ(FormatJson(s.run, s.threads, fmt, plain), json);
 
   // The histogram block printed in the same run.
-  const std::vector<std::string> lines = Lines(body.substr(0, at));
+  const std::vector<std::string> lines = SplitLines(body.substr(0, at));
   const std::size_t first = FindLine(lines, "# Histogram");
   EXPECT_EQ(FormatHistogram(ParseHistogramBlock(lines, first, 60), fmt),
             Join(lines, first, lines.size()));
@@ -352,7 +340,7 @@ TEST(CyclicReportGolden, JsonWithHistogramMatchesSample18) {
 
 TEST(CyclicReportGolden, JsonWithoutHistogramToStdoutMatchesSample19) {
   const std::string body = Body(ReadGolden("19-json-stdout-no-h.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   const std::size_t open = FindLine(lines, "{");
   const std::size_t close = FindLine(lines, "}");
   const std::string json = Join(lines, open, close + 1);
@@ -371,7 +359,7 @@ TEST(CyclicReportGolden, JsonWithoutHistogramToStdoutMatchesSample19) {
 std::string AwkNonZeroRows(const std::string& text) {
   std::string out;
   std::size_t nr = 0;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     ++nr;
     std::istringstream in(line);
     std::string f1, f2;
@@ -384,7 +372,7 @@ std::string AwkNonZeroRows(const std::string& text) {
 
 TEST(CyclicReportGolden, NsecsHistogramMatchesSample20) {
   const std::string body = Body(ReadGolden("20-N-h-histogram-in-ns.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   const std::vector<ThreadReport> threads = ParseHistogramBlock(lines, 1, 30000);
   ASSERT_EQ(threads.size(), 1u);
   EXPECT_EQ(threads[0].cycles, 2000u);  // -l2000: 1923 in range + 77 overflows
@@ -392,7 +380,7 @@ TEST(CyclicReportGolden, NsecsHistogramMatchesSample20) {
   fmt.nsecs = true;
   fmt.histogram_buckets = 30000;
   const std::string full = FormatDmaLatencyLine(0) + FormatHistogram(threads, fmt);
-  EXPECT_EQ(Lines(full).size(), 2u + 30000u + 7u + 1u);  // every row is printed in 2.4 style
+  EXPECT_EQ(SplitLines(full).size(), 2u + 30000u + 7u + 1u);  // every row is printed in 2.4 style
   EXPECT_EQ(AwkNonZeroRows(full), body);
 }
 
@@ -400,7 +388,7 @@ TEST(CyclicReportGolden, VerboseLinesMatchSample11) {
   const std::string body = Body(ReadGolden("11-verbose-v.txt"));
   std::string expected, got;
   std::vector<VerboseReducer> reducers = {VerboseReducer(0, 1), VerboseReducer(1, 1)};
-  for (const std::string& line : Lines(body)) {
+  for (const std::string& line : SplitLines(body)) {
     int thread = 0;
     unsigned long long cycle = 0;
     long long value = 0;
@@ -417,7 +405,7 @@ TEST(CyclicReportGolden, OscopeReducerMatchesSample12) {
   // Rebuild 100 samples whose per-10 block maxima are the printed ones; the rest are smaller.
   std::vector<long long> samples(100, 1);
   std::string expected;
-  for (const std::string& line : Lines(body)) {
+  for (const std::string& line : SplitLines(body)) {
     int thread = 0;
     unsigned long long cycle = 0;
     long long value = 0;
@@ -433,7 +421,7 @@ TEST(CyclicReportGolden, OscopeReducerMatchesSample12) {
 
 TEST(CyclicReportGolden, BreakTraceLiveMatchesSample50) {
   const std::string body = Body(ReadGolden("50-breaktrace-b.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   ThreadReport shown = ParseThreadLine(lines[3]);  // printed before the thread had a TID
   ThreadReport final_state = shown;
   final_state.tid = 10777;
@@ -447,7 +435,7 @@ TEST(CyclicReportGolden, BreakTraceLiveMatchesSample50) {
 
 void ExpectQuietBreak(const std::string& file, bool nsecs, std::size_t skip_lines) {
   const std::string body = Body(ReadGolden(file));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   ReportFormat fmt;
   fmt.nsecs = nsecs;
   const ThreadReport t = ParseThreadLine(lines[skip_lines + 1]);
@@ -469,7 +457,7 @@ TEST(CyclicReportGolden, BreakTraceInNanosecondsMatchesSample56) {
 
 TEST(CyclicReportGolden, SpikeListMatchesSample52) {
   const std::string body = Body(ReadGolden("52-spike.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   const ThreadReport t = ParseThreadLine(lines[1]);
   std::vector<SpikeEvent> spikes;
   unsigned long long total = 0;
@@ -493,7 +481,7 @@ TEST(CyclicReportGolden, SpikeListMatchesSample52) {
 
 TEST(CyclicReportGolden, StatusBlockMatchesSample60) {
   const std::string body = Body(ReadGolden("60-sigusr1-status.txt"));
-  const std::vector<std::string> lines = Lines(body);
+  const std::vector<std::string> lines = SplitLines(body);
   const std::vector<ThreadReport> live = {ParseThreadLine(lines[2]), ParseThreadLine(lines[3])};
   const std::vector<ThreadReport> end = {ParseThreadLine(lines[6]), ParseThreadLine(lines[7])};
   EXPECT_EQ(FormatStatusBlock(live, ReportFormat{}) + FormatDmaLatencyLine(0) +

@@ -60,7 +60,8 @@ TEST(ExecutorTest, RunUntilSignalStopsInOrderOnSigterm) {
   const Status s = ex->RunUntilSignal();
   killer.join();
   EXPECT_TRUE(s.ok()) << s.ToString();
-  EXPECT_LT(Now(Clock::kMonotonic) - t0, std::chrono::seconds(5));
+  // The killer sends SIGTERM at most 10 s after t0; RunUntilSignal returns promptly after it.
+  EXPECT_LT(Now(Clock::kMonotonic) - t0, std::chrono::seconds(20));
   EXPECT_TRUE(a.stopped.load());
   EXPECT_TRUE(b.stopped.load());
   EXPECT_GT(a.steps.load(), 10);

@@ -134,7 +134,7 @@ bool MatchTokens(const std::vector<Token>& tokens, std::size_t t, std::string_vi
   return false;
 }
 
-std::vector<std::string_view> SplitLines(std::string_view text, bool* ends_with_newline) {
+std::vector<std::string_view> LineViews(std::string_view text, bool* ends_with_newline) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -268,7 +268,7 @@ bool MatchLine(std::string_view pattern, std::string_view line, std::string* err
 
 std::string MatchGolden(std::string_view golden, std::string_view actual) {
   bool golden_newline = true;
-  const std::vector<std::string_view> golden_lines = SplitLines(golden, &golden_newline);
+  const std::vector<std::string_view> golden_lines = LineViews(golden, &golden_newline);
   std::vector<PatternLine> patterns;
   bool want_newline = true;
   for (std::size_t i = 0; i < golden_lines.size(); ++i) {
@@ -289,7 +289,7 @@ std::string MatchGolden(std::string_view golden, std::string_view actual) {
     }
   }
   bool actual_newline = true;
-  const std::vector<std::string_view> lines = SplitLines(actual, &actual_newline);
+  const std::vector<std::string_view> lines = LineViews(actual, &actual_newline);
   GoldenMatcher matcher(std::move(patterns), lines);
   if (!matcher.Match(0, 0)) return matcher.Report(actual);
   if (actual_newline != want_newline) {
@@ -312,6 +312,12 @@ std::string MatchGoldenFile(const std::string& golden_path, std::string_view act
   golden << in.rdbuf();
   const std::string why = MatchGolden(golden.str(), actual);
   return why.empty() ? why : golden_path + ": " + why;
+}
+
+std::vector<std::string> SplitLines(std::string_view text) {
+  bool ends_with_newline = false;
+  const std::vector<std::string_view> views = LineViews(text, &ends_with_newline);
+  return {views.begin(), views.end()};
 }
 
 }  // namespace rtloop::testing

@@ -34,6 +34,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rtloop::testing {
 
@@ -45,6 +46,10 @@ bool MatchLine(std::string_view pattern, std::string_view line, std::string* err
 // number of the first line that does not match, its pattern and the actual line, and the whole
 // actual output.
 std::string MatchGolden(std::string_view golden, std::string_view actual);
+
+// `text` split at '\n', without the newlines; a trailing newline adds no empty line ("a\n\nb\n":
+// "a", "", "b"). The one line splitter of the tests that read a program's output.
+std::vector<std::string> SplitLines(std::string_view text);
 
 // MatchGolden() with the golden read from `golden_path` (a missing file is a mismatch saying so);
 // writes `actual` as described above under RTLOOP_GOLDEN_ACTUAL_DIR. The report names the file.
