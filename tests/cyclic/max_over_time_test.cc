@@ -188,9 +188,7 @@ TEST(MaxOverTime, AbandonLeavesNoFile) {
 // bytes fail with EFBIG (SIGXFSZ ignored), as ENOSPC does on a full disk.
 TEST(MaxOverTime, AFullDiskIsAnErrorNamingTheOptionAndNoFileAppears) {
   const std::string path = TempPath("full.txt");
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
+  const rtloop::testing::ForkedResult r = rtloop::testing::RunForked([&path] {
     signal(SIGXFSZ, SIG_IGN);
     rlimit lim{};
     getrlimit(RLIMIT_FSIZE, &lim);
@@ -200,21 +198,18 @@ TEST(MaxOverTime, AFullDiskIsAnErrorNamingTheOptionAndNoFileAppears) {
     c.window = milliseconds(1);
     c.origin = kOrigin;
     Result<telemetry::OutputFile> file = telemetry::OutputFile::Open(path, {"--max-over-time"});
-    if (!file.ok()) _exit(10);
+    if (!file.ok()) return 10;
     Result<std::unique_ptr<MaxOverTime>> mot = MaxOverTime::Create(c, std::move(*file));
-    if (!mot.ok()) _exit(11);
+    if (!mot.ok()) return 11;
     CycleObserver* thread0 = (*mot)->Observer(0);
     for (int k = 0; k < 100; ++k) thread0->OnCycle(At(k * 1000 + 1, k));
     const Status s = (*mot)->Close();
-    if (s.ok()) _exit(12);
-    if (s.message().find("--max-over-time") == std::string::npos) _exit(13);
-    if (s.message().find(path) == std::string::npos) _exit(14);
-    _exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: open, 11: create, 12: no error, 13/14: message";
+    if (s.ok()) return 12;
+    if (s.message().find("--max-over-time") == std::string::npos) return 13;
+    if (s.message().find(path) == std::string::npos) return 14;
+    return 0;
+  });
+  EXPECT_EQ(r.status, 0) << "10: open, 11: create, 12: no error, 13/14: message; >128: a signal";
   EXPECT_FALSE(Exists(path)) << "a cut-short file never appears under its name";
   EXPECT_FALSE(Exists(path + ".partial"));
 }

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "alloc_counter.h"
+#include "child_process.h"
 #include "counter_state.h"
 #include "rtloop/framework/system_info.h"
 
@@ -526,18 +527,15 @@ TEST(CounterEvidenceTest, WorksWithoutPrivilege) {
     EXPECT_EQ(CheckFaultsHere(), 0) << "already unprivileged";
     return;
   }
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
-    _exit(CheckFaultsHere());
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 126) GTEST_SKIP() << "cannot become nobody (65534) here";
-  EXPECT_EQ(WEXITSTATUS(status), 0)
-      << "10: Create failed, 11: Explain refused, 12: no page faults named (as nobody)";
+  const rtloop::testing::ForkedResult r = rtloop::testing::RunForked([] {
+    if (setgid(65534) != 0 || setuid(65534) != 0) return 126;
+    return CheckFaultsHere();
+  });
+  if (r.status == 126) GTEST_SKIP() << "cannot become nobody (65534) here";
+  EXPECT_EQ(r.status, 0)
+      << "10: Create failed, 11: Explain refused, 12: no page faults named (as nobody); >128: a "
+         "signal. "
+      << r.out;
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "rtloop/framework/system_info.h"
 #include "trace_live.h"
 
@@ -280,28 +281,14 @@ TEST(TraceEvidenceTest, OpenRefusesABadConfigWithTheFix) {
 
 TEST(TraceEvidenceTest, OpenAsAnUnprivilegedUserSaysWhatIsMissing) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to become nobody (setuid)";
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    close(fds[0]);
-    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+  const rtloop::testing::ForkedResult r = rtloop::testing::RunForked([] {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) return 3;
     Result<std::unique_ptr<TraceEvidence>> t = TraceEvidence::Open({});
-    const std::string out = t.ok() ? std::string("OK") : t.status().ToString();
-    (void)!write(fds[1], out.data(), out.size());
-    _exit(t.ok() ? 1 : 0);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child crashed";
-  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+    std::fputs(t.ok() ? "OK" : t.status().ToString().c_str(), stdout);
+    return t.ok() ? 1 : 0;
+  });
+  const std::string& out = r.out;
+  ASSERT_EQ(r.status, 0) << "1: opened as nobody, 3: cannot become nobody, >128: a signal; " << out;
   std::printf("as nobody: %s\n", out.c_str());
   EXPECT_NE(out.find("PERMISSION_DENIED"), std::string::npos) << out;
   EXPECT_NE(out.find("run as root"), std::string::npos) << out;
@@ -311,12 +298,7 @@ TEST(TraceEvidenceTest, OpenAsAnUnprivilegedUserSaysWhatIsMissing) {
 // returns what the child wrote, or why it could not run.
 template <typename Body>
 std::string InNamespaceWithoutTracefs(Body body) {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  const pid_t child = fork();
-  if (child < 0) return "fork failed";
-  if (child == 0) {
-    close(fds[0]);
+  const rtloop::testing::ForkedResult r = rtloop::testing::RunForked([&body] {
     std::string out = "SKIP: cannot make a private mount namespace";
     if (unshare(CLONE_NEWNS) == 0 &&
         mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
@@ -335,19 +317,11 @@ std::string InNamespaceWithoutTracefs(Body body) {
       for (auto it = points.rbegin(); it != points.rend(); ++it) umount2(it->c_str(), MNT_DETACH);
       out = body();
     }
-    (void)!write(fds[1], out.data(), out.size());
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (!WIFEXITED(status)) return "the child crashed";
-  return out;
+    std::fputs(out.c_str(), stdout);
+    return 0;
+  });
+  if (r.status != 0) return "the child failed (" + std::to_string(r.status) + "): " + r.out;
+  return r.out;
 }
 
 TEST(TraceEvidenceTest, TracefsNotMountedIsMountedWhenAllowedAndOtherwiseNamedWithTheFix) {

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/periodic_task.h"
 
@@ -76,19 +77,15 @@ inline bool DropCapability(int cap) {
   return syscall(SYS_capset, &hdr, data) == 0;
 }
 
-// Runs `body` in a forked child; returns its exit code (or 128+signal). A child that hangs is
-// killed by SIGALRM after 20 s, so the test fails instead of hanging.
+// Runs `body` in a forked child (rtloop::testing::RunForked: SIGALRM after 20 s, so a child that
+// hangs fails the test instead of hanging it); returns its exit code (or 128+signal), and passes
+// what the child printed on to this process' stdout.
 template <typename F>
 inline int RunInChild(F body) {
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    alarm(20);
-    _exit(body());
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const ::rtloop::testing::ForkedResult r =
+      ::rtloop::testing::RunForked([&body] { return static_cast<int>(body()); });
+  std::fputs(r.out.c_str(), stdout);
+  return r.status;
 }
 
 class CountingTask : public PeriodicTask {

@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -122,6 +123,42 @@ TEST(ChildProcessTest, TheDestructorStopsAndReapsEvenAChildIgnoringSigterm) {
   }
   EXPECT_EQ(kill(pid, 0), -1);
   EXPECT_EQ(errno, ESRCH) << "pid " << pid << " is still there (a zombie counts)";
+}
+
+// RunForked: the function's return value, what it printed, a signal as 128 + its number, and a
+// child that hangs ended by the alarm; the parent's state is not touched by the child's changes.
+TEST(RunForkedTest, ReturnsTheExitCodeTheOutputOr128PlusTheSignal) {
+  const ::rtloop::testing::ForkedResult printed = ::rtloop::testing::RunForked([] {
+    std::printf("from the child %d\n", 7);
+    return 3;
+  });
+  EXPECT_EQ(printed.status, 3);
+  EXPECT_EQ(printed.out, "from the child 7\n");
+
+  int here = 1;
+  EXPECT_EQ(::rtloop::testing::RunForked([&here] {
+              here = 2;  // the child's copy
+              return here;
+            }).status,
+            2);
+  EXPECT_EQ(here, 1);
+
+  EXPECT_EQ(::rtloop::testing::RunForked([] {
+              raise(SIGKILL);
+              return 0;
+            }).status,
+            128 + SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(::rtloop::testing::RunForked(
+                [] {
+                  for (;;) pause();
+                  return 0;
+                },
+                std::chrono::seconds(1))
+                .status,
+            128 + SIGALRM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60))
+      << "ended by its 1 s alarm, not the test's timeout";
 }
 
 }  // namespace

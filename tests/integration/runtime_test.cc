@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.h"
 #include "port_holder.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/telemetry/client.h"
@@ -528,39 +529,25 @@ TEST(RuntimeTest, TelemetryThreadsLeaveTheCpusOfPinnedTasks) {
 // In a child process: RunUntilSignal with the default dispositions, a SIGTERM from another
 // thread, the report on stdout.
 TEST(RuntimeTest, SigtermStopsInOrderAndPrintsTheReport) {
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    alarm(20);
-    dup2(out[1], STDOUT_FILENO);
+  const rtloop::testing::ForkedResult r = rtloop::testing::RunForked([] {
     RuntimeConfig c = TestConfig();
     c.telemetry.serve_grpc = false;  // no gRPC threads in a forked child
     c.report_at_exit = true;
     Result<std::unique_ptr<Runtime>> rt = Runtime::Create(c);
-    if (!rt.ok()) _exit(10);
+    if (!rt.ok()) return 10;
     Idle a;
-    if (!(*rt)->AddTask(a, OtherTask("until-term", milliseconds(1), 0)).ok()) _exit(11);
+    if (!(*rt)->AddTask(a, OtherTask("until-term", milliseconds(1), 0)).ok()) return 11;
     std::thread killer([&a] {
       while (a.steps.load() < 20) std::this_thread::sleep_for(milliseconds(1));
       kill(getpid(), SIGTERM);
     });
     const Status s = (*rt)->RunUntilSignal();
     killer.join();
-    std::fflush(stdout);
-    _exit(s.ok() && (*rt)->Report(0).stats.state == TaskState::kStopped ? 0 : 12);
-  }
-  close(out[1]);
-  std::string text;
-  char buf[4096];
-  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;)
-    text.append(buf, static_cast<std::size_t>(n));
-  close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+    return s.ok() && (*rt)->Report(0).stats.state == TaskState::kStopped ? 0 : 12;
+  });
+  const std::string& text = r.out;
+  EXPECT_EQ(r.status, 0) << "10: Create, 11: AddTask, 12: not stopped in order; >128: a signal\n"
+                         << text;
   EXPECT_NE(text.find("until-term"), std::string::npos) << text;
   EXPECT_NE(text.find("wake-up latency (us)"), std::string::npos) << text;
 }

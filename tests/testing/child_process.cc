@@ -247,4 +247,39 @@ ChildResult RunChild(ChildConfig config, std::chrono::milliseconds timeout) {
   return r;
 }
 
+ForkedResult RunForked(const std::function<int()>& body, std::chrono::seconds timeout) {
+  ForkedResult r;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    r.out = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  std::fflush(nullptr);  // nothing buffered here is written twice
+  const pid_t pid = fork();
+  if (pid < 0) {
+    r.out = std::string("fork: ") + std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return r;
+  }
+  if (pid == 0) {
+    alarm(static_cast<unsigned>(timeout.count()));
+    dup2(fds[1], STDOUT_FILENO);
+    const int code = body();
+    std::fflush(stdout);
+    _exit(code);
+  }
+  close(fds[1]);
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);) {
+    if (n > 0) r.out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
 }  // namespace rtloop::testing

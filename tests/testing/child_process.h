@@ -16,6 +16,10 @@
 //   rtloop::testing::ChildResult r = rtloop::testing::RunChild({"/bin/sh", "-c", "exit 3"});
 //   EXPECT_EQ(r.status, 3);
 //
+//   // A function of the test in a process of its own (credentials, dispositions, rlimits):
+//   rtloop::testing::ForkedResult f = rtloop::testing::RunForked([] { return setuid(65534); });
+//   EXPECT_EQ(f.status, 0) << f.out;
+//
 // Threading: one controlling thread per object (not thread-safe); objects are independent. The
 // child is started with fork + exec: between the two only async-signal-safe calls run (all the
 // strings are prepared before fork), so it is safe in a test process with threads. Not RT-safe:
@@ -26,6 +30,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -132,6 +137,23 @@ inline ChildResult RunChild(std::vector<std::string> argv,
   config.argv = std::move(argv);
   return RunChild(std::move(config), timeout);
 }
+
+// What a function run in a forked child ended with: its return value as the exit status (128 +
+// signal when a signal ended it) and what it wrote to stdout.
+struct ForkedResult {
+  int status = -1;
+  std::string out;
+};
+
+// Runs `body` in a forked child, its stdout on a pipe this process reads (ForkedResult::out), and
+// exits the child with body's return value (0..255), without running this process' atexit
+// handlers. A child that hangs gets SIGALRM after `timeout`, so the test fails instead of hanging.
+// For checks that need a process of their own: another user, a signal disposition, an rlimit, a
+// mount namespace. In the child only the calling thread exists: `body` must not wait for the
+// parent's other threads (nor take a lock one of them may have held at fork). status -1 and `out`
+// saying why when fork or pipe failed.
+ForkedResult RunForked(const std::function<int()>& body,
+                       std::chrono::seconds timeout = std::chrono::seconds(20));
 
 // The whole text of the file at `path` ("" if it cannot be read).
 std::string ReadWholeFile(const std::string& path);
