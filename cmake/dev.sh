@@ -82,6 +82,21 @@ as_root() {
   sudo "$@"
 }
 
+# apt_update: apt-get update, tried again when it fails. A Debian mirror, or a cache in front of
+# one, can serve an index newer than the Release file it served a moment before ("File has
+# unexpected size (357500 != 356976). Mirror sync in progress?": bookworm-security's armhf index,
+# 2026-12-06, consistent again minutes later). After four tries (3 minutes) apt's error stands.
+apt_update() {
+  local try
+  for try in 1 2 3 4; do
+    as_root apt-get update -q && return 0
+    ((try < 4)) || break
+    echo "cmake/dev.sh: apt-get update failed (try $try of 4): trying again in $((try * 30)) s" >&2
+    sleep $((try * 30))
+  done
+  die "apt-get update failed 4 times (apt's messages above): check the network and the sources in /etc/apt, then run this again"
+}
+
 # install_packages PKG...: apt-get install of those not installed yet (PKG may be name:arch).
 install_packages() {
   local missing=() p
@@ -91,7 +106,7 @@ install_packages() {
   ((${#missing[@]} == 0)) && return 0
   command -v apt-get >/dev/null || die "apt-get not found: rtloop's build expects Debian 12 packages (${missing[*]})"
   echo "cmake/dev.sh: installing ${missing[*]}" >&2
-  as_root apt-get update -q
+  apt_update
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
@@ -105,7 +120,7 @@ install_cross_deps() {
   if ! grep -qx "$arch" < <(dpkg --print-foreign-architectures); then  # no pipe: SIGPIPE
     echo "cmake/dev.sh: adding the $arch architecture to dpkg (dpkg --add-architecture $arch)" >&2
     as_root dpkg --add-architecture "$arch"
-    as_root apt-get update -q
+    apt_update
   fi
   for p in "${CROSS_TARGET_PACKAGES[@]}"; do target+=("$p:$arch"); done
   install_packages "${CROSS_HOST_PACKAGES[@]}" "crossbuild-essential-$arch" "${target[@]}"
