@@ -3,7 +3,8 @@
 # missing), configures and builds into build/, then runs the main job or the tests.
 #
 #   cmake/dev.sh run [ARGS...]   install, build, run the main job (the README's Quick start)
-#   cmake/dev.sh test            install, build, run every test (ctest)
+#   cmake/dev.sh test            install, build, run every test (ctest, JOBS at a time; the
+#                                measuring ones alone)
 #   cmake/dev.sh deps | build    just that step
 #   cmake/dev.sh deps --arch=arm64|armhf
 #                                what a cross build for ARCH needs (the cross compiler, ARCH's
@@ -230,8 +231,10 @@ run_main() {
   exec "$BUILD_DIR/bin/rtloop-cyclic" "${MAIN_DEFAULTS[@]}" "$@"
 }
 
+# JOBS tests at a time; those labelled measure (a load, the measurement lock) run alone
+# (RUN_SERIAL, tests/CMakeLists.txt).
 run_tests() {
-  ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@"
+  ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure --timeout 600 "$@"
 }
 
 # cross_tests ARCH: the suite built for ARCH in build-ARCH (the packages' tree: shared libraries,
