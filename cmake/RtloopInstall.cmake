@@ -5,13 +5,16 @@
 #   rtloop::telemetry_core   + hub, rings, histograms, collector, sample log, task reports (no
 #                            protobuf/gRPC in its headers; protobuf is linked privately)
 #   rtloop::explain          + outlier explanation: why a cycle was late (telemetry/explain)
-#   rtloop::telemetry        + gRPC server/client, proto conversions, the Runtime: what an
-#                            application with telemetry links (brings rtloop::proto and gRPC)
+#   rtloop::telemetry        + gRPC server/client, HTTP endpoint, proto conversions (brings
+#                            rtloop::proto and gRPC)
+#   rtloop::runtime          + rtloop::Runtime: what an application links; it includes
+#                            "rtloop/rtloop.h" (telemetry/runtime/README.md)
 include(CMakePackageConfigHelpers)
 
 set(RTLOOP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rtloop)
 set(_rtloop_installed_targets rtloop_framework)
-foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_explain rtloop_telemetry)
+foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_explain rtloop_telemetry
+          rtloop_runtime)
   if(TARGET ${t})
     list(APPEND _rtloop_installed_targets ${t})
   endif()
@@ -34,6 +37,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/explain/include/rtloop
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/runtime/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(EXPORT rtloopTargets NAMESPACE rtloop:: DESTINATION ${RTLOOP_INSTALL_CMAKEDIR}
         COMPONENT dev)

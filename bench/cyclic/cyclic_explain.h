@@ -25,8 +25,8 @@
 #include "rtloop/explain/report.h"
 #include "rtloop/explain/session.h"
 #include "rtloop/framework/status.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/output_file.h"
-#include "rtloop/telemetry/runtime.h"
 
 namespace rtloop::cyclic {
 

@@ -9,8 +9,8 @@
 
 #include "cyclic_thread_stats.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/latency_histogram.h"
-#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/sample.h"
 #include "rtloop/telemetry/sample_ring.h"
 

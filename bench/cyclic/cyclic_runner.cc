@@ -25,8 +25,8 @@
 #include "cyclic_thread_stats.h"
 #include "max_over_time.h"
 #include "rtloop/framework/time.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/output_file.h"
-#include "rtloop/telemetry/runtime.h"
 
 namespace rtloop::cyclic {
 namespace {

@@ -33,7 +33,7 @@
 
 #include "cyclic_options.h"
 #include "cyclic_report.h"
-#include "rtloop/telemetry/runtime_services.h"
+#include "rtloop/runtime_services.h"
 
 namespace rtloop::cyclic {
 

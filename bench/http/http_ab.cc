@@ -32,8 +32,8 @@
 #include <vector>
 
 #include "rtloop/framework/cyclic_task.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/http_server.h"
-#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/task_telemetry.h"
 
 namespace {

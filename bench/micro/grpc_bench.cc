@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "rtloop/framework/executor.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/collector.h"
-#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/server.h"
 #include "rtloop/telemetry/task_telemetry.h"
 

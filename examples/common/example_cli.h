@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/output_file.h"
-#include "rtloop/telemetry/runtime.h"
 
 namespace example_cli {
 

@@ -22,7 +22,7 @@
 
 #include "example_cli.h"
 #include "gpio_output.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 #include "toggle_task.h"
 
 namespace {

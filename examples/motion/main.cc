@@ -21,7 +21,7 @@
 
 #include "axis.h"
 #include "example_cli.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 
 namespace {
 

@@ -27,7 +27,7 @@
 #include "plc_config.h"
 #include "plc_monitor.h"
 #include "rtloop/framework/system_info.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 
 namespace {
 

@@ -26,8 +26,8 @@
 #include <string_view>
 
 #include "axis.h"
+#include "rtloop/rtloop.h"
 #include "rtloop/telemetry/http_server.h"
-#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/server.h"
 
 namespace {

@@ -18,8 +18,8 @@
 
 #include "control_task.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/http_server.h"
-#include "rtloop/telemetry/runtime.h"
 #include "rtloop/telemetry/server.h"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/rtloop.h"
 
 namespace {
 

@@ -198,10 +198,11 @@ TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethodsAndTheTokenGuardedR
 }
 
 // No request can start a program: the libraries that serve requests (framework, telemetry, the
-// cyclictest runner) do not even link the calls that could (rtloop-bench, which runs loads, does).
+// Runtime, the cyclictest runner) do not even link the calls that could (rtloop-bench, which runs
+// loads, does).
 TEST(SecurityLimits, NoLibraryThatServesRequestsCanStartAProcess) {
-  for (const char* lib :
-       {RTLOOP_FRAMEWORK_LIB, RTLOOP_TELEMETRY_CORE_LIB, RTLOOP_TELEMETRY_LIB, RTLOOP_CYCLIC_LIB}) {
+  for (const char* lib : {RTLOOP_FRAMEWORK_LIB, RTLOOP_TELEMETRY_CORE_LIB, RTLOOP_TELEMETRY_LIB,
+                          RTLOOP_RUNTIME_LIB, RTLOOP_CYCLIC_LIB}) {
     const telemetry::testing::Command nm =
         telemetry::testing::RunCommand(std::string("nm -u --format=posix '") + lib + "'");
     const std::string& symbols = nm.output;

@@ -23,7 +23,7 @@
 #include "fault_util.h"
 #include "grpc_test_util.h"
 #include "port_holder.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/sample_log_file.h"
 #include "telemetry_rig.h"
 

@@ -19,8 +19,8 @@
 #include "fault_util.h"
 #include "grpc_test_util.h"
 #include "http_test_util.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/client.h"
-#include "rtloop/telemetry/runtime.h"
 #include "telemetry_rig.h"
 
 namespace rtloop::faults {

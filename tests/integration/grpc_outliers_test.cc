@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "grpc_test_util.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 #include "telemetry_rig.h"
 
 namespace rtloop::telemetry::testing {

@@ -15,8 +15,8 @@
 #include "http_test_util.h"
 #include "page_json.h"
 #include "rtloop/explain/outlier_feed.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/http_server.h"
-#include "rtloop/telemetry/runtime.h"
 #include "telemetry_rig.h"
 
 namespace rtloop::telemetry {

@@ -15,7 +15,7 @@
 
 #include "alloc_counter.h"
 #include "measure_lock.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 #include "spinner.h"
 #include "telemetry_rig.h"
 

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "http_test_util.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/client.h"
-#include "rtloop/telemetry/runtime.h"
 #include "telemetry_rig.h"
 
 namespace rtloop {

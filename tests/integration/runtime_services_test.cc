@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/output_file.h"
-#include "rtloop/telemetry/runtime.h"
 #include "telemetry_rig.h"
 
 namespace rtloop {

@@ -1,7 +1,7 @@
 // rtloop::Runtime end to end: real SCHED_OTHER tasks (no privilege needed), telemetry on
 // 127.0.0.1 with a free port, clients on loopback, signals, the report, the stop order and the
 // placement of the telemetry threads.
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "rtloop/framework/periodic_task.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 
 namespace rtloop::telemetry::testing {
 

@@ -14,8 +14,8 @@
 #include "alloc_counter.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/periodic_task.h"
+#include "rtloop/runtime.h"
 #include "rtloop/telemetry/collector.h"
-#include "rtloop/telemetry/runtime.h"
 #include "test_util.h"
 
 namespace rtloop::telemetry {

@@ -3,10 +3,8 @@
 # only gRPC's small C logging header; the rest none.
 target_sources(rtloop_telemetry PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/grpc_log.cc  # gRPC's log lines off stderr unless asked
-  ${CMAKE_CURRENT_LIST_DIR}/net_util.cc
   ${CMAKE_CURRENT_LIST_DIR}/outlier_fill.cc  # ListOutliers and TaskStats.outliers (no gRPC)
   ${CMAKE_CURRENT_LIST_DIR}/outlier_stream.cc  # WatchOutliers: the records as they are made
-  ${CMAKE_CURRENT_LIST_DIR}/rate_limiter.cc  # per-client request rate, both servers
   ${CMAKE_CURRENT_LIST_DIR}/service_fill.cc
   ${CMAKE_CURRENT_LIST_DIR}/server.cc       # the grpc::Server: build, restart, finish, stop
   ${CMAKE_CURRENT_LIST_DIR}/server_core.cc  # the service, its stream reactors, the pump

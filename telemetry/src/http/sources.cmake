@@ -38,6 +38,5 @@ target_sources(rtloop_telemetry PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/task_view.cc
   ${_rtloop_assets_cc}
 )
-target_include_directories(rtloop_telemetry PRIVATE ${CMAKE_CURRENT_LIST_DIR}
-                                                    ${PROJECT_SOURCE_DIR}/telemetry/src/grpc)
+target_include_directories(rtloop_telemetry PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(rtloop_telemetry PRIVATE civetweb::civetweb prometheus-cpp::core)

@@ -3,7 +3,7 @@
 // locked memory, locks) those libraries: the gRPC server (gRPC, protobuf, abseil, OpenSSL,
 // c-ares, re2), the HTTP endpoint (civetweb) and the sample log writer (protobuf).
 //
-// Runtime::Create(config) uses the linked ones (LinkedRuntimeServices(), in rtloop::telemetry,
+// Runtime::Create(config) uses the linked ones (LinkedRuntimeServices(), in rtloop::runtime,
 // runtime_services.cc): what every application gets. Runtime::Create(config, nullptr) has none; a
 // config that asks for one of them then fails with a message that names it. rtloop-cyclic's lean
 // build (bench/cyclic/README.md, "Two binaries") runs that way and hands a run that serves or

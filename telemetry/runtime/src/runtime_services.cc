@@ -6,12 +6,12 @@
 //   auto rt = rtloop::Runtime::Create(config);  // == Create(config, LinkedRuntimeServices())
 //
 // Threading: as RuntimeServices says (the Runtime serialises the calls).
-#include "rtloop/telemetry/runtime_services.h"
+#include "rtloop/runtime_services.h"
 
 #include <utility>
 
 #include "rtloop/framework/system_info.h"
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 
 namespace rtloop {
 namespace {

@@ -1,4 +1,4 @@
-#include "rtloop/telemetry/runtime.h"
+#include "rtloop/runtime.h"
 
 #include <dirent.h>
 #include <errno.h>
