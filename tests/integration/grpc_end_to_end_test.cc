@@ -158,8 +158,11 @@ TEST(GrpcEndToEnd, AStreamIsWrittenWhenSamplesArriveAndTheServerDoesNotPoll) {
   }
   const long long woken = TimesScheduled("rtloop-pump") - before;
   EXPECT_GE(received, 1000u) << "samples keep coming without the pump";
-  EXPECT_LE(woken, 5) << "the pump woke " << woken
-                      << " times in 1.5 s (it polled every 10 ms: 150)";
+  // schedstat counts times scheduled in, a preempted wake-up once per slice: under qemu-user
+  // beside another test one or two wake-ups counted 6. 20 still rules out any timer of 75 ms or
+  // less (the poll every 10 ms this replaced: 150).
+  EXPECT_LE(woken, 20) << "the pump woke " << woken
+                       << " times in 1.5 s (it polled every 10 ms: 150)";
   stream->Cancel();
   (void)stream->Finish();
 }
