@@ -395,7 +395,12 @@ TEST_F(CyclicCliTest, BreaktraceOfTwoThreadsEndsTheBreakingThreadsFiguresAtItsSa
   EXPECT_EQ(t[k].cycles, 1u) << "the breaking thread stops at its first sample: " << b.out;
   EXPECT_EQ(t[k].act, break_value) << b.out;
   EXPECT_EQ(t[k].max, break_value) << b.out;
-  EXPECT_LE(t[1 - k].cycles, 1u) << "the other thread: what woke up to the break: " << b.out;
+  // The other thread keeps its samples that woke before the breaking one (its releases share the
+  // grid: at most 1 + break value / interval of them) and may keep one drain's worth after it
+  // (bench/cyclic/README.md, -b: -b's poll drains every 10 ms, 10 cycles at -i1000). Under
+  // qemu-user beside another test the break's sample woke 1.68 ms late, after the other's second.
+  const unsigned long bound = 2 + static_cast<unsigned long>(break_value / 1'000'000) + 10;
+  EXPECT_LE(t[1 - k].cycles, bound) << "the other thread stops at the break, not at -D5: " << b.out;
 }
 
 TEST_F(CyclicCliTest, TelemetryAndRecordRunAlongTheMeasurement) {
