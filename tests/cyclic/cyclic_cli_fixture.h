@@ -34,13 +34,7 @@
 
 #include "child_process.h"
 #include "golden_lines.h"
-
-#ifndef RTLOOP_CYCLIC_BINARY
-#error "RTLOOP_CYCLIC_BINARY must name the rtloop-cyclic executable"
-#endif
-#ifndef RTLOOP_CYCLIC_E2E_GOLDEN_DIR
-#error "RTLOOP_CYCLIC_E2E_GOLDEN_DIR must name tests/cyclic/golden/e2e"
-#endif
+#include "test_paths.h"
 
 namespace rtloop::cyclic::testing {
 
@@ -96,7 +90,8 @@ inline std::string WithoutSanitizerNote(std::string text) {
 inline ::testing::AssertionResult MatchesGolden(const std::string& name,
                                                 const std::string& actual) {
   const std::string why = rtloop::testing::MatchGoldenFile(
-      std::string(RTLOOP_CYCLIC_E2E_GOLDEN_DIR) + "/" + name, WithoutSanitizerNote(actual));
+      rtloop::testing::SourcePath("tests/cyclic/golden/e2e") + "/" + name,
+      WithoutSanitizerNote(actual));
   if (why.empty()) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << why;
 }
@@ -118,7 +113,7 @@ class CyclicCliTest : public ::testing::Test {
   // child (e.g. to drop privileges). The pid (also when it could not start: Wait() says why).
   pid_t Spawn(const std::vector<std::string>& args, void (*before_exec)() = nullptr) {
     rtloop::testing::ChildConfig config;
-    config.argv.push_back(RTLOOP_CYCLIC_BINARY);
+    config.argv.push_back(rtloop::testing::TargetFile("rtloop-cyclic"));
     config.argv.insert(config.argv.end(), args.begin(), args.end());
     config.stdout_path = dir_ + "/stdout";
     config.stderr_path = dir_ + "/stderr";
@@ -161,8 +156,9 @@ class CyclicCliTest : public ::testing::Test {
   // MatchesGolden() with the binary's path written BIN and the scratch directory DIR (the build
   // tree's and a random name).
   ::testing::AssertionResult Golden(const std::string& name, const std::string& actual) const {
-    return MatchesGolden(name,
-                         ReplaceAll(ReplaceAll(actual, RTLOOP_CYCLIC_BINARY, "BIN"), dir_, "DIR"));
+    return MatchesGolden(
+        name, ReplaceAll(ReplaceAll(actual, rtloop::testing::TargetFile("rtloop-cyclic"), "BIN"),
+                         dir_, "DIR"));
   }
 
   // Waits (bounded) until rtloop-cyclic `pid` has set up: its SIGUSR2 status file

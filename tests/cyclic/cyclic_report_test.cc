@@ -14,6 +14,9 @@
 
 #include "golden_lines.h"
 #include "rtloop/telemetry/utf8.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
 
 namespace rtloop::cyclic {
 namespace {
@@ -21,7 +24,7 @@ namespace {
 const char kCursorUp4[] = "\033[4A";
 
 std::string ReadGolden(const std::string& name) {
-  std::ifstream in(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name, std::ios::binary);
+  std::ifstream in(SourcePath("tests/cyclic/golden") + "/" + name, std::ios::binary);
   EXPECT_TRUE(in.good()) << "missing golden file " << name;
   std::stringstream ss;
   ss << in.rdbuf();

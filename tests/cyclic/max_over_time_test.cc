@@ -17,6 +17,9 @@
 #include "child_process.h"
 #include "cyclic_options.h"
 #include "cyclic_thread_stats.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::cyclic {
 namespace {
@@ -253,7 +256,7 @@ TEST(MaxOverTimeOptions, WindowMustBeAtLeastOneMillisecond) {
 TEST(MaxOverTimeCli, WindowMaximaAgreeWithTheThreadLines) {
   const std::string path = ::testing::TempDir() + "mot_cli_" + std::to_string(getpid()) + ".txt";
   rtloop::testing::ChildConfig cyclic;
-  cyclic.argv = {RTLOOP_CYCLIC_BINARY,     "-t2", "-i1000", "-D1", "-q", "--max-window=100",
+  cyclic.argv = {TargetFile("rtloop-cyclic"), "-t2", "-i1000", "-D1", "-q", "--max-window=100",
                  "--max-over-time=" + path};
   cyclic.stderr_path = "/dev/null";
   const rtloop::testing::ChildResult run = rtloop::testing::RunChild(cyclic);

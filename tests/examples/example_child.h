@@ -4,7 +4,8 @@
 // stderr, a connected client). Stopped (SIGTERM, then SIGKILL) and reaped at destruction, so no
 // test leaves a process behind.
 //
-//   Child child({RTLOOP_PLC_PATH, "--duration=3", "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
+//   Child child({TargetFile("rtloop-plc"), "--duration=3", "--telemetry=127.0.0.1:0"},
+//               /*drop_rt=*/true);                     // TargetFile(): test_paths.h
 //   std::unique_ptr<telemetry::Client> client = child.ConnectTelemetry();
 //   ASSERT_NE(client, nullptr);                            // ... read its telemetry ...
 //   EXPECT_EQ(child.Stop(0), 0);                           // waits for the exit

@@ -17,6 +17,10 @@
 #include "example_child.h"
 #include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -27,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 TEST(ExamplesTest, QuickstartServesItsTaskAndSamplesWithoutRtPrivilegesAndReportsAtTheEnd) {
   const auto start = Clock::now();
-  Child child({RTLOOP_QUICKSTART_PATH, "127.0.0.1:0"}, /*drop_rt=*/true);
+  Child child({TargetFile("rtloop-quickstart"), "127.0.0.1:0"}, /*drop_rt=*/true);
   std::unique_ptr<Client> client = child.ConnectTelemetry();
   ASSERT_NE(client, nullptr);
   Result<v1::ListTasksResponse> tasks = client->ListTasks();
@@ -72,7 +76,7 @@ std::string Python() {
 
 // The README's fenced block that follows `marker` (the line after it starts with ```).
 std::string ReadmeBlock(const std::string& marker) {
-  const std::string readme = ReadFile(RTLOOP_README_PATH);
+  const std::string readme = ReadFile(SourcePath("README.md"));
   std::size_t at = readme.find(marker);
   if (at == std::string::npos) return {};
   at = readme.find("```", at);
@@ -93,7 +97,7 @@ TEST(ExamplesTest, TheReadmesPythonClientListsTheTasksAndStreamsTheirSamples) {
   ASSERT_NE(protoc.find("grpc_tools.protoc"), std::string::npos) << "README protoc line missing";
   ASSERT_NE(client.find("StreamSamples"), std::string::npos) << "README Python client missing";
 
-  Child child({RTLOOP_QUICKSTART_PATH, "127.0.0.1:0"}, /*drop_rt=*/true);
+  Child child({TargetFile("rtloop-quickstart"), "127.0.0.1:0"}, /*drop_rt=*/true);
   const std::string address = child.WaitForAddress();
   ASSERT_FALSE(address.empty()) << ReadFile(child.err());
   const std::filesystem::path dir = child.dir() / "py";
@@ -101,7 +105,7 @@ TEST(ExamplesTest, TheReadmesPythonClientListsTheTasksAndStreamsTheirSamples) {
   std::ofstream(dir / "client.py") << client;
   // The README's commands as written, run next to a link to this tree's proto/, with `python3`
   // the interpreter found above.
-  std::filesystem::create_directory_symlink(RTLOOP_PROTO_DIR, dir / "proto");
+  std::filesystem::create_directory_symlink(SourcePath("proto"), dir / "proto");
   const std::string run = "cd '" + dir.string() + "' && python3() { " + python + " \"$@\"; } && " +
                           protoc + " && timeout 30 " + python + " client.py " + address +
                           " > out.txt 2>&1";
@@ -135,7 +139,7 @@ std::vector<std::string> NormalizedLines(const std::string& text) {
 
 // The ```cpp blocks of the README section that starts with `heading`, one after the other.
 std::string ReadmeCppBlocks(const std::string& heading) {
-  const std::string readme = ReadFile(RTLOOP_README_PATH);
+  const std::string readme = ReadFile(SourcePath("README.md"));
   const std::size_t start = readme.find(heading);
   if (start == std::string::npos) return {};
   const std::size_t end = readme.find("\n## ", start + heading.size());
@@ -153,7 +157,8 @@ std::string ReadmeCppBlocks(const std::string& heading) {
 
 TEST(ExamplesTest, TheReadmesLoopExampleIsTheQuickstartProgramsCode) {
   const std::vector<std::string> readme = NormalizedLines(ReadmeCppBlocks("## A motion loop"));
-  const std::vector<std::string> program = NormalizedLines(ReadFile(RTLOOP_QUICKSTART_SOURCE));
+  const std::vector<std::string> program =
+      NormalizedLines(ReadFile(SourcePath("examples/quickstart/main.cc")));
   ASSERT_GE(readme.size(), 25u) << "the README's loop example is missing";
   // Every README line, in order, is a line of the program: the excerpt is complete and honest.
   std::size_t at = 0;
@@ -167,7 +172,8 @@ TEST(ExamplesTest, TheReadmesLoopExampleIsTheQuickstartProgramsCode) {
 }
 
 TEST(ExamplesTest, EveryExampleProgramPrintsItsUsageWithTheRunOptions) {
-  for (const char* path : {RTLOOP_PLC_PATH, RTLOOP_MOTION_PATH, RTLOOP_GPIO_TOGGLE_PATH}) {
+  for (const char* program : {"rtloop-plc", "rtloop-motion", "rtloop-gpio-toggle"}) {
+    const std::string path = TargetFile(program);
     Child child({path, "--help"}, /*drop_rt=*/true);
     EXPECT_EQ(child.Stop(0), 0) << path;
     const std::string out = ReadFile(child.out());
@@ -182,12 +188,12 @@ TEST(ExamplesTest, EveryExampleProgramPrintsItsUsageWithTheRunOptions) {
 }
 
 TEST(ExamplesTest, QuickstartPrintsItsUsageAndRefusesAnUnknownOption) {
-  Child help({RTLOOP_QUICKSTART_PATH, "--help"}, /*drop_rt=*/true);
+  Child help({TargetFile("rtloop-quickstart"), "--help"}, /*drop_rt=*/true);
   EXPECT_EQ(help.Stop(0), 0);
   EXPECT_EQ(ReadFile(help.out()).rfind("usage: rtloop-quickstart [GRPC_ADDR]", 0), 0u)
       << ReadFile(help.out());
   // An option is never taken for the gRPC address (it was: "bad address \"--telemetry=...\"").
-  Child bad({RTLOOP_QUICKSTART_PATH, "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
+  Child bad({TargetFile("rtloop-quickstart"), "--telemetry=127.0.0.1:0"}, /*drop_rt=*/true);
   EXPECT_EQ(bad.Stop(0), 2);
   const std::string err = ReadFile(bad.err());
   EXPECT_EQ(err.rfind("rtloop-quickstart: unknown option '--telemetry=127.0.0.1:0'\n", 0), 0u)
@@ -196,7 +202,7 @@ TEST(ExamplesTest, QuickstartPrintsItsUsageAndRefusesAnUnknownOption) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"bogus"}, "rtloop-quickstart: GRPC_ADDR: bad address \"bogus\""},
            {{"127.0.0.1:0", "--metrics=9101"}, "rtloop-quickstart: --metrics: bad address"}}) {
-    std::vector<std::string> argv = {RTLOOP_QUICKSTART_PATH};
+    std::vector<std::string> argv = {TargetFile("rtloop-quickstart")};
     argv.insert(argv.end(), args.begin(), args.end());
     Child child(argv, /*drop_rt=*/true);
     EXPECT_EQ(child.Stop(0), 2) << args.back();
@@ -207,7 +213,7 @@ TEST(ExamplesTest, QuickstartPrintsItsUsageAndRefusesAnUnknownOption) {
 }
 
 TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
-  Child child({RTLOOP_TWO_TASKS_PATH, "--duration=1", "--telemetry=127.0.0.1:0"},
+  Child child({TargetFile("rtloop-two-tasks"), "--duration=1", "--telemetry=127.0.0.1:0"},
               /*drop_rt=*/false);
   EXPECT_EQ(child.Stop(0), 0) << ReadFile(child.err());
   const std::string out = ReadFile(child.out());
@@ -221,7 +227,7 @@ TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
            {{"--duration=1", "--telemetry=bogus"}, "--telemetry: bad address \"bogus\""},
            {{"--duration=1", "--telemetry=127.0.0.1:0", "--metrics=9101"},
             "--metrics: bad address \"9101\""}}) {
-    std::vector<std::string> argv = {RTLOOP_TWO_TASKS_PATH};
+    std::vector<std::string> argv = {TargetFile("rtloop-two-tasks")};
     argv.insert(argv.end(), args.begin(), args.end());
     Child bad(argv, /*drop_rt=*/true);
     EXPECT_EQ(bad.Stop(0), 2) << args.back();
@@ -232,17 +238,20 @@ TEST(ExamplesTest, TwoTasksRunsForItsDurationAndPrintsTheStandardReport) {
 }
 
 TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {
-  const std::string plc_config = std::string(RTLOOP_SOURCE_DIR) + "/examples/plc/conveyor.toml";
+  const std::string plc_config = SourcePath("examples/plc/conveyor.toml");
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> runs = {
-      {{RTLOOP_QUICKSTART_PATH, "127.0.0.1:0", "--metrics=127.0.0.1:0"}, {"position"}},
-      {{RTLOOP_TWO_TASKS_PATH, "--duration=20", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+      {{TargetFile("rtloop-quickstart"), "127.0.0.1:0", "--metrics=127.0.0.1:0"}, {"position"}},
+      {{TargetFile("rtloop-two-tasks"), "--duration=20", "--telemetry=127.0.0.1:0",
+        "--metrics=127.0.0.1:0"},
        {"control", "logger"}},
-      {{RTLOOP_PLC_PATH, "--config=" + plc_config, "--telemetry=127.0.0.1:0",
+      {{TargetFile("rtloop-plc"), "--config=" + plc_config, "--telemetry=127.0.0.1:0",
         "--metrics=127.0.0.1:0"},
        {"io_scan", "logic", "housekeeping"}},
-      {{RTLOOP_MOTION_PATH, "--duration=0", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+      {{TargetFile("rtloop-motion"), "--duration=0", "--telemetry=127.0.0.1:0",
+        "--metrics=127.0.0.1:0"},
        {"position"}},
-      {{RTLOOP_GPIO_TOGGLE_PATH, "--sim", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
+      {{TargetFile("rtloop-gpio-toggle"), "--sim", "--telemetry=127.0.0.1:0",
+        "--metrics=127.0.0.1:0"},
        {"toggle"}},
   };
   for (const auto& [argv, tasks] : runs) {

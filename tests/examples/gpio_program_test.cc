@@ -13,6 +13,9 @@
 
 #include "example_child.h"
 #include "rtloop/telemetry/client.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -30,7 +33,7 @@ std::string FirstLine(const fs::path& p) {
 }
 
 TEST(GpioProgramTest, SimulatedOutputTogglesIsServedAndReportsOnCtrlC) {
-  Child toggle({RTLOOP_GPIO_TOGGLE_PATH, "--sim", "--period-us=1000", "--delay-us=100",
+  Child toggle({TargetFile("rtloop-gpio-toggle"), "--sim", "--period-us=1000", "--delay-us=100",
                 "--telemetry=127.0.0.1:0"},
                /*drop_rt=*/true);
   std::unique_ptr<Client> client = toggle.ConnectTelemetry();
@@ -81,7 +84,7 @@ class FakeLedDir : public ::testing::Test {
 };
 
 TEST_F(FakeLedDir, LedOutputTogglesAndPutsTheTriggerBack) {
-  Child toggle({RTLOOP_GPIO_TOGGLE_PATH, "--led=status", "--leds-dir=" + root_.string(),
+  Child toggle({TargetFile("rtloop-gpio-toggle"), "--led=status", "--leds-dir=" + root_.string(),
                 "--duration=1", "--telemetry=off"},
                /*drop_rt=*/true);
   EXPECT_EQ(toggle.Stop(0), 0) << ReadFile(toggle.err());
@@ -119,7 +122,7 @@ TEST_F(FakeLedDir, MissingOutputsListWhatExists) {
        "--record '-': this output cannot go to standard output"},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> argv = {RTLOOP_GPIO_TOGGLE_PATH};
+    std::vector<std::string> argv = {TargetFile("rtloop-gpio-toggle")};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     Child toggle(argv, /*drop_rt=*/true);
     EXPECT_EQ(toggle.Stop(0), c.status) << c.args[0];
@@ -127,7 +130,8 @@ TEST_F(FakeLedDir, MissingOutputsListWhatExists) {
     EXPECT_NE(err.find(c.message), std::string::npos) << c.message << " in:\n" << err;
   }
   // A GPIO chip that is not there: the chips that are (or that there are none) are named.
-  Child gpio({RTLOOP_GPIO_TOGGLE_PATH, "--chip=no-such-chip", "--line=3"}, /*drop_rt=*/true);
+  Child gpio({TargetFile("rtloop-gpio-toggle"), "--chip=no-such-chip", "--line=3"},
+             /*drop_rt=*/true);
   EXPECT_EQ(gpio.Stop(0), 1);
   const std::string err = ReadFile(gpio.err());
   EXPECT_TRUE(err.find("GPIO chip \"no-such-chip\" not found — chips here: ") !=

@@ -14,6 +14,9 @@
 #include "example_child.h"
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/sample_log_file.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -25,8 +28,9 @@ using std::chrono::seconds;
 TEST(MotionProgramTest, RunsTheLoopServesItRecordsItAndReportsTheTrackingError) {
   const std::string log =
       ::testing::TempDir() + "rtloop_motion_" + std::to_string(getpid()) + ".rtlog";
-  Child recorder({RTLOOP_MOTION_PATH, "--duration=3", "--telemetry=127.0.0.1:0", "--record=" + log},
-                 /*drop_rt=*/true);
+  Child recorder(
+      {TargetFile("rtloop-motion"), "--duration=3", "--telemetry=127.0.0.1:0", "--record=" + log},
+      /*drop_rt=*/true);
   std::unique_ptr<Client> client = recorder.ConnectTelemetry();
   ASSERT_NE(client, nullptr);
   Result<v1::ListTasksResponse> tasks = client->ListTasks();
@@ -103,7 +107,7 @@ TEST(MotionProgramTest, BadArgumentsAreOneLineErrorsBeforeAnythingStarts) {
        "rtloop-motion: --record '-': this output cannot go to standard output"},
   };
   for (const auto& [args, message] : cases) {
-    std::vector<std::string> argv = {RTLOOP_MOTION_PATH};
+    std::vector<std::string> argv = {TargetFile("rtloop-motion")};
     argv.insert(argv.end(), args.begin(), args.end());
     Child motion(argv, /*drop_rt=*/true);
     EXPECT_EQ(motion.Stop(0), 2) << args.back();

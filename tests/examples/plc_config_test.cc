@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+
 namespace plc {
 namespace {
 
@@ -90,8 +94,7 @@ TEST(PlcConfigTest, ParsesTheTaskTableInFileOrder) {
 }
 
 TEST(PlcConfigTest, TheShippedConfigurationParses) {
-  rtloop::Result<PlcConfig> c =
-      LoadPlcConfig(std::string(RTLOOP_SOURCE_DIR) + "/examples/plc/conveyor.toml", kOnline);
+  rtloop::Result<PlcConfig> c = LoadPlcConfig(SourcePath("examples/plc/conveyor.toml"), kOnline);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->task(Program::kIoScan).period, milliseconds(1));
   EXPECT_EQ(c->task(Program::kLogic).period, milliseconds(10));
@@ -259,7 +262,7 @@ TEST(PlcConfigTest, OnlyARegularFileOfAConfigurationsSizeIsRead) {
   const std::string fifo = dir + "/plc.toml.fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
   const std::string big = dir + "/big.toml";  // 200 MB, sparse: its size says what it is
-  std::filesystem::copy_file(std::string(RTLOOP_SOURCE_DIR) + "/examples/plc/conveyor.toml", big);
+  std::filesystem::copy_file(SourcePath("examples/plc/conveyor.toml"), big);
   std::filesystem::resize_file(big, 200u << 20);
   struct Case {
     std::string path;

@@ -20,6 +20,9 @@
 #include "example_child.h"
 #include "http_test_util.h"
 #include "rtloop/telemetry/client.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -114,7 +117,7 @@ const v1::TaskStats* Find(const v1::GetStatsResponse& stats, const std::string& 
 }
 
 TEST_F(PlcProgramTest, RunsItsTasksServesThemAndPrintsTheMonitorOnSigusr1AndAtExit) {
-  Child plc({RTLOOP_PLC_PATH, "--config=" + WriteConfig(kTestConfig), "--duration=4",
+  Child plc({TargetFile("rtloop-plc"), "--config=" + WriteConfig(kTestConfig), "--duration=4",
              "--telemetry=127.0.0.1:0"},
             /*drop_rt=*/true);
   std::unique_ptr<Client> client = plc.ConnectTelemetry();
@@ -167,7 +170,7 @@ TEST_F(PlcProgramTest, RunsItsTasksServesThemAndPrintsTheMonitorOnSigusr1AndAtEx
 }
 
 TEST_F(PlcProgramTest, InjectedOverrunTripsTheWatchdogMakesOutputsSafeAndFaultsTheTask) {
-  Child plc({RTLOOP_PLC_PATH, "--config=" + WriteConfig(kTestConfig), "--duration=3",
+  Child plc({TargetFile("rtloop-plc"), "--config=" + WriteConfig(kTestConfig), "--duration=3",
              "--inject-overrun=logic", "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
             /*drop_rt=*/true);
   std::unique_ptr<Client> client = plc.ConnectTelemetry();
@@ -282,7 +285,7 @@ TEST_F(PlcProgramTest, BadInputIsAOneLineErrorAndNothingStarts) {
        "rtloop-plc: --record '-': this output cannot go to standard output"},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> argv = {RTLOOP_PLC_PATH};
+    std::vector<std::string> argv = {TargetFile("rtloop-plc")};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     Child plc(argv, /*drop_rt=*/true);
     EXPECT_EQ(plc.Stop(0), c.status) << c.args.back();
@@ -304,8 +307,8 @@ TEST_F(PlcProgramTest, TheRecordNeverOverwritesTheConfiguration) {
   const std::string hard = (dir_ / "hard.toml").string();
   ASSERT_EQ(::link(config.c_str(), hard.c_str()), 0);
   for (const std::string& record : {config, (dir_ / "." / "plc.toml").string(), hard}) {
-    Child plc({RTLOOP_PLC_PATH, "--config=" + config, "--record=" + record, "--duration=0.5",
-               "--telemetry=127.0.0.1:0"},
+    Child plc({TargetFile("rtloop-plc"), "--config=" + config, "--record=" + record,
+               "--duration=0.5", "--telemetry=127.0.0.1:0"},
               /*drop_rt=*/true);
     EXPECT_EQ(plc.Stop(0), 2) << record;
     const std::string err = ReadFile(plc.err());

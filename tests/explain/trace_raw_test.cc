@@ -15,13 +15,16 @@
 #include <string_view>
 #include <vector>
 
+#include "test_paths.h"
 #include "trace_internal.h"
+
+using rtloop::testing::SourcePath;
 
 namespace rtloop::explain::trace {
 namespace {
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(std::string(RTLOOP_EXPLAIN_TESTDATA) + "/trace_raw/" + name, std::ios::binary);
+  std::ifstream in(SourcePath("tests/explain/testdata") + "/trace_raw/" + name, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

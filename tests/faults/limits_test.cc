@@ -19,6 +19,9 @@
 #include "rtloop/telemetry/http_server.h"
 #include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::faults {
 namespace {
@@ -151,9 +154,13 @@ TEST(SecurityLimits, RtloopCyclicsTokenFileGuardsItsMetricsEndpointToo) {
   const std::string token = (dir / "token").string();
   std::ofstream(token) << "metrics-token\n";
   for (const bool with_grpc : {false, true}) {
-    std::vector<std::string> argv = {
-        RTLOOP_CYCLIC_PATH,     "-q", "-i1000", "-D20", "--default-system", "--metrics=127.0.0.1:0",
-        "--token-file=" + token};
+    std::vector<std::string> argv = {TargetFile("rtloop-cyclic"),
+                                     "-q",
+                                     "-i1000",
+                                     "-D20",
+                                     "--default-system",
+                                     "--metrics=127.0.0.1:0",
+                                     "--token-file=" + token};
     if (with_grpc) argv.push_back("--telemetry=127.0.0.1:0");
     ChildProcess cyclic(argv, dir / "out");
     int port = 0;
@@ -201,8 +208,9 @@ TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethodsAndTheTokenGuardedR
 // Runtime, the cyclictest runner) do not even link the calls that could (rtloop-bench, which runs
 // loads, does).
 TEST(SecurityLimits, NoLibraryThatServesRequestsCanStartAProcess) {
-  for (const char* lib : {RTLOOP_FRAMEWORK_LIB, RTLOOP_TELEMETRY_CORE_LIB, RTLOOP_TELEMETRY_LIB,
-                          RTLOOP_RUNTIME_LIB, RTLOOP_CYCLIC_LIB}) {
+  for (const char* target : {"rtloop_framework", "rtloop_telemetry_core", "rtloop_telemetry",
+                             "rtloop_runtime", "rtloop_cyclic_lib"}) {
+    const std::string lib = TargetFile(target);
     const telemetry::testing::Command nm =
         telemetry::testing::RunCommand(std::string("nm -u --format=posix '") + lib + "'");
     const std::string& symbols = nm.output;

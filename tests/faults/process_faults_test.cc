@@ -26,6 +26,10 @@
 #include "rtloop/runtime.h"
 #include "rtloop/telemetry/sample_log_file.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::HasTargetFile;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::faults {
 namespace {
@@ -107,7 +111,7 @@ TEST(ProcessFaults, SigtermDuringRtloopCyclicsStartUpEndsItPromptlyWithWholeOutp
   for (const int delay_ms : {0, 2, 5, 10, 20, 40, 60, 100, 200, -1}) {
     const ScratchDir dir("sigterm_start_" + std::to_string(delay_ms));
     ChildProcess cyclic(
-        {RTLOOP_CYCLIC_PATH, "-q", "-t2", "-i250", "-D10", "--default-system",
+        {TargetFile("rtloop-cyclic"), "-q", "-t2", "-i250", "-D10", "--default-system",
          "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0", "--json=" + (dir / "j.json").string(),
          "--record=" + (dir / "r.bin").string()},
         dir / "out");
@@ -139,10 +143,11 @@ TEST(ProcessFaults, SigtermDuringRtloopCyclicsStartUpEndsItPromptlyWithWholeOutp
 TEST(ProcessFaults, ASecondSigtermDuringRtloopCyclicsShutdownNeverLeavesAHalfFileUnderItsName) {
   for (const int gap_ms : {0, 1, 5, 20, 100}) {
     const ScratchDir dir("sigterm_stop_" + std::to_string(gap_ms));
-    ChildProcess cyclic({RTLOOP_CYCLIC_PATH, "-q", "-t2", "-i250", "-D10", "--default-system",
-                         "--telemetry=127.0.0.1:0", "--json=" + (dir / "j.json").string(),
-                         "--record=" + (dir / "r.bin").string()},
-                        dir / "out");
+    ChildProcess cyclic(
+        {TargetFile("rtloop-cyclic"), "-q", "-t2", "-i250", "-D10", "--default-system",
+         "--telemetry=127.0.0.1:0", "--json=" + (dir / "j.json").string(),
+         "--record=" + (dir / "r.bin").string()},
+        dir / "out");
     ASSERT_TRUE(cyclic.started()) << cyclic.error();
     ASSERT_TRUE(telemetry::testing::WaitFor(
         [&] { return cyclic.Output().find("serving on") != std::string::npos; },
@@ -175,16 +180,17 @@ TEST(ProcessFaults, ASecondSigtermDuringRtloopCyclicsShutdownNeverLeavesAHalfFil
   }
 }
 
-#ifdef RTLOOP_TWO_TASKS_PATH
 // The example, a Runtime program: SIGTERM at any moment of its start ends it promptly, with the
 // report (exit 0) or, before RunUntilSignal() took the signals, by the signal itself (exit 143);
 // a second SIGTERM during the stop changes nothing.
 TEST(ProcessFaults, SigtermDuringTheExamplesStartUpAndShutdownEndsItPromptly) {
+  if (!HasTargetFile("rtloop-two-tasks"))
+    GTEST_SKIP() << "rtloop-two-tasks is not built (RTLOOP_BUILD_EXAMPLES=OFF)";
   for (const int delay_ms : {0, 5, 20, 50, 100, 300}) {
     for (const bool twice : {false, true}) {
       const ScratchDir dir("two_tasks_" + std::to_string(delay_ms) + (twice ? "_twice" : ""));
-      ChildProcess example({RTLOOP_TWO_TASKS_PATH, "--duration=10", "--telemetry=127.0.0.1:0",
-                            "--metrics=127.0.0.1:0"},
+      ChildProcess example({TargetFile("rtloop-two-tasks"), "--duration=10",
+                            "--telemetry=127.0.0.1:0", "--metrics=127.0.0.1:0"},
                            dir / "out");
       ASSERT_TRUE(example.started()) << example.error();
       std::this_thread::sleep_for(milliseconds(delay_ms));
@@ -209,7 +215,6 @@ TEST(ProcessFaults, SigtermDuringTheExamplesStartUpAndShutdownEndsItPromptly) {
     }
   }
 }
-#endif
 
 // ----------------------------------------------------------------------------------------------
 // The sample log's disk: full, read-only.
@@ -246,7 +251,7 @@ TEST(ProcessFaults, ASampleLogOnAFullTmpfsIsExitFourAndTheTasksKeepTheirCycles) 
   if (!disk.mounted())
     GTEST_SKIP() << "cannot mount a tmpfs (needs CAP_SYS_ADMIN): " << disk.error();
   const std::string rec = (dir / "disk/r.bin").string();
-  ChildProcess cyclic({RTLOOP_CYCLIC_PATH, "-q", "-i200", "-l6000", "--default-system",
+  ChildProcess cyclic({TargetFile("rtloop-cyclic"), "-q", "-i200", "-l6000", "--default-system",
                        "--record=" + rec, "--json=" + (dir / "j.json").string()},
                       dir / "out");
   const int status = cyclic.Wait(milliseconds(30'000)).value_or(-1);
@@ -303,7 +308,7 @@ TEST(ProcessFaults, ASampleLogInAReadOnlyDirectoryIsRefusedBeforeMeasuring) {
       << std::strerror(errno);
   const auto start = std::chrono::steady_clock::now();
   ChildProcess cyclic(
-      {RTLOOP_CYCLIC_PATH, "-q", "-i1000", "-D60", "--default-system",
+      {TargetFile("rtloop-cyclic"), "-q", "-i1000", "-D60", "--default-system",
        "--record=" + (dir / "ro/r.bin").string(), "--json=" + (dir / "j.json").string()},
       dir / "out");
   const int status = cyclic.Wait(milliseconds(75'000)).value_or(-1);
@@ -336,16 +341,17 @@ TEST(ProcessFaults, ServerPortsAlreadyTakenStopTheToolsBeforeMeasuringWithTheFix
   ASSERT_GT(busy.port(), 0);
   const std::string taken = "127.0.0.1:" + std::to_string(busy.port());
   std::vector<std::vector<std::string>> runs = {
-      {RTLOOP_CYCLIC_PATH, "-q", "-D5", "--telemetry=" + taken},
-      {RTLOOP_CYCLIC_PATH, "-q", "-D5", "--telemetry=127.0.0.1:0", "--metrics=" + taken}};
-#ifdef RTLOOP_TWO_TASKS_PATH
-  runs.push_back({RTLOOP_TWO_TASKS_PATH, "--duration=5", "--telemetry=" + taken});
-  runs.push_back(
-      {RTLOOP_TWO_TASKS_PATH, "--duration=5", "--telemetry=127.0.0.1:0", "--metrics=" + taken});
-#endif
+      {TargetFile("rtloop-cyclic"), "-q", "-D5", "--telemetry=" + taken},
+      {TargetFile("rtloop-cyclic"), "-q", "-D5", "--telemetry=127.0.0.1:0", "--metrics=" + taken}};
+  if (HasTargetFile("rtloop-two-tasks")) {
+    runs.push_back({TargetFile("rtloop-two-tasks"), "--duration=5", "--telemetry=" + taken});
+    runs.push_back({TargetFile("rtloop-two-tasks"), "--duration=5", "--telemetry=127.0.0.1:0",
+                    "--metrics=" + taken});
+  }
   for (std::vector<std::string> argv : runs) {
     const ScratchDir dir("port_taken");
-    if (argv[0] == RTLOOP_CYCLIC_PATH) argv.push_back("--json=" + (dir / "j.json").string());
+    if (argv[0] == TargetFile("rtloop-cyclic"))
+      argv.push_back("--json=" + (dir / "j.json").string());
     ChildProcess tool(argv, dir / "out");
     const int status = tool.Wait(milliseconds(10'000)).value_or(-1);
     const std::string out = tool.Output();

@@ -22,6 +22,9 @@
 #include "rtloop/runtime.h"
 #include "rtloop/telemetry/client.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::faults {
 namespace {
@@ -188,8 +191,8 @@ TEST(StreamFaults, ASinkKilledMidStreamLeavesTheTasksAndTheOtherClientsWhole) {
   std::unique_ptr<Client> client = Connect(rig.address());
   std::unique_ptr<SampleStream> stream = client->StreamSamples({});
   ASSERT_TRUE(stream->WaitForReady());
-  ChildProcess victim({RTLOOP_SINK_PATH, rig.address()}, dir / "victim.out");
-  ChildProcess survivor({RTLOOP_SINK_PATH, rig.address()}, dir / "survivor.out");
+  ChildProcess victim({TargetFile("rtloop-cyclic-sink"), rig.address()}, dir / "victim.out");
+  ChildProcess survivor({TargetFile("rtloop-cyclic-sink"), rig.address()}, dir / "survivor.out");
   ASSERT_TRUE(victim.started()) << victim.error();
   ASSERT_TRUE(survivor.started()) << survivor.error();
   ASSERT_TRUE(WaitFor([&] { return rig.server().open_streams() == 3; }, milliseconds(10'000)))

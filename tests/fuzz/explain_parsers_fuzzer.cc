@@ -24,7 +24,10 @@
 
 #include "counter_proc.h"
 #include "fuzz_util.h"
+#include "test_paths.h"
 #include "trace_internal.h"
+
+using rtloop::testing::SourcePath;
 
 namespace {
 
@@ -32,7 +35,7 @@ using namespace rtloop::explain;         // NOLINT
 using namespace rtloop::explain::trace;  // NOLINT
 
 std::string Testdata(const std::string& name) {
-  std::ifstream in(std::string(RTLOOP_EXPLAIN_TESTDATA) + "/trace_raw/" + name, std::ios::binary);
+  std::ifstream in(SourcePath("tests/explain/testdata") + "/trace_raw/" + name, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

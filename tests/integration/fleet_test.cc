@@ -37,6 +37,12 @@
 #include "scratch_dir.h"
 #include "spinner.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::BuildPath;
+using rtloop::testing::HasTargetFile;
+using rtloop::testing::SourcePath;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -135,17 +141,17 @@ class FleetTest : public ::testing::Test {
                 << "      - targets: ['" << http_->address() << "']\n"
                 << "  - job_name: explained\n    static_configs:\n"
                 << "      - targets: ['" << explained_->http_address() << "']\n";
-#if defined(RTLOOP_CYCLIC_PATH)
-    // A running rtloop-cyclic in its own process: gRPC and HTTP on ports picked here.
-    cyclic_grpc_ = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
-    const std::string cyclic_http = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
-    cyclic_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{RTLOOP_CYCLIC_PATH, "-t", "2", "-i", "1000", "-q", "-D", "90",
-                                 "--telemetry=" + cyclic_grpc_, "--metrics=" + cyclic_http},
-        *dir_ / "cyclic.log");
-    prom_config << "  - job_name: cyclic\n    static_configs:\n"
-                << "      - targets: ['" << cyclic_http << "']\n";
-#endif
+    if (HasTargetFile("rtloop-cyclic")) {
+      // A running rtloop-cyclic in its own process: gRPC and HTTP on ports picked here.
+      cyclic_grpc_ = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+      const std::string cyclic_http = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+      cyclic_ = std::make_unique<ChildProcess>(
+          std::vector<std::string>{TargetFile("rtloop-cyclic"), "-t", "2", "-i", "1000", "-q", "-D",
+                                   "90", "--telemetry=" + cyclic_grpc_, "--metrics=" + cyclic_http},
+          *dir_ / "cyclic.log");
+      prom_config << "  - job_name: cyclic\n    static_configs:\n"
+                  << "      - targets: ['" << cyclic_http << "']\n";
+    }
     prom_config.close();
     prometheus_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{kPrometheus, "--config.file=" + config.string(),
@@ -404,9 +410,8 @@ TEST_F(FleetTest, OutlierSeriesInPrometheusAreTheRuntimesCountsAndOnlyForExplain
 // The set-up: Prometheus scraping a running rtloop-cyclic (another process). Counters move,
 // so each is checked against GetStats just before and just after the scrape Prometheus reports.
 TEST_F(FleetTest, PrometheusScrapesARunningRtloopCyclicAndItsCountersMatchGetStats) {
-#if !defined(RTLOOP_CYCLIC_PATH)
-  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
-#else
+  if (!HasTargetFile("rtloop-cyclic"))
+    GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
   ASSERT_TRUE(cyclic_ != nullptr && cyclic_->started()) << (cyclic_ ? cyclic_->error() : "");
   ASSERT_TRUE(WaitUntil([] { return !Query("up{job=\"cyclic\"} == 1").empty(); }, seconds(20)))
       << cyclic_->Output();
@@ -461,7 +466,6 @@ TEST_F(FleetTest, PrometheusScrapesARunningRtloopCyclicAndItsCountersMatchGetSta
     EXPECT_GE(from_buckets.at(name), lower) << name << ": rtloop p99 " << p99;
     EXPECT_LE(from_buckets.at(name), upper) << name << ": rtloop p99 " << p99;
   }
-#endif
 }
 
 TEST_F(FleetTest, PromtoolAcceptsTheExposition) {
@@ -511,7 +515,7 @@ std::vector<std::string> DashboardExpressions(const json& dashboard) {
 }
 
 TEST_F(FleetTest, GrafanaDashboardHasItsPanelsAndEveryExpressionReturnsData) {
-  std::ifstream in(RTLOOP_DASHBOARD_JSON);
+  std::ifstream in(SourcePath("telemetry/grafana/rtloop-dashboard.json"));
   const json d = json::parse(in, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(d.is_object()) << "the dashboard is not valid JSON";
   EXPECT_EQ(d["uid"], "rtloop-fleet");
@@ -747,7 +751,7 @@ TEST_F(FleetTest, PageShowsHostileThreadAndTaskNamesAsText) {
 TEST_F(FleetTest, ScreenshotOfThePage) {
   if (!Executable(kChromium))
     GTEST_SKIP() << "Debian's chromium is not installed (apt-get install chromium)";
-  const std::filesystem::path png = std::filesystem::path(RTLOOP_BINARY_DIR) / "fleet-page.png";
+  const std::filesystem::path png = BuildPath("fleet-page.png");
   std::filesystem::remove(png);
   std::vector<std::string> args = ChromiumArgs(*dir_, "profile-shot");
   args.push_back("--hide-scrollbars");

@@ -28,6 +28,9 @@
 #include "rtloop/telemetry/client.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -317,10 +320,10 @@ TEST(GrpcEndToEnd, TlsWithAGeneratedCertificate) {
   EXPECT_EQ(plain.status().code(), StatusCode::kUnavailable) << plain.status().ToString();
   // rtloop-top: a TLS mismatch is a one-line reason and exit code 2; with the CA it works.
   Command top =
-      RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --timeout 1.5");
+      RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --timeout 1.5");
   EXPECT_EQ(top.exit_code, 2) << top.output;
   EXPECT_NE(top.output.find("TLS"), std::string::npos) << top.output;
-  top = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --tls-ca " + cert);
+  top = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --tls-ca " + cert);
   EXPECT_EQ(top.exit_code, 0) << top.output;
 
   // A certificate file that is not PEM is a clear start-up error.

@@ -33,6 +33,10 @@
 #include "rtloop/telemetry/client.h"
 #include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::HasTargetFile;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -347,14 +351,13 @@ TEST(GrpcStreamEnd, WhatASlowClientCouldNotTakeInTimeIsCountedAsLost) {
 // ends with OK after the last seq of every thread (it ended with UNAVAILABLE "server stopping",
 // 12-30 samples per thread short, lost=0).
 TEST(GrpcStreamEnd, RtloopCyclicEndsItsStreamsWithTheLastSeqOfEveryThread) {
-#ifndef RTLOOP_CYCLIC_PATH
-  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
-#else
+  if (!HasTargetFile("rtloop-cyclic"))
+    GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
   const ScratchDir dir("cyclic_end");
   const std::string err = (dir / "err").string();
   rtloop::testing::ChildProcess cyclic(
-      WithStderr({RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-t2", "-i500", "-l3000", "-q",
-                  "--default-system"},
+      WithStderr({TargetFile("rtloop-cyclic"), "--telemetry=127.0.0.1:0", "-t2", "-i500", "-l3000",
+                  "-q", "--default-system"},
                  err));
   ASSERT_TRUE(cyclic.started()) << cyclic.error();
   const std::string address = WaitForServingAddress(err);
@@ -384,7 +387,6 @@ TEST(GrpcStreamEnd, RtloopCyclicEndsItsStreamsWithTheLastSeqOfEveryThread) {
     status = cyclic.Stop();
   }
   EXPECT_EQ(status, 0) << ReadAll(err);
-#endif
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -662,8 +664,8 @@ TEST(GrpcHardening, TokenAndTlsFilesAreReadBoundedAndNeverBlock) {
   // forever on a FIFO); `timeout` bounds the test if it did again.
   for (const std::string& option :
        {"--token-file " + fifo, "--tls-ca " + fifo, "--tls-ca " + big}) {
-    const Command top = RunCommand("timeout 10 " + std::string(RTLOOP_TOP_PATH) + " " +
-                                   rig.address() + " --once " + option);
+    const Command top = RunCommand("timeout 10 " + TargetFile("rtloop-top") + " " + rig.address() +
+                                   " --once " + option);
     EXPECT_EQ(top.exit_code, 2) << option << ": " << top.output;
     EXPECT_EQ(std::count(top.output.begin(), top.output.end(), '\n'), 1) << top.output;
   }
@@ -673,9 +675,8 @@ TEST(GrpcHardening, TokenAndTlsFilesAreReadBoundedAndNeverBlock) {
 // rtloop-cyclic's --token-file, --tls-cert and --tls-key reach its server.
 
 TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
-#ifndef RTLOOP_CYCLIC_PATH
-  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
-#else
+  if (!HasTargetFile("rtloop-cyclic"))
+    GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
   const ScratchDir dir("cyclic_tls");
   const std::string token = (dir / "token").string();
   std::ofstream(token) << "cyclic-token\n";
@@ -690,9 +691,13 @@ TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   const std::string err = (dir / "err").string();
-  std::vector<std::string> args = {
-      RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "--token-file=" + token, "-D", "120", "-q",
-      "--default-system"};
+  std::vector<std::string> args = {TargetFile("rtloop-cyclic"),
+                                   "--telemetry=127.0.0.1:0",
+                                   "--token-file=" + token,
+                                   "-D",
+                                   "120",
+                                   "-q",
+                                   "--default-system"};
   if (tls) {
     args.push_back("--tls-cert=" + cert);
     args.push_back("--tls-key=" + key);
@@ -707,7 +712,7 @@ TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
   // Bounds for a TLS handshake and a call between two TSan-instrumented processes beside another
   // test (ctest -j2), not speed claims: the run outlasts both calls (stopped below), and each
   // call's deadline is 20 s (under TSan with -j2 the former 3 s did not hold).
-  const std::string top = std::string("timeout 50 ") + RTLOOP_TOP_PATH + " " + address +
+  const std::string top = std::string("timeout 50 ") + TargetFile("rtloop-top") + " " + address +
                           " --once --timeout 20" + (tls ? " --tls-ca " + cert : std::string());
   Command without = RunCommand(top);
   EXPECT_EQ(without.exit_code, 2) << without.output;
@@ -715,7 +720,6 @@ TEST(GrpcHardening, RtloopCyclicServesWithTheTokenAndTlsItIsGiven) {
   Command with = RunCommand(top + " --token-file " + token);
   EXPECT_EQ(with.exit_code, 0) << with.output;
   EXPECT_EQ(cyclic.Stop(), 0) << ReadAll(err);
-#endif
 }
 
 }  // namespace

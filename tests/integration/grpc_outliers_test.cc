@@ -17,6 +17,9 @@
 #include "grpc_test_util.h"
 #include "rtloop/runtime.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
 
 namespace rtloop::telemetry::testing {
 namespace {
@@ -406,12 +409,12 @@ for r in page.records:
 print(f"total {page.total} tasks {len(page.tasks)} last {page.tasks[0].HasField('last')} "
       f"causes timed {timed} counted {counted}")
 )";
-  const Command c = RunCommand("cd '" + dir.path().string() +
-                               "' && /usr/bin/python3 -m grpc_tools.protoc -I '" RTLOOP_PROTO_DIR
-                               "' --python_out=. --grpc_python_out=. '" RTLOOP_PROTO_DIR
-                               "'/rtloop/telemetry/v1/*.proto && timeout 30 /usr/bin/python3 "
-                               "client.py " +
-                               rt.address());
+  const Command c = RunCommand(
+      "cd '" + dir.path().string() + "' && /usr/bin/python3 -m grpc_tools.protoc -I '" +
+      SourcePath("proto") + "' --python_out=. --grpc_python_out=. '" + SourcePath("proto") +
+      "'/rtloop/telemetry/v1/*.proto && timeout 30 /usr/bin/python3 "
+      "client.py " +
+      rt.address());
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("tasks 1 last True"), std::string::npos) << c.output;
 }

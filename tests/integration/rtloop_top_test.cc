@@ -20,6 +20,10 @@
 #include "rtloop/telemetry/client.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"
+#include "test_paths.h"
+
+using rtloop::testing::HasTargetFile;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::telemetry {
 namespace {
@@ -52,14 +56,14 @@ TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::milliseconds(1), 50)).ok());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
-  Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --json");
+  Command c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --json");
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_EQ(c.output.rfind("{\"schema_version\":1,", 0), 0u) << c.output;
   EXPECT_NE(c.output.find("\"task_name\":\"task1\""), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("\"cycles\":\"50\""), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("\"latency_bins\":[{\"task_id\":0"), std::string::npos) << c.output;
 
-  Command text = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
+  Command text = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_NE(text.output.find("LAT_P99"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("task1"), std::string::npos) << text.output;
@@ -72,10 +76,10 @@ TEST(RtloopTop, PortOnlyAddressIsLoopback) {
   Rig rig;
   ASSERT_TRUE(rig.Build(Cfg(1, std::chrono::milliseconds(1), 5)).ok());
   const std::string port = rig.address().substr(rig.address().rfind(':'));
-  Command c = RunCommand("timeout 30 " + std::string(RTLOOP_TOP_PATH) + " " + port + " --once");
+  Command c = RunCommand("timeout 30 " + TargetFile("rtloop-top") + " " + port + " --once");
   EXPECT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("127.0.0.1" + port), std::string::npos) << c.output;
-  c = RunCommand("timeout 30 " + std::string(RTLOOP_TOP_PATH) + " :0 --once");
+  c = RunCommand("timeout 30 " + TargetFile("rtloop-top") + " :0 --once");
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_NE(c.output.find("the server's"), std::string::npos) << c.output;
 }
@@ -83,7 +87,7 @@ TEST(RtloopTop, PortOnlyAddressIsLoopback) {
 TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   // Unreachable: a port that was free a moment ago.
   const std::string free_address = VacantAddress();
-  Command c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + free_address + " --once --timeout 1");
+  Command c = RunCommand(TargetFile("rtloop-top") + " " + free_address + " --once --timeout 1");
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_EQ(std::count(c.output.begin(), c.output.end(), '\n'), 1) << c.output;
   EXPECT_NE(c.output.find(free_address), std::string::npos) << c.output;
@@ -93,17 +97,16 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   const std::string token = (dir / "token").string();
   Rig rig;
   ASSERT_TRUE(BuildTokenRig(rig, token, "right").ok());
-  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once");
+  c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once");
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_NE(c.output.find("token"), std::string::npos) << c.output;
-  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + rig.address() + " --once --token-file " +
-                 token);
+  c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --token-file " + token);
   EXPECT_EQ(c.exit_code, 0) << c.output;
 
   // Bad usage.
-  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --interval 0");
+  c = RunCommand(TargetFile("rtloop-top") + " --interval 0");
   EXPECT_EQ(c.exit_code, 2) << c.output;
-  c = RunCommand(std::string(RTLOOP_TOP_PATH) + " --bogus");
+  c = RunCommand(TargetFile("rtloop-top") + " --bogus");
   EXPECT_EQ(c.exit_code, 2) << c.output;
 }
 
@@ -124,8 +127,7 @@ TEST(RtloopTop, NothingListeningIsSaidAsSuch) {
   EXPECT_EQ(call.status().sys_errno(), ECONNREFUSED) << call.status().ToString();
   EXPECT_EQ(call.status().message().find("TLS"), std::string::npos) << call.status().message();
   for (const char* mode : {" --once", " --json"}) {
-    const Command c =
-        RunCommand("timeout 20 " + std::string(RTLOOP_TOP_PATH) + " " + vacant + mode);
+    const Command c = RunCommand("timeout 20 " + TargetFile("rtloop-top") + " " + vacant + mode);
     EXPECT_EQ(c.exit_code, 2) << mode << ": " << c.output;
     EXPECT_EQ(c.output, "rtloop-top: GetSystemInfo on " + vacant + ": nothing listens on " +
                             vacant + ": has the run ended?\n");
@@ -137,7 +139,7 @@ TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
   auto rig = std::make_unique<Rig>();
   ASSERT_TRUE(rig->Build(Cfg(1, std::chrono::milliseconds(1), 0)).ok());
   ASSERT_TRUE(rig->StartTasks().ok());
-  const std::string top = "timeout 20 " + std::string(RTLOOP_TOP_PATH) + " " + rig->address();
+  const std::string top = "timeout 20 " + TargetFile("rtloop-top") + " " + rig->address();
   const Command one = RunCommand(top + " --json --interval 0.05");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_EQ(CountOf(one.output, "{\"schema_version\":1,"), 1u) << one.output;
@@ -148,8 +150,8 @@ TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
   const std::string address = rig->address();
-  rtloop::testing::ChildProcess watch(
-      WithStderr({RTLOOP_TOP_PATH, address, "--json", "--watch", "--interval=0.05"}, err, out));
+  rtloop::testing::ChildProcess watch(WithStderr(
+      {TargetFile("rtloop-top"), address, "--json", "--watch", "--interval=0.05"}, err, out));
   ASSERT_TRUE(watch.started()) << watch.error();
   EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "{\"schema_version\"") >= 2; },
                       milliseconds(10'000)));
@@ -177,7 +179,7 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
 
   // A failed ASSERT below must not leave rtloop-top retrying forever: the ChildProcess stops it.
   rtloop::testing::ChildProcess top(
-      WithStderr({RTLOOP_TOP_PATH, address, "--interval=0.05"}, err, out));
+      WithStderr({TargetFile("rtloop-top"), address, "--interval=0.05"}, err, out));
   ASSERT_TRUE(top.started()) << top.error();
 
   EXPECT_TRUE(
@@ -203,14 +205,14 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
 // The server in another process: rtloop-cyclic --telemetry=127.0.0.1:0 prints the port it got;
 // rtloop-top --once --json and a streaming Client in this process read it.
 TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
-#ifndef RTLOOP_CYCLIC_PATH
-  GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
-#else
+  if (!HasTargetFile("rtloop-cyclic"))
+    GTEST_SKIP() << "rtloop-cyclic is not built (RTLOOP_BUILD_BENCH=OFF)";
   const ScratchDir dir("cyclic");
   const std::string out = (dir / "out").string();
   const std::string err = (dir / "err").string();
   rtloop::testing::ChildProcess cyclic(WithStderr(
-      {RTLOOP_CYCLIC_PATH, "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"}, err, out));
+      {TargetFile("rtloop-cyclic"), "--telemetry=127.0.0.1:0", "-D", "6", "-i", "1000", "-q"}, err,
+      out));
   ASSERT_TRUE(cyclic.started()) << cyclic.error();
   std::string address;
   EXPECT_TRUE(WaitFor(
@@ -233,7 +235,7 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
         *stream, check, [&] { return check.received[0] >= 300; }, milliseconds(10'000));
     EXPECT_TRUE(read.ok()) << read.ToString();
     stream->Cancel();
-    Command top = RunCommand(std::string(RTLOOP_TOP_PATH) + " " + address + " --once --json");
+    Command top = RunCommand(TargetFile("rtloop-top") + " " + address + " --once --json");
     EXPECT_EQ(top.exit_code, 0) << top.output;
     EXPECT_NE(top.output.find("\"task_name\":\"cyclic0\""), std::string::npos) << top.output;
   }
@@ -243,7 +245,6 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
     status = cyclic.Stop();
   }
   EXPECT_EQ(status, 0) << ReadAll(err);
-#endif
 }
 
 }  // namespace

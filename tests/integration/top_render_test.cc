@@ -9,6 +9,10 @@
 #include <sstream>
 #include <string>
 
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+
 namespace rtloop::telemetry::top {
 namespace {
 
@@ -100,7 +104,7 @@ Snapshot FixedSnapshot() {
 }
 
 void ExpectGolden(const std::string& actual, const std::string& name) {
-  const std::string path = std::string(RTLOOP_IT_DATA_DIR) + "/" + name;
+  const std::string path = SourcePath("tests/integration/data") + "/" + name;
   if (std::getenv("RTLOOP_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(path, std::ios::binary) << actual;
     return;

@@ -17,6 +17,9 @@
 
 #include "bench_test_util.h"
 #include "bench_util.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::bench {
 namespace {
@@ -28,8 +31,8 @@ using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
-const std::string kBench = RTLOOP_BENCH_BINARY;
-const std::string kCyclic = RTLOOP_CYCLIC_BINARY;
+const std::string kBench = TargetFile("rtloop-bench");
+const std::string kCyclic = TargetFile("rtloop-cyclic");
 
 // Issue 18: on a board, every tool rtloop-bench starts is the board's own; each one missing is
 // named with the Debian package that brings it, before anything starts (run) or instead of the

@@ -15,6 +15,10 @@
 #include "bench_test_util.h"
 #include "bench_util.h"
 #include "latency_data.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::bench {
 namespace {
@@ -28,8 +32,8 @@ using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
-const std::string kBench = RTLOOP_BENCH_BINARY;
-const std::string kCyclic = RTLOOP_CYCLIC_BINARY;
+const std::string kBench = TargetFile("rtloop-bench");
+const std::string kCyclic = TargetFile("rtloop-cyclic");
 
 bool Root() { return geteuid() == 0; }
 #define RTLOOP_REQUIRE_ROOT() \
@@ -106,7 +110,7 @@ void ExpectNothingLeft(const std::string& bench_stderr) {
 }
 
 void ExpectValidOutputs(const std::string& out) {
-  const json schema = json::parse(ReadFile(RTLOOP_BENCH_SCHEMA));
+  const json schema = json::parse(ReadFile(SourcePath("bench/scenarios/result.schema.json")));
   const json result = json::parse(ReadFile(out + "/result.json"));
   EXPECT_EQ(testing::ValidateSchema(result, schema), "");
   int w = 0, h = 0;
@@ -523,7 +527,9 @@ TEST(BenchRun, AMeasurementEndedEarlyFromOutsideIsAnInterruptedRunWithTheReason)
       result["interrupted_reason"].get<std::string>().find("of the 60 s measurement (exit 0)"),
       std::string::npos)
       << result["interrupted_reason"];
-  EXPECT_EQ(testing::ValidateSchema(result, json::parse(ReadFile(RTLOOP_BENCH_SCHEMA))), "");
+  EXPECT_EQ(testing::ValidateSchema(
+                result, json::parse(ReadFile(SourcePath("bench/scenarios/result.schema.json")))),
+            "");
   EXPECT_NE(ReadFile(dir.path() + "/report.md").find("**Interrupted** (rtloop-cyclic ended"),
             std::string::npos);
 }

@@ -15,6 +15,9 @@
 
 #include "bench_test_util.h"
 #include "bench_util.h"
+#include "test_paths.h"
+
+using rtloop::testing::TargetFile;
 
 namespace rtloop::bench {
 namespace {
@@ -26,7 +29,7 @@ using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
-const std::string kBench = RTLOOP_BENCH_BINARY;
+const std::string kBench = TargetFile("rtloop-bench");
 
 class BenchCompare : public ::testing::Test {
  protected:

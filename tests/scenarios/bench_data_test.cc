@@ -9,6 +9,9 @@
 #include "reference.h"
 #include "report.h"
 #include "scenarios.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
 
 namespace rtloop::bench {
 namespace {
@@ -328,7 +331,7 @@ TEST(Report, MarkdownHasTheVendorsTableAndTheReferenceSideBySide) {
 // for a thread of 12,000 cycles (compare refuses it below 100,000), the load twice.
 TEST(Report, GoldenReportOfAFixedResult) {
   const nlohmann::json r =
-      nlohmann::json::parse(ReadFile(std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/report-input.json"));
+      nlohmann::json::parse(ReadFile(SourcePath("tests/scenarios/golden") + "/report-input.json"));
   const std::string md = FormatReportMarkdown(r);
   EXPECT_EQ(testing::CheckGolden(md, "report.md"), "");
   EXPECT_EQ(md.find("## Load"), md.rfind("## Load")) << md;

@@ -13,6 +13,10 @@
 #include "measure_lock.h"
 #include "outliers.h"
 #include "report.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::bench {
 namespace {
@@ -20,11 +24,11 @@ namespace {
 using nlohmann::json;
 using testing::ReadFile;
 
-const std::string kBench = RTLOOP_BENCH_BINARY;
-const std::string kCyclic = RTLOOP_CYCLIC_BINARY;
+const std::string kBench = TargetFile("rtloop-bench");
+const std::string kCyclic = TargetFile("rtloop-cyclic");
 
 std::string GoldenInput() {
-  return ReadFile(std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/outliers-input.json");
+  return ReadFile(SourcePath("tests/scenarios/golden") + "/outliers-input.json");
 }
 
 // Two threads as result.json has them: T0's max is the 4034 us cycle 149 of the input.
@@ -115,7 +119,7 @@ TEST(BenchOutliers, ResultCountsByEvidenceAndLeadingCause) {
   // The summary is rtloop::explain's own grouping, not a copy of it.
   EXPECT_EQ(o["summary"][0],
             "wake-up latency above 100 us: 9 cycles (evidence: counters 1 none 1 trace 4)");
-  const json schema = json::parse(ReadFile(RTLOOP_BENCH_SCHEMA));
+  const json schema = json::parse(ReadFile(SourcePath("bench/scenarios/result.schema.json")));
   EXPECT_EQ(testing::ValidateSchema(o, schema["properties"]["outliers"], "$.outliers"), "");
 }
 
@@ -194,7 +198,7 @@ TEST(BenchOutliers, OffFailedAndAbsentEachSayWhy) {
 
 // compare shows each result.json's outlier counts (not gated) and says when a run did not explain.
 TEST(BenchOutliers, CompareShowsTheOutlierCountsOfBothResults) {
-  const std::string base = std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/report-input.json";
+  const std::string base = SourcePath("tests/scenarios/golden") + "/report-input.json";
   json cand = json::parse(ReadFile(base));
   Result<OutliersDocument> d = ParseOutliersJson(GoldenInput());
   ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -256,7 +260,7 @@ TEST(BenchOutliers, ARealRunExplainsItsOutliersAndNoExplainLeavesNone) {
   EXPECT_EQ(o["outliers"], doc->stats.outliers);
   EXPECT_EQ(o["recorded"], doc->records.size());
   EXPECT_FALSE(o["evidence"].is_null()) << "rtloop-cyclic's log names its evidence";
-  const json schema = json::parse(ReadFile(RTLOOP_BENCH_SCHEMA));
+  const json schema = json::parse(ReadFile(SourcePath("bench/scenarios/result.schema.json")));
   EXPECT_EQ(testing::ValidateSchema(result, schema), "");
   const std::string md = ReadFile(dir.path() + "/report.md");
   EXPECT_NE(md.find("\n## Why the worst cycles were late\n\n"), std::string::npos) << md;

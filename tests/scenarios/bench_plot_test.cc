@@ -24,6 +24,10 @@
 #include "latency_data.h"
 #include "plots.h"
 #include "run_result.h"
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+using rtloop::testing::TargetFile;
 
 namespace rtloop::bench {
 namespace {
@@ -33,11 +37,10 @@ using testing::ReadFile;
 using testing::RunResult;
 using testing::TempDir;
 
-const std::string kBench = RTLOOP_BENCH_BINARY;
+const std::string kBench = TargetFile("rtloop-bench");
 
 std::string HistogramText() {
-  const std::string text =
-      ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/v2.10/17-histfile.txt");
+  const std::string text = ReadFile(SourcePath("tests/cyclic/golden") + "/v2.10/17-histfile.txt");
   return text.substr(text.find('\n') + 1);
 }
 
@@ -217,7 +220,7 @@ TEST(BenchRunOutputs, NoFileARunWritesMayBeOneItReads) {
 // histogram-plot.gp after an intended change (look at the PNG: rtloop-bench plot
 // tests/scenarios/golden/plot-input.json -o /tmp/p.png).
 TEST(BenchPlot, TheHistogramScriptOfAFixedInputIsGolden) {
-  const std::string input = std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/plot-input.json";
+  const std::string input = SourcePath("tests/scenarios/golden") + "/plot-input.json";
   Result<LatencyData> data = LoadLatencyData(input);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   const nlohmann::json r = nlohmann::json::parse(ReadFile(input));

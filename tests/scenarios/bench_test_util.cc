@@ -13,6 +13,10 @@
 #include <sstream>
 #include <thread>
 
+#include "test_paths.h"
+
+using rtloop::testing::SourcePath;
+
 namespace rtloop::bench::testing {
 
 namespace {
@@ -203,12 +207,12 @@ TempDir::~TempDir() {
 }
 
 std::string Golden(const std::string& name) {
-  const std::string text = ReadFile(std::string(RTLOOP_CYCLIC_GOLDEN_DIR) + "/" + name);
+  const std::string text = ReadFile(SourcePath("tests/cyclic/golden") + "/" + name);
   return text.substr(text.find('\n') + 1);  // the first line is the command
 }
 
 std::string CheckGolden(const std::string& actual, const std::string& name) {
-  const std::string path = std::string(RTLOOP_BENCH_GOLDEN_DIR) + "/" + name;
+  const std::string path = SourcePath("tests/scenarios/golden") + "/" + name;
   if (std::getenv("RTLOOP_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(path, std::ios::binary) << actual;
     return "";

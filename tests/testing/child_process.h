@@ -7,7 +7,7 @@
 // ASSERT included. A program that cannot be started is started() == false with error() saying why
 // (the exec's errno included), never a child that exits 127.
 //
-//   rtloop::testing::ChildProcess top({RTLOOP_TOP_PATH, address, "--once"});
+//   rtloop::testing::ChildProcess top({TargetFile("rtloop-top"), address, "--once"});
 //   ASSERT_TRUE(top.started()) << top.error();
 //   std::optional<int> status = top.Wait(std::chrono::seconds(10));  // nullopt: still running
 //   EXPECT_EQ(status, 0) << top.Stderr();
