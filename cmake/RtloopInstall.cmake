@@ -2,6 +2,7 @@
 # rtloop-bench).
 # find_package(rtloop) then link:
 #   rtloop::framework        the executor alone
+#   rtloop::readiness        + the readiness checks of `rtloop-bench doctor` (framework/readiness)
 #   rtloop::telemetry_core   + hub, rings, histograms, collector, sample log, task reports (no
 #                            protobuf/gRPC in its headers; protobuf is linked privately)
 #   rtloop::explain          + outlier explanation: why a cycle was late (telemetry/explain)
@@ -13,8 +14,8 @@ include(CMakePackageConfigHelpers)
 
 set(RTLOOP_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/rtloop)
 set(_rtloop_installed_targets rtloop_framework)
-foreach(t rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_explain rtloop_telemetry
-          rtloop_runtime)
+foreach(t rtloop_readiness rtloop_proto rtloop_proto_grpc rtloop_telemetry_core rtloop_explain
+          rtloop_telemetry rtloop_runtime)
   if(TARGET ${t})
     list(APPEND _rtloop_installed_targets ${t})
   endif()
@@ -33,6 +34,8 @@ install(TARGETS ${_rtloop_installed_targets} EXPORT rtloopTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/readiness/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)

@@ -16,8 +16,8 @@
 #include "process_group.h"
 #include "reference.h"
 #include "report.h"
-#include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/readiness.h"
 #include "rtloop/telemetry/output_file.h"
 
 namespace rtloop::bench {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "rtloop/framework/readiness.h"
+#include "rtloop/readiness.h"
 
 namespace rtloop::bench {
 

@@ -204,12 +204,12 @@ TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethodsAndTheTokenGuardedR
                                                "ListOutliers", "WatchOutliers"}));
 }
 
-// No request can start a program: the libraries that serve requests (framework, telemetry, the
-// Runtime, the cyclictest runner) do not even link the calls that could (rtloop-bench, which runs
-// loads, does).
+// No request can start a program: the libraries that serve requests (framework, the readiness
+// checks GetSystemInfo runs, telemetry, the Runtime, the cyclictest runner) do not even link the
+// calls that could (rtloop-bench, which runs loads, does).
 TEST(SecurityLimits, NoLibraryThatServesRequestsCanStartAProcess) {
-  for (const char* target : {"rtloop_framework", "rtloop_telemetry_core", "rtloop_telemetry",
-                             "rtloop_runtime", "rtloop_cyclic_lib"}) {
+  for (const char* target : {"rtloop_framework", "rtloop_readiness", "rtloop_telemetry_core",
+                             "rtloop_telemetry", "rtloop_runtime", "rtloop_cyclic_lib"}) {
     const std::string lib = TargetFile(target);
     const telemetry::testing::Command nm =
         telemetry::testing::RunCommand(std::string("nm -u --format=posix '") + lib + "'");

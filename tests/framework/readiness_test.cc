@@ -1,4 +1,4 @@
-#include "rtloop/framework/readiness.h"
+#include "rtloop/readiness.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "grpc_test_util.h"
-#include "rtloop/framework/readiness.h"
+#include "rtloop/readiness.h"
 #include "rtloop/telemetry/client.h"
 #include "scratch_dir.h"
 #include "telemetry_rig.h"

@@ -12,7 +12,7 @@ the build did not compile (another configuration's) is checked every time, with 
 clang-tidy takes from its neighbours in the database.
 
 Example:
-  git ls-files 'framework/src/*.cc' 'telemetry/*.cc' |
+  git ls-files 'framework/*.cc' 'telemetry/*.cc' |
     tests/sanitizers/clang_tidy.py -p build --cache /var/cache/rtloop-ci/clang-tidy --jobs 2
 
 Exit status: 0 when every source passed (now or before), 1 when one had a finding (clang-tidy's

@@ -1,8 +1,9 @@
 // Where a test finds what the build made and the sources it reads, at run time: the programs and
 // libraries it starts or inspects, the golden files and test data in the source tree.
 //
-//   rtloop::testing::ChildProcess top({rtloop::testing::TargetFile("rtloop-top"), address, "--once"});
-//   std::ifstream golden(rtloop::testing::SourcePath("tests/cyclic/golden/v2.4/01-default.txt"));
+//   using rtloop::testing::TargetFile;
+//   rtloop::testing::ChildProcess top({TargetFile("rtloop-top"), address, "--once"});
+//   std::ifstream golden(rtloop::testing::SourcePath("tests/cyclic/golden/10-quiet-summary.txt"));
 //
 // The paths come from a file next to the test executable, `<executable>.paths`, that CMake writes
 // (rtloop_test_paths() in tests/CMakeLists.txt): one `key=value` line per entry, `source_dir`,
@@ -13,7 +14,8 @@
 // A missing file or an undeclared key ends the test program with a message that says which file or
 // key and how to fix it (exit 2): a wrong path is the build's error, not a test's finding.
 //
-// Threading: any thread; the file is read once, on first use (a function-local static). Not RT-safe.
+// Threading: any thread; the file is read once, on first use (a function-local static). Not
+// RT-safe.
 #pragma once
 
 #include <string>

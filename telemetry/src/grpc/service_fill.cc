@@ -10,8 +10,8 @@
 
 #include "outlier_fill.h"
 #include "rtloop/framework/executor.h"
-#include "rtloop/framework/readiness.h"
 #include "rtloop/framework/system_info.h"
+#include "rtloop/readiness.h"
 #include "rtloop/telemetry/proto_convert.h"
 #include "rtloop/telemetry/utf8.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "rtloop/framework/readiness.h"
+#include "rtloop/readiness.h"
 
 namespace rtloop::readiness_internal {
 

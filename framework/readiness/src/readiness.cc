@@ -1,4 +1,4 @@
-#include "rtloop/framework/readiness.h"
+#include "rtloop/readiness.h"
 
 #include <dirent.h>
 #include <fcntl.h>
