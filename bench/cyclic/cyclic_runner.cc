@@ -71,10 +71,7 @@ class Run {
  public:
   Run(int argc, const char* const* argv, CyclicOptions options, MakeRuntimeServices services)
       : argc_(argc), argv_(argv), o_(std::move(options)), services_(services) {}
-  ~Run() {
-    TearDown(/*abandon_outputs=*/true);
-    if (dma_fd_ >= 0) close(dma_fd_);
-  }
+  ~Run() { TearDown(/*abandon_outputs=*/true); }
 
   int Execute();
 
@@ -132,7 +129,7 @@ class Run {
   CyclicOptions o_;
   ReportFormat format_;
   std::string start_time_;
-  int dma_fd_ = -1;
+  DmaLatencyRequest dma_;  // the --latency request, held for the run
   TraceMarker trace_;
   bool break_marked_ = false;
   bool sched_denied_ = false;   // set-up failed for lack of scheduling privilege
@@ -291,7 +288,7 @@ Status Run::PrepareProcess() {
       !SetThreadAffinity(o_.affinity_cpus)) {
     return Status(StatusCode::kInternal, "cannot restrict the main thread to the -a CPU set");
   }
-  dma_fd_ = HoldDmaLatency(o_);
+  dma_ = HoldDmaLatency(o_);
   WarnAboutClock(o_);
   if (o_.tracemark && o_.breaktrace > 0) trace_.Open();
   return Status::Ok();

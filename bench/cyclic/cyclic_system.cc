@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "rtloop/framework/rt_setup.h"
 #include "rtloop/framework/system_info.h"
 #include "rtloop/framework/time.h"
 
@@ -23,32 +24,17 @@ namespace {
 
 bool IsRtPolicy(SchedPolicy p) { return p == SchedPolicy::kFifo || p == SchedPolicy::kRr; }
 
-int LinuxPolicy(SchedPolicy p) {
-  switch (p) {
-    case SchedPolicy::kFifo:
-      return SCHED_FIFO;
-    case SchedPolicy::kRr:
-      return SCHED_RR;
-    case SchedPolicy::kBatch:
-      return SCHED_BATCH;
-    case SchedPolicy::kIdle:
-      return SCHED_IDLE;
-    default:
-      return SCHED_OTHER;
-  }
-}
-
 // sched_setscheduler on the calling thread, raising RLIMIT_RTPRIO's soft limit on EPERM.
 int TrySetScheduler(SchedPolicy policy, int priority) {
   sched_param param{};
   param.sched_priority = priority;
-  int rc = sched_setscheduler(0, LinuxPolicy(policy), &param);
+  int rc = sched_setscheduler(0, ToLinuxPolicy(policy), &param);
   if (rc != 0 && errno == EPERM) {
     rlimit rl{};
     if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
       rl.rlim_cur = rl.rlim_max;
       setrlimit(RLIMIT_RTPRIO, &rl);
-      rc = sched_setscheduler(0, LinuxPolicy(policy), &param);
+      rc = sched_setscheduler(0, ToLinuxPolicy(policy), &param);
     }
   }
   return rc == 0 ? 0 : errno;
@@ -57,15 +43,11 @@ int TrySetScheduler(SchedPolicy policy, int priority) {
 Status PrivilegeError(SchedPolicy policy, int priority, int err) {
   rlimit rl{};
   getrlimit(RLIMIT_RTPRIO, &rl);
-  const std::string name = policy == SchedPolicy::kRr ? "SCHED_RR" : "SCHED_FIFO";
   return Status(StatusCode::kPermissionDenied,
-                name + " priority " + std::to_string(priority) + ": " + std::strerror(err) +
-                    " (rtprio limit " + std::to_string(rl.rlim_cur) +
-                    ") — run as root, grant CAP_SYS_NICE (sudo setcap cap_sys_nice+ep "
-                    "$(command -v rtloop-cyclic)), or raise the rtprio limit to " +
-                    std::to_string(priority) +
-                    " (ulimit -r, or rtprio in /etc/security/limits.conf); --policy=other "
-                    "measures without real-time scheduling",
+                std::string(LinuxPolicyName(policy)) + " priority " + std::to_string(priority) +
+                    ": " + std::strerror(err) + " (rtprio limit " + std::to_string(rl.rlim_cur) +
+                    ") — " + RtprioFix("$(command -v rtloop-cyclic)", priority) +
+                    "; --policy=other measures without real-time scheduling",
                 err);
 }
 
@@ -91,35 +73,36 @@ Status CheckPrivileges(const CyclicOptions& o) {
   return Status::Ok();
 }
 
-int HoldDmaLatency(const CyclicOptions& o) {
+DmaLatencyRequest HoldDmaLatency(const CyclicOptions& o) {
+  DmaLatencyRequest dma;
   if (o.laptop) {
     std::fprintf(stderr, "WARN: not setting cpu_dma_latency to save battery power\n");
-    return -1;
+    return dma;
   }
   if (o.default_system) {
     std::fprintf(stderr, "WARN: not setting cpu_dma_latency from cyclictest\n");
-    return -1;
+    return dma;
   }
   struct stat st {};
   if (stat("/dev/cpu_dma_latency", &st) != 0) {
     std::fprintf(stderr, "WARN: stat /dev/cpu_dma_latency failed: %s\n", std::strerror(errno));
-    return -1;
-  }
-  const int fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    std::fprintf(stderr, "WARN: open /dev/cpu_dma_latency: %s\n", std::strerror(errno));
-    return -1;
+    return dma;
   }
   const std::int32_t value = o.latency_us;
-  if (write(fd, &value, sizeof(value)) < 1) {
-    std::fprintf(stderr, "# error setting cpu_dma_latency to %d!: %s\n", value,
-                 std::strerror(errno));
-    close(fd);
-    return -1;
+  if (const Status s = dma.Open(value); !s.ok()) {
+    // cyclictest's two messages: a WARN: when the device cannot be opened, "# error" when the
+    // value cannot be written.
+    if (dma.failure() == DmaLatencyRequest::Failure::kOpen) {
+      std::fprintf(stderr, "WARN: open /dev/cpu_dma_latency: %s\n", std::strerror(s.sys_errno()));
+    } else {
+      std::fprintf(stderr, "# error setting cpu_dma_latency to %d!: %s\n", value,
+                   std::strerror(s.sys_errno()));
+    }
+    return dma;
   }
   const std::string line = FormatDmaLatencyLine(value);
   std::fwrite(line.data(), 1, line.size(), stdout);
-  return fd;
+  return dma;
 }
 
 namespace {

@@ -4,7 +4,7 @@
 // node of a CPU, the load average).
 //
 //   if (Status s = CheckPrivileges(options); !s.ok()) ...   // before any thread exists
-//   const int dma_fd = HoldDmaLatency(options);              // prints "# /dev/cpu_dma_latency..."
+//   DmaLatencyRequest dma = HoldDmaLatency(options);         // prints "# /dev/cpu_dma_latency..."
 //   WarnAboutClock(options);                                 // high-res timers, -R
 //   TraceMarker trace;  trace.Open();  ...  trace.Mark(value, limit);   // -b --tracemark
 //
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cyclic_options.h"
+#include "rtloop/framework/rt_setup.h"
 #include "rtloop/framework/status.h"
 
 namespace rtloop::cyclic {
@@ -29,8 +30,8 @@ Status CheckPrivileges(const CyclicOptions& o);
 
 // cyclictest's set_latency_target(): writes --latency (default 0) to /dev/cpu_dma_latency and
 // prints "# /dev/cpu_dma_latency set to Nus" on stdout, or a WARN: (--laptop, --default-system, no
-// device). Returns the fd to hold open until the end of the run, or -1.
-int HoldDmaLatency(const CyclicOptions& o);
+// device). Returns the request, to hold until the end of the run (held() false when none).
+DmaLatencyRequest HoldDmaLatency(const CyclicOptions& o);
 
 // "WARN: High resolution timers not available" when the clock's resolution is not 1 ns, and -R's
 // measured resolution (warned with -v, or when it is coarser than reported).

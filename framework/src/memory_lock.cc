@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <string>
 
+#include "rtloop/framework/rt_setup.h"
+
 namespace rtloop::internal {
 namespace {
 
@@ -22,10 +24,8 @@ constexpr std::array<std::string_view, 13> kServerOnlyPrefixes = {
 
 Status MlockError(int err, const std::string& what) {
   return ErrnoError(err, what,
-                    "the memlock limit is " + MemlockLimitText() +
-                        " (ulimit -l); raise it (ulimit -l unlimited, or memlock in "
-                        "/etc/security/limits.conf), run as root / grant CAP_IPC_LOCK, or set "
-                        "ExecutorConfig::lock_memory = false");
+                    "the memlock limit is " + MemlockLimitText() + " (ulimit -l); " + MemlockFix() +
+                        ", or set ExecutorConfig::lock_memory = false");
 }
 
 struct Mapping {

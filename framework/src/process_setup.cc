@@ -115,9 +115,7 @@ Result<std::unique_ptr<ProcessSetup>> ProcessSetup::Apply(const ExecutorConfig& 
   return setup;
 }
 
-ProcessSetup::~ProcessSetup() {
-  if (dma_fd_ >= 0) close(dma_fd_);
-}
+ProcessSetup::~ProcessSetup() = default;
 
 Status ProcessSetup::LockMemory(const ExecutorConfig& config) {
   if (!config.lock_memory) return Status::Ok();
@@ -144,10 +142,8 @@ Status ProcessSetup::LockMemory(const ExecutorConfig& config) {
   Status s = ErrnoError(err,
                         on_fault ? "mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT) failed"
                                  : "mlockall(MCL_CURRENT|MCL_FUTURE) failed",
-                        "the memlock limit is " + MemlockLimitText() +
-                            " (ulimit -l); raise it (ulimit -l unlimited, or memlock in "
-                            "/etc/security/limits.conf), run as root / grant CAP_IPC_LOCK, or "
-                            "set ExecutorConfig::lock_memory = false");
+                        "the memlock limit is " + MemlockLimitText() + " (ulimit -l); " +
+                            MemlockFix() + ", or set ExecutorConfig::lock_memory = false");
   if (!config.allow_non_rt_fallback) return s;
   std::fprintf(stderr,
                "rtloop: WARNING: %s\nrtloop: WARNING: continuing WITHOUT locked memory because "
@@ -158,23 +154,16 @@ Status ProcessSetup::LockMemory(const ExecutorConfig& config) {
 
 Status ProcessSetup::HoldDmaLatency(const ExecutorConfig& config) {
   if (!config.cpu_dma_latency_us.has_value()) return Status::Ok();
-  const int fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    Status s = ErrnoError(errno, "cannot open /dev/cpu_dma_latency",
-                          "run as root, or leave ExecutorConfig::cpu_dma_latency_us unset");
-    if (geteuid() == 0) return s;
+  Status opened = dma_.Open(*config.cpu_dma_latency_us);  // held: destruction drops it
+  if (opened.ok()) return opened;
+  Status s(opened.code(),
+           opened.message() + " — run as root, or leave ExecutorConfig::cpu_dma_latency_us unset",
+           opened.sys_errno());
+  if (dma_.failure() == DmaLatencyRequest::Failure::kOpen && geteuid() != 0) {
     std::fprintf(stderr, "rtloop: WARNING: %s (continuing)\n", s.message().c_str());
     return Status::Ok();
   }
-  const std::int32_t value = *config.cpu_dma_latency_us;
-  if (write(fd, &value, sizeof(value)) != static_cast<ssize_t>(sizeof(value))) {
-    const int err = errno;
-    close(fd);
-    return ErrnoError(err, "cannot write " + std::to_string(value) + " to /dev/cpu_dma_latency",
-                      "run as root, or leave ExecutorConfig::cpu_dma_latency_us unset");
-  }
-  dma_fd_ = fd;  // held open: closing it drops the request
-  return Status::Ok();
+  return s;
 }
 
 }  // namespace rtloop::internal

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rtloop/framework/executor.h"
+#include "rtloop/framework/rt_setup.h"
 #include "rtloop/framework/status.h"
 #include "sched_util.h"
 
@@ -39,7 +40,7 @@ class ProcessSetup {
   Status HoldDmaLatency(const ExecutorConfig& config);
 
   bool memory_locked_ = false;
-  int dma_fd_ = -1;
+  DmaLatencyRequest dma_;  // held until destruction
 };
 
 // The machine's CPUs. `allowed` is this thread's affinity, unless an earlier executor moved this

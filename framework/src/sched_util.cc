@@ -12,48 +12,11 @@ namespace rtloop::internal {
 
 namespace {
 constexpr int kCapSysNice = 23;
-constexpr int kSchedDeadline = 6;  // SCHED_DEADLINE; glibc 2.36 does not define it
 std::string Quoted(const std::string& name) { return "\"" + name + "\""; }
 bool Contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 }  // namespace
-
-int ToLinuxPolicy(SchedPolicy policy) noexcept {
-  switch (policy) {
-    case SchedPolicy::kOther:
-      return SCHED_OTHER;
-    case SchedPolicy::kBatch:
-      return SCHED_BATCH;
-    case SchedPolicy::kIdle:
-      return SCHED_IDLE;
-    case SchedPolicy::kFifo:
-      return SCHED_FIFO;
-    case SchedPolicy::kRr:
-      return SCHED_RR;
-    case SchedPolicy::kDeadline:
-      return kSchedDeadline;
-  }
-  return SCHED_OTHER;
-}
-
-const char* LinuxPolicyName(SchedPolicy policy) noexcept {
-  switch (policy) {
-    case SchedPolicy::kOther:
-      return "SCHED_OTHER";
-    case SchedPolicy::kBatch:
-      return "SCHED_BATCH";
-    case SchedPolicy::kIdle:
-      return "SCHED_IDLE";
-    case SchedPolicy::kFifo:
-      return "SCHED_FIFO";
-    case SchedPolicy::kRr:
-      return "SCHED_RR";
-    case SchedPolicy::kDeadline:
-      return "SCHED_DEADLINE";
-  }
-  return "SCHED_?";
-}
 
 bool IsRealtimePolicy(SchedPolicy policy) noexcept {
   return policy == SchedPolicy::kFifo || policy == SchedPolicy::kRr ||
@@ -101,9 +64,8 @@ std::string SchedPermissionHint(SchedPolicy policy) {
            "exclusive cpuset";
   }
   if (policy == SchedPolicy::kFifo || policy == SchedPolicy::kRr) {
-    return "run as root, grant CAP_SYS_NICE (setcap cap_sys_nice+ep BINARY), or raise the rtprio "
-           "limit (ulimit -r 99, or rtprio in /etc/security/limits.conf); or set "
-           "ExecutorConfig::allow_non_rt_fallback to run it as SCHED_OTHER";
+    return RtprioFix("BINARY") +
+           "; or set ExecutorConfig::allow_non_rt_fallback to run it as SCHED_OTHER";
   }
   return "run as root, grant CAP_SYS_NICE, or raise the nice limit (ulimit -e, or nice in "
          "/etc/security/limits.conf)";

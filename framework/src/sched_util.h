@@ -8,15 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "rtloop/framework/rt_setup.h"
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/task_config.h"
 
 namespace rtloop::internal {
 
-// SCHED_* constant of a policy.
-int ToLinuxPolicy(SchedPolicy policy) noexcept;
-// "SCHED_FIFO" etc.
-const char* LinuxPolicyName(SchedPolicy policy) noexcept;
+// ToLinuxPolicy() and LinuxPolicyName() are public: rtloop/framework/rt_setup.h.
 bool IsRealtimePolicy(SchedPolicy policy) noexcept;  // fifo, rr, deadline
 
 // What decides whether a thread may take a policy.

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "readiness_internal.h"
+#include "rtloop/framework/rt_setup.h"
 
 namespace rtloop::readiness_internal {
 namespace {
@@ -88,8 +89,7 @@ ReadinessFinding CheckLockedMemory(const FsTree& fs, const Credentials& c) {
                         (available > 0 ? Mib1(available) : "unknown");
   if (capped && *c.memlock_soft < locked) {
     return Make("locked_memory", ReadinessLevel::kFail, summary + ": mlockall would fail",
-                "ulimit -l unlimited (or at least " + std::to_string(2 * locked / 1024) +
-                    " KiB), '* - memlock unlimited' in /etc/security/limits.conf, or run as root");
+                MemlockFix(2 * locked / 1024));
   }
   if (available > 0 && locked > available / 4) {
     return Make("locked_memory", ReadinessLevel::kWarn,

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "readiness_internal.h"
+#include "rtloop/framework/rt_setup.h"
 
 namespace rtloop::readiness_internal {
 namespace {
@@ -157,9 +158,7 @@ ReadinessFinding CheckRtGroupBudget(const FsTree& fs) {
 }
 
 ReadinessFinding CheckMemlock(const Credentials& c) {
-  const std::string fix =
-      "ulimit -l unlimited, or '* - memlock unlimited' in /etc/security/limits.conf, or run as "
-      "root";
+  const std::string fix = MemlockFix();
   if (HasCap(c, kCapIpcLock)) return Make("memlock_limit", kOk, "CAP_IPC_LOCK: no memlock limit");
   if (!c.memlock_known) return Make("memlock_limit", kWarn, "memlock limit unreadable", fix);
   if (!c.memlock_soft) return Make("memlock_limit", kOk, "memlock limit unlimited");
@@ -173,9 +172,7 @@ ReadinessFinding CheckMemlock(const Credentials& c) {
 }
 
 ReadinessFinding CheckRtprio(const Credentials& c) {
-  const std::string fix =
-      "run as root, grant CAP_SYS_NICE (setcap cap_sys_nice+ep PROGRAM), or '* - rtprio 99' in "
-      "/etc/security/limits.conf";
+  const std::string fix = RtprioFix("PROGRAM");
   if (HasCap(c, kCapSysNice)) return Make("rtprio_limit", kOk, "CAP_SYS_NICE: any RT priority");
   if (!c.rtprio_known) return Make("rtprio_limit", kWarn, "rtprio limit unreadable", fix);
   if (!c.rtprio_hard || *c.rtprio_hard >= 99) {
