@@ -284,9 +284,11 @@ lab_disk() {
   local d=$WORK/lab b
   mkdir -p "$d/bin" "$d/results" "$d/examples"
   for b in "${TOOLS[@]}" "${EXAMPLES[@]}" "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b" "$d/bin/" || return; done
-  # Each test program's paths file (tests/testing/test_paths.h): where it finds the programs it
-  # starts and the source files it reads, the paths this disk is mounted at.
-  for b in "${TESTS[@]}"; do cp "$BUILD_DIR/bin/$b.paths" "$d/bin/" || return; done
+  # A test program's paths file, when it has one (tests/testing/test_paths.h): where it finds the
+  # programs it starts and the source files it reads, the paths this disk is mounted at.
+  for b in "${TESTS[@]}"; do
+    [[ ! -e $BUILD_DIR/bin/$b.paths ]] || cp "$BUILD_DIR/bin/$b.paths" "$d/bin/" || return
+  done
   cp examples/plc/conveyor.toml "$d/examples/" || return
   mkdir -p "$d/debs"
   deb_files >"$WORK/debs.txt" || return
