@@ -1,6 +1,5 @@
 #include "process_setup.h"
 
-#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
