@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "rtloop/explain/evidence.h"
+#include "rtloop/framework/rt_setup.h"
 
 namespace rtloop::explain {
 namespace {
@@ -21,25 +22,6 @@ std::vector<int> TracedCpus(const Executor& executor, const std::vector<ExplainP
   std::sort(cpus.begin(), cpus.end());
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
   return cpus;
-}
-
-// The kernel's number of a policy (sched.h), as /proc and the counters show it.
-int LinuxPolicy(SchedPolicy p) {
-  switch (p) {
-    case SchedPolicy::kFifo:
-      return SCHED_FIFO;
-    case SchedPolicy::kRr:
-      return SCHED_RR;
-    case SchedPolicy::kBatch:
-      return SCHED_BATCH;
-    case SchedPolicy::kIdle:
-      return SCHED_IDLE;
-    case SchedPolicy::kDeadline:
-      return 6;  // SCHED_DEADLINE
-    case SchedPolicy::kOther:
-      break;
-  }
-  return SCHED_OTHER;
 }
 
 void MoveThread(int tid, const std::vector<int>& cpus) {
@@ -79,7 +61,7 @@ Status ExplainSession::Begin(const Executor& executor, telemetry::Collector& col
     c.tasks.push_back(t);
     watched.push_back({.tid = t.tid,
                        .cpu = t.cpu,
-                       .policy = LinuxPolicy(info.effective_policy),
+                       .policy = ToLinuxPolicy(info.effective_policy),
                        .priority = info.effective_priority});
   }
   std::vector<std::unique_ptr<EvidenceSource>> sources;
