@@ -394,6 +394,27 @@ TEST(CounterEvidenceTest, AWindowOlderThanTheHistoryIsTooOld) {
   EXPECT_NE(old.evidence_note.find("too old"), std::string::npos) << old.evidence_note;
 }
 
+// The session's counters begin after the tasks' threads started: an early window is not "too
+// old" (no history would help), and the note says what it is.
+TEST(CounterEvidenceTest, AWindowBeforeTheFirstSnapshotIsSaidToBeSo) {
+  CounterConfig config;
+  config.threads = {{gettid(), -1, SCHED_OTHER, 0}};
+  config.history = 4;
+  std::unique_ptr<CounterEvidence> source = MustCreate(config);
+  ASSERT_NE(source, nullptr);
+  const std::int64_t t = MonoNs();
+  const OutlierWindow w = LatencyWindow(0, "t", gettid(), -1, 0, t, t + 1, t + 2);
+  while (MonoNs() <= t + 2) {
+  }
+  source->Poll(MonoNs());
+  source->Poll(MonoNs());
+  OutlierRecord r = MakeRecord(w);
+  EXPECT_FALSE(source->Explain(w, &r));
+  EXPECT_NE(r.evidence_note.find("counters: before the first /proc snapshot"), std::string::npos)
+      << r.evidence_note;
+  EXPECT_EQ(r.evidence_note.find("too old"), std::string::npos) << r.evidence_note;
+}
+
 TEST(CounterEvidenceTest, AThreadThatHasExitedIsSaidNotReadInsteadOfShowingNoFaults) {
   std::atomic<int> tid{0};
   std::atomic<bool> created{false};

@@ -164,6 +164,9 @@ TEST(ExplainerTest, ARecordTheTraceMadeGetsTheCountersPageFaultsOnceTheyHaveSamp
                          .detail = "major 0, minor 30"});
     r->causes.push_back(
         {.kind = CauseKind::kIrq, .name = "LOC", .count = 2, .detail = ""});  // not taken
+    r->raw.emplace_back(
+        "tid 4242: minflt +30 majflt +0 voluntary_ctxt_switches +1 "
+        "nonvoluntary_ctxt_switches +0");
     return true;
   });
   sources.emplace_back(trace);
@@ -184,6 +187,9 @@ TEST(ExplainerTest, ARecordTheTraceMadeGetsTheCountersPageFaultsOnceTheyHaveSamp
   EXPECT_EQ(r.causes[0].kind, CauseKind::kThread) << "timed causes rank first";
   EXPECT_EQ(r.causes[1].kind, CauseKind::kPageFaults);
   EXPECT_EQ(r.causes[1].count, 30u);
+  EXPECT_EQ(r.evidence_note.find("page faults"), std::string::npos) << r.evidence_note;
+  ASSERT_FALSE(r.raw.empty());
+  EXPECT_EQ(r.raw.back().rfind("tid 4242: minflt +30", 0), 0u) << "the counts the cause came from";
 }
 
 TEST(ExplainerTest, WhenTheCountersNeverSampleTheTraceRecordSaysThePageFaultsAreNotKnown) {
@@ -192,7 +198,7 @@ TEST(ExplainerTest, WhenTheCountersNeverSampleTheTraceRecordSaysThePageFaultsAre
   sources.emplace_back(new ScriptedSource(EvidenceKind::kTrace, ThreadRan));
   sources.emplace_back(
       new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int) {
-        r->evidence_note = "too old";
+        r->evidence_note = "counters: too old";  // labelled, as CounterEvidence's notes are
         return false;
       }));
   auto ex = Explainer::Start(Config(), sub, std::move(sources));
@@ -208,6 +214,39 @@ TEST(ExplainerTest, WhenTheCountersNeverSampleTheTraceRecordSaysThePageFaultsAre
   EXPECT_NE(records[0].evidence_note.find("page faults are not known (counters: too old)"),
             std::string::npos)
       << records[0].evidence_note;
+  EXPECT_EQ(records[0].evidence_note.find("counters: counters:"), std::string::npos)
+      << "labelled once";
+}
+
+// A counters snapshot without the thread (it exited before the snapshot after the window) is no
+// evidence of "no page faults": the record says none were counted and why, with the line.
+TEST(ExplainerTest, ATraceRecordWhoseThreadTheCountersMissedSaysNoPageFaultsWereCounted) {
+  auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
+  std::vector<std::unique_ptr<EvidenceSource>> sources;
+  sources.emplace_back(new ScriptedSource(EvidenceKind::kTrace, ThreadRan));
+  sources.emplace_back(
+      new ScriptedSource(EvidenceKind::kCounters, [](auto&, OutlierRecord* r, int) {
+        r->evidence = EvidenceKind::kCounters;
+        r->raw.emplace_back("tid 4242: counters not read in a snapshot (has the thread exited?)");
+        r->raw.emplace_back("CPU1 LOC: +2  Local timer interrupts");  // not the thread's
+        return true;
+      }));
+  auto ex = Explainer::Start(Config(), sub, std::move(sources));
+  ASSERT_TRUE(ex.ok());
+  const std::vector<telemetry::Sample> samples = {MakeSample(5, 1'000'000, 500'000)};
+  sub->Offer(0, samples);
+  ASSERT_TRUE(WaitFor([&] { return (*ex)->stats().recorded >= 1; }));
+  (*ex)->Stop();
+  const std::vector<OutlierRecord> records = (*ex)->Records();
+  ASSERT_EQ(records.size(), 1u);
+  const OutlierRecord& r = records[0];
+  EXPECT_EQ(r.evidence, EvidenceKind::kTrace);
+  EXPECT_NE(r.evidence_note.find("; the task's page faults: none counted (tid 4242: counters not "
+                                 "read in a snapshot (has the thread exited?))"),
+            std::string::npos)
+      << r.evidence_note;
+  ASSERT_EQ(r.raw.size(), 1u) << "the thread's line only";
+  EXPECT_EQ(r.raw[0], "tid 4242: counters not read in a snapshot (has the thread exited?)");
 }
 
 TEST(ExplainerTest, AWindowNoSourceExplainsIsRecordedAsUnexplainedWithEverySourcesNote) {

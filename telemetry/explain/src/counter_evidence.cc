@@ -236,6 +236,12 @@ bool Bracket(const CounterEvidence::State& s, std::int64_t begin, std::int64_t e
     return false;
   }
   const std::size_t oldest = s.slot_of(0);
+  if (s.end_ns[oldest] > begin && s.count < s.begin_ns.size()) {  // no snapshot dropped yet
+    *why = "before the first /proc snapshot, " + FormatMs(s.end_ns[oldest] - begin) +
+           " after the window began: the counters sample once the explaining session has begun, "
+           "after the tasks' threads started";
+    return false;
+  }
   if (s.end_ns[oldest] > begin) {
     *why = "too old: the window begins before the oldest /proc snapshot kept (" +
            std::to_string(s.count) + " snapshots reaching back " +

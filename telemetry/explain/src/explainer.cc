@@ -56,6 +56,10 @@ Result<std::unique_ptr<Explainer>> Explainer::Start(
   RTLOOP_RETURN_IF_ERROR(CheckConfig(config, sources.size()));
   if (subscription == nullptr) return InvalidArgumentError("Explainer: no subscription was given");
   std::unique_ptr<Explainer> ex(new Explainer(config, std::move(subscription), std::move(sources)));
+  // The sources' first look now, not a tick later: the counters cannot explain a window that
+  // began before their first snapshot (the thread below does not exist yet: one poller at a time).
+  const std::int64_t now = Now(Clock::kMonotonic).ns();
+  for (auto& s : ex->sources_) s->Poll(now);
   HousekeepingConfig hk;
   hk.tick = config.poll_period;
   hk.name = "rtloop-explain";
@@ -208,15 +212,35 @@ bool Explainer::FaultsFromCounters(Pending& p, bool last) {
   if (counters != nullptr) {
     OutlierRecord c = MakeRecord(p.window);
     if (counters->Explain(p.window, &c)) {
+      bool counted = false;
       for (Cause& cause : c.causes) {
-        if (cause.kind == CauseKind::kPageFaults) p.record.causes.push_back(std::move(cause));
+        if (cause.kind != CauseKind::kPageFaults) continue;
+        p.record.causes.push_back(std::move(cause));
+        counted = true;
+      }
+      // The counters' line of the task's own thread goes with the record: its counts, or why
+      // there are none (the thread exited before the snapshot after the window). Without a
+      // page-fault cause the note says which, never leaving "no page faults" unsaid.
+      const std::string prefix = "tid " + std::to_string(p.window.tid) + ":";
+      std::string thread_line;
+      for (std::string& line : c.raw) {
+        if (line.compare(0, prefix.size(), prefix) != 0) continue;
+        thread_line = line;
+        p.record.raw.push_back(std::move(line));
+      }
+      if (!counted) {
+        p.record.evidence_note += "; the task's page faults: none counted (" +
+                                  (thread_line.empty() ? "the counters do not watch thread " +
+                                                             std::to_string(p.window.tid)
+                                                       : thread_line) +
+                                  ")";
       }
       done = true;
     } else {
       const std::int64_t age = Now(Clock::kMonotonic).ns() - p.seen_ns;
       if (last || age >= std::chrono::nanoseconds(config_.give_up_after).count()) {
-        p.record.evidence_note +=
-            "; the task's page faults are not known (counters: " + c.evidence_note + ")";
+        p.record.evidence_note += "; the task's page faults are not known (" +
+                                  Labelled(EvidenceKind::kCounters, c.evidence_note) + ")";
         done = true;
       }
     }

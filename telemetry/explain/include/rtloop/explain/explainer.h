@@ -14,18 +14,19 @@
 //   (*ex)->Stop();                                      // after the tasks and the collector
 //   for (const OutlierRecord& r : (*ex)->Records()) ...
 //
-// How a window is explained: on each tick (ExplainerConfig::poll_period) every source is polled,
-// the new samples are read, and every pending window is offered to the sources in order. The first
-// that returns true makes the record. The trace shows who else ran, not the task's own page
-// faults: a record the trace made also gets the counters' page-fault count of the task's thread
-// over the sampling interval around the window, once the counters sampled after it (or, if they
-// cannot within give_up_after, a note why not). A source of kind kCounters answers only once it
-// sampled after the window, so it is asked again on later ticks; any other source is asked once per
-// window. A window that no source explained within give_up_after is recorded with the evidence
-// kNone and every source's note, so no outlier is ever silently missing. Beyond max_records the
-// outliers are counted (ExplainerStats::dropped), not recorded; so are those whose samples the
-// subscription lost (ExplainerStats::samples_lost: the count of outliers is then a lower bound;
-// the subscription is no stream subscriber, so its loss stays out of the hub's subscriber loss).
+// How a window is explained: Start() polls every source once; then on each tick
+// (ExplainerConfig::poll_period) every source is polled, the new samples are read, and every
+// pending window is offered to the sources in order. The first that returns true makes the record.
+// The trace shows who else ran, not the task's own page faults: a record the trace made also gets
+// the counters' page-fault count of the task's thread over the sampling interval around the window,
+// once the counters sampled after it (or, if they cannot within give_up_after, a note why not). A
+// source of kind kCounters answers only once it sampled after the window, so it is asked again on
+// later ticks; any other source is asked once per window. A window that no source explained within
+// give_up_after is recorded with the evidence kNone and every source's note, so no outlier is ever
+// silently missing. Beyond max_records the outliers are counted (ExplainerStats::dropped), not
+// recorded; so are those whose samples the subscription lost (ExplainerStats::samples_lost: the
+// count of outliers is then a lower bound; the subscription is no stream subscriber, so its loss
+// stays out of the hub's subscriber loss).
 //
 // Threading: Start(), Stop() and the destructor on one controlling thread; Records() and stats()
 // from any non-RT thread. The explaining runs on a HousekeepingThread ("rtloop-explain",
