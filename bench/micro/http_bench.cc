@@ -11,7 +11,7 @@
 //   rtloop_bench_http --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //       --benchmark_format=json
 // The RT-thread side (no allocation while scraped) is a test: HttpRtSafetyTest in
-// tests/integration/http_server_test.cc.
+// tests/telemetry/http/http_server_test.cc.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // Helpers of the fault-injection tests: descriptor and child-process counts of a process (for
 // "nothing is leaked"), the cycle-count check of a run a fault hit, a stream read to its end.
 // The child processes are tests/testing's (child_process.h); the scratch folders, rigs and clients
-// are tests/integration's (scratch_dir.h, telemetry_rig.h, grpc_test_util.h).
+// are tests/testing's too (scratch_dir.h, telemetry_rig.h, grpc_test_util.h).
 //
 //   const int before = FdCount(getpid());
 //   ... the fault ...

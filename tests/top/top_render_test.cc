@@ -104,7 +104,7 @@ Snapshot FixedSnapshot() {
 }
 
 void ExpectGolden(const std::string& actual, const std::string& name) {
-  const std::string path = SourcePath("tests/integration/data") + "/" + name;
+  const std::string path = SourcePath("tests/top/data") + "/" + name;
   if (std::getenv("RTLOOP_UPDATE_GOLDEN") != nullptr) {
     std::ofstream(path, std::ios::binary) << actual;
     return;

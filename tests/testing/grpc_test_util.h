@@ -1,7 +1,7 @@
 // Helpers of the gRPC integration tests: scratch folders, clients, a watchdog that cancels a
 // stream after a timeout, a checker that accounts for every seq of a sample stream, shell commands
-// run to their end (RunCommand, over tests/testing/child_process.h). Shared by the test files of
-// tests/integration.
+// run to their end (RunCommand, over child_process.h). Shared by the gRPC, runtime, top, fault and
+// integration tests.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -267,7 +267,8 @@ inline std::string WaitForServingAddress(const std::string& err) {
   return address;
 }
 
-// Child modes of rtloop_integration_tests (main() dispatches on environment variables):
+// Child modes of rtloop_grpc_tests (main() in grpc_end_to_end_test.cc dispatches on environment
+// variables):
 // grpc_hardening_test.cc's server with few descriptors.
 int RunChildServer(const char* spec);
 
