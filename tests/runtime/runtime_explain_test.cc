@@ -131,8 +131,8 @@ TEST(RuntimeExplainTest, EveryCycleAnOutlierAndTheTasksThreadStillAllocatesNothi
 // Touches kPages fresh pages every kEvery-th cycle up to kLast (one minor fault each; memory not
 // locked), and counts the faults its thread took in that Step() (getrusage): the test's ground
 // truth. It faults in the first half of the run only: the counters must sample the thread after
-// the last faulting window, before the thread ends (a TSan CI run's last one, 93 ms before the
-// end, named no page faults twice, the explaining thread's polls that slow there).
+// the last faulting window, before the thread ends (in a TSan CI run the last one, 93 ms before
+// the end, was sampled only after the thread had exited: its record rightly said so).
 class FaultingTask final : public PeriodicTask {
  public:
   static constexpr std::size_t kPages = 256;

@@ -45,6 +45,8 @@ void AddThreadCauses(const CounterEvidence::State& s, std::size_t a, std::size_t
   const std::uint64_t voluntary = Delta(ta[kVoluntary], tb[kVoluntary]);
   const std::uint64_t involuntary = Delta(ta[kNonvoluntary], tb[kNonvoluntary]);
   const int tid = s.config.threads[thread_index].tid;
+  // Either way one raw line starts "tid N:": the Explainer carries it into a record the trace
+  // made, as the page faults' evidence or as why there is none (Explainer::FaultsFromCounters).
   if (std::any_of(ta, ta + kThreadCounters, [](std::uint64_t v) { return v == kNoCount; }) ||
       std::any_of(tb, tb + kThreadCounters, [](std::uint64_t v) { return v == kNoCount; })) {
     record->raw.push_back("tid " + std::to_string(tid) +
