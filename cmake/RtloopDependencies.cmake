@@ -3,14 +3,14 @@ find_package(Threads REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
-# The HTTP endpoint (telemetry/src/http): civetweb serves, prometheus-cpp's core writes /metrics.
+# The HTTP endpoint (telemetry/export/src/http): civetweb serves, prometheus-cpp's core writes /metrics.
 # The static tools have none (Debian 12 ships no static civetweb/prometheus-cpp).
 if(RTLOOP_STATIC_TOOLS AND RTLOOP_HTTP)
   message(STATUS "RTLOOP_STATIC_TOOLS=ON: building without the HTTP endpoint (RTLOOP_HTTP=OFF)")
   set(RTLOOP_HTTP OFF)
 endif()
 if(NOT RTLOOP_HTTP)
-  # nothing: telemetry/src/http/sources.cmake builds http_server_absent.cc
+  # nothing: telemetry/export/src/http/sources.cmake builds http_server_absent.cc
 elseif(CMAKE_CROSSCOMPILING)
   # Debian 12's prometheus-cpp-dev cannot be installed for a second architecture: it depends on
   # the civetweb program, which is not Multi-Arch. A cross build links the target's

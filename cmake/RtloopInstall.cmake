@@ -3,11 +3,11 @@
 # find_package(rtloop) then link:
 #   rtloop::framework        the executor alone
 #   rtloop::readiness        + the readiness checks of `rtloop-bench doctor` (framework/readiness)
-#   rtloop::telemetry_core   + hub, rings, histograms, collector, sample log, task reports (no
-#                            protobuf/gRPC in its headers; protobuf is linked privately)
+#   rtloop::telemetry_core   + hub, rings, histograms, collector, task reports, file I/O (no
+#                            protobuf or gRPC: telemetry/core)
 #   rtloop::explain          + outlier explanation: why a cycle was late (telemetry/explain)
-#   rtloop::telemetry        + gRPC server/client, HTTP endpoint, proto conversions (brings
-#                            rtloop::proto and gRPC)
+#   rtloop::telemetry        + gRPC server/client, HTTP endpoint, proto conversions, sample log
+#                            (brings rtloop::proto and gRPC: telemetry/export)
 #   rtloop::runtime          + rtloop::Runtime: what an application links; it includes
 #                            "rtloop/rtloop.h" (telemetry/runtime/README.md)
 include(CMakePackageConfigHelpers)
@@ -37,7 +37,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/framework/readiness/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/include/rtloop
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/core/include/rtloop
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/export/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/telemetry/explain/include/rtloop
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)

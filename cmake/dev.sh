@@ -50,7 +50,7 @@ PACKAGES=(
   systemd  # tests: systemd-analyze verify of the board's unit (examples/board)
   libtomlplusplus-dev  # examples/plc: its task configuration is a TOML file (toml++)
   libgpiod-dev  # examples/gpio_toggle: drives a GPIO line through libgpiod v1 (optional in CMake)
-  libcivetweb-dev     # the HTTP endpoint (telemetry/src/http) is served by civetweb
+  libcivetweb-dev     # the HTTP endpoint (telemetry/export/src/http) is served by civetweb
   prometheus-cpp-dev  # /metrics: prometheus-cpp's core and its TextSerializer
   libjs-dygraphs      # the live page's charts, embedded into the library at build time
   prometheus          # tests: a real Prometheus server scrapes /metrics; promtool lints it

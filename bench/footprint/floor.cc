@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   rtloop::Result<std::unique_ptr<rtloop::Executor>> ex = rtloop::Executor::Create(ec);
   if (!ex.ok()) return Fail("executor", ex.status());
   rtloop::telemetry::TelemetryHub hub;
-  hub.AttachExecutor(**ex);
+  hub.AttachStats(**ex);
   Idle idle;
   rtloop::TaskConfig tc;
   tc.name = "floor";

@@ -76,8 +76,11 @@ void BM_RingToClientOneSubscriber(benchmark::State& state) {
   tc.name = "producer";
   tc.period = std::chrono::microseconds(1);
   RTLOOP_CHECK(hub.AddTask(0, tc).ok(), "AddTask failed");
-  // No executor: this benchmark writes the ring itself; the stats source reports no cycles.
-  hub.SetStatsSource([](TaskId) { return TaskStatsSnapshot{}; });
+  // No executor: this benchmark writes the ring itself; its task statistics say no cycles.
+  struct NoCycles final : TaskStatsReader {
+    TaskStatsSnapshot Stats(TaskId) const noexcept override { return {}; }
+  } no_cycles;
+  hub.AttachStats(no_cycles);
   Collector collector(hub);
   RTLOOP_CHECK(collector.Start().ok(), "collector start failed");
   std::unique_ptr<Server> server = StartServer(hub, collector);

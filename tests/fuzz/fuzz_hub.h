@@ -1,7 +1,7 @@
 // A TelemetryHub with data for the fuzzers of the request handlers (gRPC, HTTP): tasks 0, 1 and 3
 // (id 2 left free, so that unknown ids between known ones are tried), each with cycles recorded
-// through the hub as a task's RT thread records them, a stats source standing in for the
-// executor, and WindowedStats ticked over them.
+// through the hub as a task's RT thread records them, the hub's TaskStatsReader standing in for
+// the executor, and WindowedStats ticked over them.
 //
 // Threading: build it once (a function-local static) and read it from the fuzzing thread.
 #pragma once
@@ -18,14 +18,12 @@
 
 namespace rtloop::fuzz {
 
-class FuzzHub {
+class FuzzHub final : public TaskStatsReader {
  public:
   static constexpr std::array<TaskId, 3> kTasks = {0, 1, 3};
 
   FuzzHub() : hub_(telemetry::TelemetryHubConfig{.max_tasks = 8}), windows_(hub_) {
-    hub_.SetStatsSource([this](TaskId id) {
-      return id < stats_.size() ? stats_[id].Snapshot() : TaskStatsSnapshot{};
-    });
+    hub_.AttachStats(*this);
     for (const TaskId id : kTasks) {
       TaskConfig c;
       c.name = "task" + std::to_string(id);
@@ -47,6 +45,9 @@ class FuzzHub {
     }
   }
 
+  TaskStatsSnapshot Stats(TaskId id) const noexcept override {
+    return id < stats_.size() ? stats_[id].Snapshot() : TaskStatsSnapshot{};
+  }
   telemetry::TelemetryHub& hub() { return hub_; }
   const telemetry::WindowedStats& windows() const { return windows_; }
 

@@ -178,7 +178,7 @@ TEST(TaskReportTest, ReportJoinsTheExecutorStatisticsAndTheHubPercentiles) {
   Result<std::unique_ptr<Executor>> ex = Executor::Create(ec);
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
   telemetry::TelemetryHub hub;
-  hub.AttachExecutor(**ex);
+  hub.AttachStats(**ex);
   Idle observed, unobserved;
   TaskConfig tc;
   tc.name = "observed";

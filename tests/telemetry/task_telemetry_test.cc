@@ -118,29 +118,37 @@ TEST(TelemetryHubTest, RingIsSizedFromTheTaskRateAndDrainPeriod) {
   EXPECT_EQ(hub.task(1)->ring().capacity(), 1024u);
 }
 
-TEST(TelemetryHubTest, StatsComeOnlyFromTheStatsSource) {
+TEST(TelemetryHubTest, StatsComeOnlyFromTheAttachedReader) {
+  struct Stopped final : TaskStatsReader {
+    TaskStatsSnapshot Stats(TaskId id) const noexcept override {
+      TaskStatsSnapshot s;
+      s.state = TaskState::kStopped;
+      s.tid = 1234;
+      s.cycles = 77 + id;
+      return s;
+    }
+  } stopped;
   TelemetryHub hub;
   ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
-  hub.SetStatsSource([](TaskId id) {
-    TaskStatsSnapshot s;
-    s.state = TaskState::kStopped;
-    s.tid = 1234;
-    s.cycles = 77 + id;
-    return s;
-  });
+  hub.AttachStats(stopped);
+  EXPECT_TRUE(hub.has_stats());
   Result<TaskTelemetrySnapshot> snap = hub.Snapshot(0);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->stats.state, TaskState::kStopped);
   EXPECT_EQ(snap->stats.tid, 1234);
   EXPECT_EQ(snap->stats.cycles, 77u);
-  hub.SetStatsSource(nullptr);
-  EXPECT_FALSE(hub.has_stats_source());
-  Result<TaskTelemetrySnapshot> without = hub.Snapshot(0);
+  EXPECT_EQ(hub.Stats(0).cycles, 77u);
+
+  TelemetryHub without_stats;
+  ASSERT_TRUE(without_stats.AddTask(0, MakeTaskConfig("a")).ok());
+  EXPECT_FALSE(without_stats.has_stats());
+  Result<TaskTelemetrySnapshot> without = without_stats.Snapshot(0);
   ASSERT_FALSE(without.ok());
   EXPECT_EQ(without.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(without.status().message().find("AttachExecutor"), std::string::npos)
+  EXPECT_NE(without.status().message().find("AttachStats"), std::string::npos)
       << without.status().message();
-  EXPECT_TRUE(hub.SnapshotAll().empty());
+  EXPECT_TRUE(without_stats.SnapshotAll().empty());
+  EXPECT_EQ(without_stats.Stats(0).cycles, 0u);
 }
 
 TEST(TelemetryHubTest, CyclesMakeNoHeapAllocationsInSteadyState) {
@@ -215,7 +223,7 @@ class AllocationProbe final : public PeriodicTask {
 // A Runtime with `layout`, one task of 3000 cycles: no heap allocation on its thread in steady
 // state, every sample accounted for.
 void ExpectRuntimeTaskMakesNoHeapAllocations(const HistogramLayoutConfig& layout) {
-  // The Runtime's wiring (hub as the task's observer, stats source, collector), without gRPC.
+  // The Runtime's wiring (hub as the task's observer, its task statistics, collector), no gRPC.
   RuntimeConfig rc;
   rc.executor.lock_memory = false;
   rc.executor.start_delay = std::chrono::milliseconds(5);

@@ -33,10 +33,20 @@ inline TaskConfig MakeTaskConfig(const char* name,
   return c;
 }
 
+// One TaskStats, driven by the test, read for every task id.
+class OneTaskStats final : public TaskStatsReader {
+ public:
+  explicit OneTaskStats(const TaskStats& stats) : stats_(stats) {}
+  TaskStatsSnapshot Stats(TaskId) const noexcept override { return stats_.Snapshot(); }
+
+ private:
+  const TaskStats& stats_;
+};
+
 // Stands in for the executor in hub-only tests: the owner of each task's TaskStats (the hub keeps
-// none and reads them through its stats source). Record() books a cycle as the executor's
-// CycleEngine does. One writer thread per task at a time, as in the executor.
-class ExecutorStatsStub {
+// none and reads them through the TaskStatsReader attached to it). Record() books a cycle as the
+// executor's CycleEngine does. One writer thread per task at a time, as in the executor.
+class ExecutorStatsStub final : public TaskStatsReader {
  public:
   static constexpr TaskId kMaxTasks = 64;
   void Record(const CycleSample& c) noexcept {
@@ -47,11 +57,11 @@ class ExecutorStatsStub {
     if ((c.flags & kCycleFault) != 0)
       s.RecordFault({FaultReason::kStep, c.seq, c.release.ns(), 0, c.execution_ns, 0, 0});
   }
-  // Makes this `hub`'s stats source; it must outlive the hub's use of it.
-  void AttachTo(TelemetryHub& hub) {
-    hub.SetStatsSource(
-        [this](TaskId id) { return id < kMaxTasks ? stats_[id].Snapshot() : TaskStatsSnapshot{}; });
+  TaskStatsSnapshot Stats(TaskId id) const noexcept override {
+    return id < kMaxTasks ? stats_[id].Snapshot() : TaskStatsSnapshot{};
   }
+  // Makes this `hub`'s task statistics; it must outlive the hub's use of it.
+  void AttachTo(TelemetryHub& hub) { hub.AttachStats(*this); }
 
  private:
   std::array<TaskStats, kMaxTasks> stats_;

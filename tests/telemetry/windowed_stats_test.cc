@@ -59,7 +59,8 @@ TEST_F(WindowedStatsTest, FirstTickOnlySetsTheBaseline) {
 // are kept, and the reading carries the counters read with the histograms.
 TEST_F(WindowedStatsTest, AResetRestartsTheWindowAndKeepsTheReadingAndTheHistory) {
   TaskStats stats;
-  hub_.SetStatsSource([&stats](TaskId) { return stats.Snapshot(); });
+  const testing::OneTaskStats reader(stats);
+  hub_.AttachStats(reader);
   WindowedStats w(hub_);
   w.Tick();
   for (int i = 0; i < 10; ++i) {

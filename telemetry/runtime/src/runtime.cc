@@ -267,7 +267,7 @@ Status Runtime::InitTelemetry() {
   RTLOOP_RETURN_IF_ERROR(layout.status());  // Check() refused a bad one already
   hc.histogram_layout = *layout;
   hub_ = std::make_unique<telemetry::TelemetryHub>(hc);
-  hub_->AttachExecutor(*executor_);
+  hub_->AttachStats(*executor_);
   collector_ = std::make_unique<telemetry::Collector>(*hub_);  // drains at the hub's period
   if (config_.telemetry.serve_grpc) RTLOOP_RETURN_IF_ERROR(StartServer());
   if (config_.telemetry.http.has_value()) RTLOOP_RETURN_IF_ERROR(StartHttp());

@@ -663,7 +663,10 @@ TEST(GrpcEndToEnd, BadServerConfigIsAClearStartErrorNamingTheField) {
 // SCHED_OTHER even when called from an RT thread.
 TEST(GrpcEndToEnd, ServerThreadsRunSchedOtherWhenStartedFromAnRtThread) {
   TelemetryHub hub;
-  hub.SetStatsSource([](TaskId) { return TaskStatsSnapshot{}; });
+  struct NoCycles final : TaskStatsReader {
+    TaskStatsSnapshot Stats(TaskId) const noexcept override { return {}; }
+  } no_cycles;
+  hub.AttachStats(no_cycles);
   Collector collector(hub);
   std::unique_ptr<Server> server;
   Status status;

@@ -462,7 +462,7 @@ TEST(HttpRtSafetyTest, ScrapesAndThePageFeedCauseNoAllocationOnRtThreads) {
     ASSERT_TRUE(id.ok());
     ASSERT_TRUE(hub.AddTask(*id, tc).ok());
   }
-  hub.AttachExecutor(**ex);
+  hub.AttachStats(**ex);
   Collector collector(hub);
   ASSERT_TRUE(collector.Start().ok());
   WindowedStats windows(hub, {.window = std::chrono::seconds(1),

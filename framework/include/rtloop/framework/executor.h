@@ -93,7 +93,7 @@ struct TaskInfo {
   bool fell_back_to_non_rt = false;
 };
 
-class Executor {
+class Executor final : public TaskStatsReader {
  public:
   // Validates the config and applies process-wide settings (memory locking, cpu_dma_latency,
   // housekeeping affinity). Errors name the limit or privilege to fix.
@@ -129,7 +129,7 @@ class Executor {
 
   // Any thread, RT-safe.
   std::size_t TaskCount() const noexcept;
-  TaskStatsSnapshot Stats(TaskId id) const noexcept;
+  TaskStatsSnapshot Stats(TaskId id) const noexcept override;  // TaskStatsReader
   TaskState State(TaskId id) const noexcept;
   // Statistics reset of task `id` (TaskStats::RequestReset: min/max restart at its next cycle;
   // every count, sum and average is kept). False for an unknown id. Any thread, RT-safe: the RT

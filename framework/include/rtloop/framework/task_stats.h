@@ -37,6 +37,7 @@
 #include <limits>
 #include <optional>
 
+#include "rtloop/framework/cycle_observer.h"
 #include "rtloop/framework/seqlock_value.h"
 
 namespace rtloop {
@@ -146,6 +147,21 @@ struct TaskStatsSnapshot {
     if (!has_jitter_min_max()) return std::nullopt;
     return jitter_max_ns - jitter_min_ns;
   }
+};
+
+// The one road to a task's counters: whoever reads them (the telemetry hub, the reports, the
+// servers) reads them through a TaskStatsReader, and the executor is the one every program has.
+// Tests implement it to feed statistics of their own. Stats() is called from any thread at any
+// time, RT-safe in the executor's implementation; an unknown id gives a snapshot in state kCreated
+// without data.
+//   const rtloop::TaskStatsReader& stats = *executor;
+//   hub.AttachStats(stats);   // rtloop/telemetry/task_telemetry.h
+class TaskStatsReader {
+ public:
+  virtual TaskStatsSnapshot Stats(TaskId id) const noexcept = 0;
+
+ protected:
+  ~TaskStatsReader() = default;
 };
 
 // The live store. Written only by the owning RT thread (RT-safe methods), read by anyone.

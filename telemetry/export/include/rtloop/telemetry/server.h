@@ -158,7 +158,7 @@ class Server {
   // binds and starts serving. `hub` and
   // `collector` (and `executor`, optional: effective scheduling after a fallback, and the target
   // of the ResetStats call, which without it answers FAILED_PRECONDITION) must outlive the
-  // server. A hub without a stats source is attached to `executor`; with neither, Start() fails
+  // server. A hub without task statistics is attached to `executor`; with neither, Start() fails
   // (FailedPrecondition). Errors say what failed and how to fix it: bad address, port in use,
   // unreadable or invalid TLS/token file, bad limits. `outliers` (optional; it must outlive the
   // server) is what ListOutliers and TaskStats.outliers show (Runtime::outlier_feed()); without

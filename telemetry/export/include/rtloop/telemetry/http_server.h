@@ -2,7 +2,7 @@
 // a live web page for one board at / (task-monitor table, latency histograms, max/p99 per second;
 // charts by Debian's dygraphs, embedded in the binary: the page works offline), and the page's
 // JSON feed under /api/v1/. Built on Debian's civetweb (HTTP) and prometheus-cpp (its
-// TextSerializer writes the exposition); telemetry/src/http/README.md lists every metric.
+// TextSerializer writes the exposition); telemetry/export/src/http/README.md lists every metric.
 //
 //   rtloop::telemetry::HttpConfig hc;                     // 127.0.0.1:9101, no token
 //   hc.address = "127.0.0.1:0";                           // port 0: the kernel picks one

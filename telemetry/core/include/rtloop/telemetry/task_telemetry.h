@@ -3,7 +3,8 @@
 // execution-time histograms (percentiles), the task's SampleRing and its accounting (pushed,
 // dropped, delivered, lost by subscribers), all allocated when the task is added. Everything else
 // about a task (cycles, min/max/sum/last, overruns, missed releases, faults, state) is the
-// executor's TaskStats: the hub reads it through its stats source and keeps no copy.
+// executor's TaskStats: the hub reads it through the TaskStatsReader attached to it (the executor,
+// rtloop/framework/task_stats.h) and keeps no copy.
 //
 // The RT thread only publishes: its OnCycle() is one ring push. The histograms are recorded from
 // the ring by its consumer: the collector's drain passes, or the hub's own when there is no
@@ -17,7 +18,7 @@
 //
 // rtloop::Runtime (runtime.h) does all of the wiring below; by hand it is:
 //   rtloop::telemetry::TelemetryHub hub;              // default: 64 task slots, 10 ms drain
-//   hub.AttachExecutor(*executor);                    // the stats source: required
+//   hub.AttachStats(*executor);                       // the task statistics: required
 //   task_config.observers.push_back(&hub);
 //   rtloop::Result<rtloop::TaskId> id = executor->AddTask(task, task_config);
 //   if (Status s = hub.AddTask(*id, task_config); !s.ok()) return s;
@@ -25,8 +26,8 @@
 //   ...
 //   Result<TaskTelemetrySnapshot> snap = hub.Snapshot(*id);   // any thread
 //
-// Threading: AddTask()/AttachExecutor()/SetStatsSource() are set-up calls (not RT-safe, internally
-// locked); AddTask() may be called while other tasks run (slots are published atomically).
+// Threading: AddTask() and AttachStats() are set-up calls (not RT-safe; AddTask() is internally
+// locked and may be called while other tasks run: slots are published atomically).
 // OnRtThreadStart(), ForTask() and OnCycle() run on each task's RT thread (OnCycle() is RT-safe).
 // SetSampleObserver() is a set-up call too (before the executor starts); the observer's OnDrained()
 // runs on the thread that drains (the collector's, or a reader's in Drain()), one at a time, and
@@ -50,7 +51,6 @@
 #include <vector>
 
 #include "rtloop/framework/cycle_observer.h"
-#include "rtloop/framework/executor.h"
 #include "rtloop/framework/status.h"
 #include "rtloop/framework/task_config.h"
 #include "rtloop/framework/task_stats.h"
@@ -89,8 +89,8 @@ struct TelemetryHubConfig {
 struct TaskTelemetrySnapshot {
   TaskId id = 0;
   std::string name;
-  // The executor's statistics, from the hub's stats source: the one owner of counts, min/max/sum/
-  // last, overruns, missed releases, faults and state.
+  // The executor's statistics, from the hub's TaskStatsReader: the one owner of counts,
+  // min/max/sum/last, overruns, missed releases, faults and state.
   TaskStatsSnapshot stats;
   // The hub's histograms: count, exact min/max/sum and the percentiles (latency.percentiles), up
   // to the Snapshot() (it drains the rings first).
@@ -202,9 +202,6 @@ class TaskTelemetry final : public CycleObserver {
 
 class TelemetryHub final : public CycleObserver {
  public:
-  // Source of executor statistics for a task (e.g. Executor::Stats). Called from any thread.
-  using StatsSource = std::function<TaskStatsSnapshot(TaskId)>;
-
   explicit TelemetryHub(const TelemetryHubConfig& config = {});
   ~TelemetryHub() override;
   TelemetryHub(const TelemetryHub&) = delete;
@@ -216,15 +213,15 @@ class TelemetryHub final : public CycleObserver {
   // twice. Not RT-safe.
   Status AddTask(TaskId id, const TaskConfig& config);
 
-  // Takes task statistics (cycles, min/max, state, tid, faults, ...) from `executor`; the executor
-  // must outlive the hub's use of it. Without a stats source Snapshot() fails (the hub keeps no
-  // copy of them). Not RT-safe.
-  void AttachExecutor(const Executor& executor) {
-    SetStatsSource([&executor](TaskId id) { return executor.Stats(id); });
+  // Takes task statistics (cycles, min/max, state, tid, faults, ...) from `stats`, the executor
+  // (tests attach a TaskStatsReader of their own); it must outlive the hub's use of it. Without
+  // it Snapshot() fails: the hub keeps no copy of them. Each reader then calls `stats` directly,
+  // without a lock of the hub's. A set-up call, before the readers (a later one replaces it for
+  // the readers after it). Not RT-safe.
+  void AttachStats(const TaskStatsReader& stats) noexcept {
+    stats_.store(&stats, std::memory_order_release);
   }
-  // Same with any callable (tests feed a TaskStats of their own); nullptr detaches. Not RT-safe.
-  void SetStatsSource(StatsSource source);
-  bool has_stats_source() const;
+  bool has_stats() const noexcept { return stats_.load(std::memory_order_acquire) != nullptr; }
 
   // CycleObserver, called on each task's RT thread. OnRtThreadStart() attaches the task's ring
   // producer token there (allocates once; not RT-safe). OnCycle() pushes one sample (records it
@@ -250,9 +247,9 @@ class TelemetryHub final : public CycleObserver {
   // Ids of the tasks added, ascending. Not RT-safe: allocates.
   std::vector<TaskId> TaskIds() const;
   // Not RT-safe: copies strings. NotFound for an unknown id; FailedPrecondition without a stats
-  // source (AttachExecutor). `with_buckets` also exports both histograms' non-empty buckets.
+  // reader (AttachStats). `with_buckets` also exports both histograms' non-empty buckets.
   Result<TaskTelemetrySnapshot> Snapshot(TaskId id, bool with_buckets = false) const;
-  // Every task's snapshot, by id; empty without a stats source.
+  // Every task's snapshot, by id; empty without a stats reader.
   std::vector<TaskTelemetrySnapshot> SnapshotAll(bool with_buckets = false) const;
   // Brings every task's histograms up to now: drains the rings through the drainer (the
   // collector, which also hands the samples on) or, without one, itself (the samples then only
@@ -266,10 +263,10 @@ class TelemetryHub final : public CycleObserver {
   // destroyed. Waits for a drain under way. Not RT-safe.
   void SetDrainer(std::function<void()> drainer);
 
-  // The task's statistics as Snapshot() reports them (from the attached stats source), without
-  // the histogram passes that make a Snapshot() cost ~0.1 ms: for exporters that take histograms
-  // from WindowedStats. Zeroes (state kCreated) for an unknown id or when no stats source is
-  // attached. Any thread.
+  // The task's statistics as Snapshot() reports them (from the attached reader), without the
+  // histogram passes that make a Snapshot() cost ~0.1 ms: for exporters that take histograms
+  // from WindowedStats. Zeroes (state kCreated) for an unknown id or when no reader is attached.
+  // Any thread.
   TaskStatsSnapshot Stats(TaskId id) const;
   // Samples for task ids that were never added (they are ignored). Any thread.
   std::uint64_t unknown_task_samples() const noexcept {
@@ -281,7 +278,7 @@ class TelemetryHub final : public CycleObserver {
   std::unique_ptr<std::atomic<TaskTelemetry*>[]> slots_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<TaskTelemetry>> owned_;  // guarded by mu_
-  StatsSource stats_source_;                           // guarded by mu_
+  std::atomic<const TaskStatsReader*> stats_{nullptr};
   std::atomic<std::uint64_t> unknown_task_samples_{0};
   // Serialises Drain()s and SetDrainer() (Drain() only tries it).
   mutable std::mutex drain_mu_;

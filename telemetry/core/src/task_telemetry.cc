@@ -68,16 +68,6 @@ Status TelemetryHub::SetSampleObserver(TaskId id, TaskSampleObserver* observer) 
   return Status::Ok();
 }
 
-void TelemetryHub::SetStatsSource(StatsSource source) {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_source_ = std::move(source);
-}
-
-bool TelemetryHub::has_stats_source() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<bool>(stats_source_);
-}
-
 void TelemetryHub::OnRtThreadStart(TaskId id) {
   if (TaskTelemetry* t = task(id)) t->OnRtThreadStart();
 }
@@ -152,15 +142,13 @@ Result<TaskTelemetrySnapshot> TelemetryHub::SnapshotDrained(TaskId id, bool with
   TaskTelemetrySnapshot s;
   s.id = id;
   s.name = t->config().name;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stats_source_) {
-      return FailedPreconditionError(
-          "the telemetry hub has no stats source for task \"" + s.name +
-          "\": call TelemetryHub::AttachExecutor(executor) (rtloop::Runtime does this)");
-    }
-    s.stats = stats_source_(id);
+  const TaskStatsReader* stats = stats_.load(std::memory_order_acquire);
+  if (stats == nullptr) {
+    return FailedPreconditionError(
+        "the telemetry hub has no task statistics for task \"" + s.name +
+        "\": call TelemetryHub::AttachStats(executor) (rtloop::Runtime does this)");
   }
+  s.stats = stats->Stats(id);
   s.latency = t->latency().Summary();
   s.execution = t->execution().Summary();
   // Downstream first, upstream last: while the task runs, later counters can only be ahead.
@@ -179,9 +167,8 @@ Result<TaskTelemetrySnapshot> TelemetryHub::SnapshotDrained(TaskId id, bool with
 
 TaskStatsSnapshot TelemetryHub::Stats(TaskId id) const {
   const TaskTelemetry* t = task(id);
-  if (t == nullptr) return {};
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_source_ ? stats_source_(id) : TaskStatsSnapshot{};
+  const TaskStatsReader* stats = stats_.load(std::memory_order_acquire);
+  return t != nullptr && stats != nullptr ? stats->Stats(id) : TaskStatsSnapshot{};
 }
 
 std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll(bool with_buckets) const {

@@ -11,6 +11,7 @@
 
 #include "net_util.h"
 #include "outlier_stream.h"
+#include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
 #include "service_fill.h"

@@ -24,6 +24,7 @@
 #include "grpc_log.h"
 #include "net_util.h"
 #include "rate_limiter.h"
+#include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/input_file.h"
 #include "rtloop/telemetry/task_telemetry.h"
@@ -391,13 +392,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config, Teleme
                                               const explain::OutlierFeed* outliers) {
   RTLOOP_RETURN_IF_ERROR(ValidateConfig(config));
   // The hub keeps no statistics of its own: they come from the executor.
-  if (!hub.has_stats_source()) {
+  if (!hub.has_stats()) {
     if (executor == nullptr) {
       return FailedPreconditionError(
-          "the telemetry hub has no stats source: call TelemetryHub::AttachExecutor(executor) or "
+          "the telemetry hub has no task statistics: call TelemetryHub::AttachStats(executor) or "
           "pass the executor to Server::Start (rtloop::Runtime does both)");
     }
-    hub.AttachExecutor(*executor);
+    hub.AttachStats(*executor);
   }
   Result<internal::HostPort> hp =
       internal::ParseAddress(config.address, internal::AddressRole::kListen);
