@@ -11,6 +11,7 @@ std::unique_ptr<CyclicExplain> CyclicExplain::Open(const CyclicOptions& options,
   std::unique_ptr<CyclicExplain> e(new CyclicExplain(options, std::move(file)));
   const explain::Thresholds t = e->thresholds();
   std::vector<explain::ExplainPlan> plans;
+  plans.reserve(ids.size());
   for (TaskId id : ids) {
     plans.push_back({.id = id,
                      .latency_above = std::chrono::nanoseconds(t.latency_above_ns),

@@ -70,7 +70,7 @@ Status Run::CheckBeforeAnything() {
 Status Run::OpenOutputs() {
   // The paths were checked with the options (exit 2); what can still fail here is the system
   // (a full disk, permissions changed meanwhile): a runtime error before anything is measured.
-  const auto open = [](const std::string& path, telemetry::OutputPathOptions options,
+  const auto open = [](const std::string& path, const telemetry::OutputPathOptions& options,
                        telemetry::OutputFile* file) -> Status {
     Result<telemetry::OutputFile> f = telemetry::OutputFile::Open(path, options);
     if (!f.ok()) return f.status();
@@ -239,7 +239,7 @@ void Run::PrintThreadInfo() const {
       }
       // cyclictest prints this after adding the distance: one thread ahead (quirk kept).
       std::printf("Thread %d Interval: %lld\n", plan.index,
-                  static_cast<long long>(plan.interval_us + o_.distance_us));
+                  static_cast<long long>(plan.interval_us) + o_.distance_us);
     }
   }
   std::fflush(stdout);

@@ -165,6 +165,7 @@ void BM_CollectorDrain(benchmark::State& state) {
   }
   Collector collector(hub, {.chunk_size = 4096});
   std::vector<std::shared_ptr<Subscription>> subs;
+  subs.reserve(static_cast<std::size_t>(subscribers));
   for (int i = 0; i < subscribers; ++i) {
     subs.push_back(collector.Subscribe({.tasks = {}, .capacity = kPerRing * tasks}));
   }

@@ -152,7 +152,7 @@ std::string FindInPath(const std::string& tool) {
   std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + tool;
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + tool;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";

@@ -50,7 +50,7 @@ std::string MakeCgroup(const std::string& tag) {
     struct stat st {};
     if (stat((base + "/cgroup.procs").c_str(), &st) != 0) continue;
     if (stat((base + "/cgroup.controllers").c_str(), &st) != 0) continue;  // v2 only
-    const std::string dir = base + "/rtloop-bench-" + tag;
+    std::string dir = base + "/rtloop-bench-" + tag;
     if (mkdir(dir.c_str(), 0755) != 0) continue;
     if (stat((dir + "/cgroup.kill").c_str(), &st) != 0) {
       rmdir(dir.c_str());
@@ -197,6 +197,7 @@ Result<std::unique_ptr<LoadGroup>> LoadGroup::Create(const LoadGroupConfig& conf
                                    "0"};
   for (const RestoreEntry& r : config.restore) args.push_back(r.path + "=" + r.value);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = fork();
@@ -264,10 +265,12 @@ Result<int> LoadGroup::Spawn(const std::vector<std::string>& argv, const std::ve
   }
   env.push_back("RTLOOP_BENCH_RUN=" + config_.tag);
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = argv;
   std::vector<char*> cargv;
+  cargv.reserve(args.size() + 1);
   for (std::string& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   cpu_set_t set;
@@ -398,6 +401,7 @@ void StartKeeper(int argc, const char* const* argv) {
   args[1] = "__keeper";
   args[6] = std::to_string(getpgrp());
   std::vector<char*> cargv;
+  cargv.reserve(args.size() + 1);
   for (std::string& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   if (fork() == 0) {

@@ -235,6 +235,7 @@ Status WriteSetting(const std::string& path, const std::string& value) {
 // writing what it measured) should the bench die. Returns its pid, or -1 (errno set).
 pid_t SpawnMeasurement(std::vector<std::string>& args, const std::string& log) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t parent = getpid();

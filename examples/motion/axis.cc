@@ -1,6 +1,7 @@
 #include "axis.h"
 
 #include <string>
+#include <utility>
 
 namespace motion {
 
@@ -30,7 +31,10 @@ rtloop::Result<std::unique_ptr<Axis>> Axis::Create(const AxisConfig& config) {
 }
 
 Axis::Axis(const AxisConfig& config, Controller controller, BackAndForth profile)
-    : config_(config), plant_(config.plant), controller_(controller), profile_(profile) {}
+    : config_(config),
+      plant_(config.plant),
+      controller_(std::move(controller)),
+      profile_(profile) {}
 
 AxisSample Axis::Update(std::chrono::nanoseconds release, std::chrono::nanoseconds wake) noexcept {
   plant_.AdvanceTo(wake);             // the world ran on while we slept

@@ -1,6 +1,7 @@
 #include "conveyor.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace plc {
 
@@ -134,7 +135,7 @@ InputImage ConveyorSim::ReadInputs() const noexcept {
   in.entry_eye = Covers(entry_eye_mm_);
   in.exit_eye = Covers(exit_eye_mm_);
   in.belt_speed_mm_per_s =
-      outputs_.motor_run ? static_cast<std::int32_t>(config_.speed_mm_per_s + 0.5) : 0;
+      outputs_.motor_run ? static_cast<std::int32_t>(std::lround(config_.speed_mm_per_s)) : 0;
   return in;
 }
 

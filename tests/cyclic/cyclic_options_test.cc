@@ -446,17 +446,17 @@ TEST(CyclicOptionsTest, HdrLayoutOutOfRangeOrMalformedIsRejectedWithTheReason) {
 // 4 with --metrics (the windowed statistics' previous reading) plus its buffers once.
 TEST(CyclicOptionsTest, MemoryPlanCountsTheHistogramsOfTheChosenLayout) {
   const std::uint64_t big = telemetry::HistogramLayout().histogram_bytes();  // 224 KiB
-  const std::uint64_t small = 3072 * 8;                                      // 7:30: 24 KiB
+  const std::uint64_t small = std::uint64_t{3072} * 8;                       // 7:30: 24 KiB
   const MemoryPlan plain = PlanMemory(ParseOk({"-t2"}));
   const MemoryPlan smaller = PlanMemory(ParseOk({"-t2", "--hdr-layout=7:30"}));
-  EXPECT_EQ(plain.telemetry_bytes - smaller.telemetry_bytes, 2 * 2 * (big - small));
-  EXPECT_EQ(plain.total_bytes - smaller.total_bytes, 2 * 2 * (big - small));
+  EXPECT_EQ(plain.telemetry_bytes - smaller.telemetry_bytes, 4 * (big - small));
+  EXPECT_EQ(plain.total_bytes - smaller.total_bytes, 4 * (big - small));
   const MemoryPlan metrics = PlanMemory(ParseOk({"-t2", "--metrics"}));
   const MemoryPlan metrics_small = PlanMemory(ParseOk({"-t2", "--metrics", "--hdr-layout=7:30"}));
   EXPECT_EQ(metrics.telemetry_bytes - plain.telemetry_bytes,
-            2 * 2 * big + big + 2 * (28'672 + 2) * sizeof(telemetry::HistogramBucket));
+            4 * big + big + 2 * (std::size_t{28'672} + 2) * sizeof(telemetry::HistogramBucket));
   EXPECT_EQ(metrics_small.telemetry_bytes - smaller.telemetry_bytes,
-            2 * 2 * small + small + 2 * (3072 + 2) * sizeof(telemetry::HistogramBucket));
+            4 * small + small + 2 * (std::size_t{3072} + 2) * sizeof(telemetry::HistogramBucket));
 }
 
 TEST(CyclicOptionsTest, ServerAddressesAreCheckedAlikeAndPortOnlyMeansLoopback) {

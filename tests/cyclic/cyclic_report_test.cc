@@ -140,12 +140,12 @@ std::string RenderLiveFrames(const std::string& screen, const std::string& curso
     if (frame.empty()) break;
     const std::vector<std::string> lines = SplitLines(frame);
     const std::string& header = lines.at(0);
-    const std::string kLoad = ": loadavg: ";
-    const std::size_t colon = header.find(kLoad);
+    const std::string load = ": loadavg: ";
+    const std::size_t colon = header.find(load);
     const std::string policy =
         header.substr(std::string("policy: ").size(), colon - std::string("policy: ").size());
     const std::string loadavg =
-        header.substr(colon + kLoad.size(), header.size() - colon - kLoad.size() - 10);
+        header.substr(colon + load.size(), header.size() - colon - load.size() - 10);
     std::vector<ThreadReport> threads;
     std::size_t i = 2;
     for (; i < lines.size() && IsThreadLine(lines[i]); ++i)

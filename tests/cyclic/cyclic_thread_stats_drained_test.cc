@@ -177,7 +177,7 @@ TEST(CyclicThreadStatsDrained, ActIsTheLatestSampleWhenItWasRefused) {
   stats->OnRefused(s);  // seq 5: refused while seqs 3 and 4 were still in the ring
   telemetry::Sample older[2];
   for (int i = 0; i < 2; ++i) {
-    s.seq = static_cast<std::uint64_t>(3 + i);
+    s.seq = 3 + static_cast<std::uint64_t>(i);
     s.wakeup_latency_ns = 4'000 + i * 1000;
     older[i] = telemetry::MakeSample(s);
   }
@@ -202,7 +202,7 @@ TEST(CyclicThreadStatsDrained, TheVerboseRingWaitsForTheDrainBeforeARefusedSampl
   telemetry::Sample first[2];
   for (int i = 0; i < 2; ++i) {
     s.seq = static_cast<std::uint64_t>(i);
-    s.wakeup_latency_ns = (i + 1) * 1000;
+    s.wakeup_latency_ns = (i + 1) * std::int64_t{1000};
     first[i] = telemetry::MakeSample(s);
   }
   stats->OnDrained(first);
@@ -237,8 +237,8 @@ TEST(CyclicThreadStatsDrained, TheBreakActsAtTheDrainAndTheFiguresEndAtTheBreaki
       CycleSample s;
       s.task = static_cast<TaskId>(t);
       s.seq = k;
-      s.release = TimePoint(
-          nanoseconds(1'000'000'000 + static_cast<std::int64_t>(k) * 1'000'000 + t * 300'000));
+      s.release = TimePoint(nanoseconds(1'000'000'000 + static_cast<std::int64_t>(k) * 1'000'000 +
+                                        t * std::int64_t{300'000}));
       s.wakeup_latency_ns = t == 0 && k == 40 ? 150'000 : 10'000;
       hub.OnCycle(s);
     }
@@ -276,7 +276,7 @@ TEST(CyclicThreadStatsDrained, TheBreakingThreadCountsOlderSamplesStillInTheRing
   telemetry::Sample older[3];
   for (int i = 0; i < 3; ++i) {
     CycleSample o = s;
-    o.seq = static_cast<std::uint64_t>(6 + i);
+    o.seq = 6 + static_cast<std::uint64_t>(i);
     o.release = TimePoint(nanoseconds(1'997'000'000 + i * 1'000'000));
     o.wakeup_latency_ns = 20'000;
     older[i] = telemetry::MakeSample(o);

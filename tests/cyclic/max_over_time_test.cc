@@ -117,7 +117,7 @@ TEST(WindowMaxTracker, OnCycleAllocatesNothingInSteadyState) {
   WindowMaxTracker t(0, microseconds(100), kOrigin, false, 1024, &latch);
   testing::AllocationCounter counter;
   for (int k = 0; k < 100000; ++k) {
-    t.OnCycle(At(k * 10, k % 50, static_cast<std::uint64_t>(k)));
+    t.OnCycle(At(k * std::int64_t{10}, k % 50, static_cast<std::uint64_t>(k)));
     if (k % 5000 == 0) t.Drain([](const WindowMax&) {});  // the reader's side, concurrently
   }
   EXPECT_EQ(counter.Allocations(), 0u);

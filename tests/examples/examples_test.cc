@@ -254,7 +254,9 @@ TEST(ExamplesTest, EveryExampleServesMetricsAndThePageWithDashDashMetrics) {
         "--metrics=127.0.0.1:0"},
        {"toggle"}},
   };
-  for (const auto& [argv, tasks] : runs) {
+  for (const auto& run : runs) {
+    const std::vector<std::string>& argv = run.first;
+    const std::vector<std::string>& tasks = run.second;  // a lambda below takes it (C++17 rules)
     Child child(argv, /*drop_rt=*/true);
     const std::string address = child.WaitForHttpAddress();
     ASSERT_FALSE(address.empty()) << argv[0] << ": " << ReadFile(child.err());

@@ -411,8 +411,9 @@ TEST(ExplainerTest, ARealtimeClockTasksReleaseIsMovedOntoTheMonotonicClock) {
 
 TEST(ExplainerTest, BadConfigurationsNameTheField) {
   auto sub = std::make_shared<telemetry::Subscription>(telemetry::SubscriptionConfig{});
-  auto start = [&](ExplainerConfig c, int sources) {
+  auto start = [&](const ExplainerConfig& c, int sources) {
     std::vector<std::unique_ptr<EvidenceSource>> v;
+    v.reserve(static_cast<std::size_t>(sources));
     for (int i = 0; i < sources; ++i)
       v.emplace_back(new ScriptedSource(EvidenceKind::kTrace, ThreadRan));
     return Explainer::Start(c, sub, std::move(v)).status().ToString();

@@ -167,7 +167,7 @@ TEST(TraceEvidenceTest, LoopbackTrafficOnTheTasksCpuIsNamedAsANetworkSoftirq) {
   });
   std::thread sender([&] {
     PinOnly(cpu, "rtl-udp-tx");
-    const std::vector<char> payload(32 * 1024, 'x');
+    const std::vector<char> payload(std::size_t{32} * 1024, 'x');
     while (!stop) {
       (void)sendto(tx, payload.data(), payload.size(), MSG_DONTWAIT,
                    reinterpret_cast<const sockaddr*>(&addr), sizeof addr);

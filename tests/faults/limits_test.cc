@@ -193,6 +193,7 @@ TEST(SecurityLimits, TheTelemetryServiceHasOnlyReadingMethodsAndTheTokenGuardedR
           "rtloop.telemetry.v1.Telemetry");
   ASSERT_NE(service, nullptr);
   std::vector<std::string> methods;
+  methods.reserve(static_cast<std::size_t>(service->method_count()));
   for (int i = 0; i < service->method_count(); ++i) methods.push_back(service->method(i)->name());
   // Reading methods, and ResetStats (issue 19): the one call that changes anything (it clears
   // min/max and windows, never a total), refused by a server without a token

@@ -113,6 +113,7 @@ TEST(StreamFaults, FiftyClientsComingAndGoingDuringARunCostTheTasksNoCycleAndLea
   std::mutex mu;
   std::string first_failure;
   std::vector<std::thread> clients;
+  clients.reserve(static_cast<std::size_t>(kClients));
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&] {
       for (int r = 0; r < kRounds; ++r) {
@@ -340,6 +341,7 @@ TEST(StreamFaults, PrometheusScrapesDuringShutdownGetAWholeReplyOrNone) {
     ASSERT_TRUE((*rt)->Start().ok());
     std::atomic<bool> stopped{false};
     std::vector<std::thread> scrapers;
+    scrapers.reserve(4);
     for (int i = 0; i < 4; ++i) {
       scrapers.emplace_back([&] {
         // Bounded: until a scrape after the stop found no endpoint, at most 5000 scrapes.

@@ -74,6 +74,7 @@ TEST(ExecutorStressTest, ConcurrentReadersAndRepeatedStartStop) {
     }
     std::atomic<bool> done{false};
     std::vector<std::thread> readers;
+    readers.reserve(2);
     for (int r = 0; r < 2; ++r) {
       readers.emplace_back([&] {
         std::uint64_t last = 0;

@@ -51,7 +51,7 @@ long FaultsOfThisThread() {
 // that the prefault leaves out, counting this thread's page faults from the first Step on.
 class PageToucher final : public PeriodicTask {
  public:
-  static constexpr std::size_t kStack = 256 * 1024;
+  static constexpr std::size_t kStack = std::size_t{256} * 1024;
   static constexpr std::size_t kPagesPerCycle = 16;
   PageToucher(char* buffer, std::size_t bytes) : buffer_(buffer), pages_(bytes / 4096) {}
 
@@ -69,7 +69,7 @@ class PageToucher final : public PeriodicTask {
  private:
   // 40 KiB above the stack's end: inside the 64 KiB that PrefaultStack() leaves untouched.
   __attribute__((noinline)) static void TouchDeepStack() noexcept {
-    auto* p = static_cast<volatile char*>(alloca(kStack - 40 * 1024));
+    auto* p = static_cast<volatile char*>(alloca(kStack - std::size_t{40} * 1024));
     p[0] = 1;
   }
   char* buffer_;

@@ -23,7 +23,7 @@ static_assert(noexcept(std::declval<ReleaseSchedule&>().Rebase(TimePoint())));
 
 TEST(ReleaseScheduleTest, OnTimeReleasesFollowTheGrid) {
   ReleaseSchedule s(kStart, kPeriod, OverrunPolicy::kSkip);
-  for (int k = 0; k < 10; ++k) {
+  for (std::int64_t k = 0; k < 10; ++k) {
     EXPECT_EQ(s.release(), At(1000 * k));
     EXPECT_EQ(s.index(), static_cast<std::uint64_t>(k));
     const ReleaseSchedule::Advanced a = s.Advance(At(1000 * k + 300));

@@ -30,6 +30,7 @@ TEST(TaskStatsResetStress, ResetsWhileRecordingKeepSnapshotsCoherent) {
   });
   std::vector<std::thread> readers;
   std::atomic<int> bad{0};
+  readers.reserve(2);
   for (int r = 0; r < 2; ++r) {
     readers.emplace_back([&] {
       std::uint64_t last_cycles = 0;

@@ -38,6 +38,7 @@ TEST(TaskStatsStressTest, ASnapshotCarriesAWholeRecordAtLeastAsNewAsItsCount) {
   std::atomic<std::uint64_t> checked{0};
   std::atomic<int> started{0};
   std::vector<std::thread> readers;
+  readers.reserve(2);
   for (int r = 0; r < 2; ++r) {
     readers.emplace_back([&] {
       started.fetch_add(1);

@@ -16,9 +16,9 @@
 namespace {
 
 const rtloop::cyclic::MachineCpus& FourCpus() {
-  static const rtloop::cyclic::MachineCpus m{
+  static const rtloop::cyclic::MachineCpus kFour{
       .configured = 4, .online = {0, 1, 2, 3}, .allowed = {0, 1, 2, 3}, .isolated = {}};
-  return m;
+  return kFour;
 }
 
 }  // namespace

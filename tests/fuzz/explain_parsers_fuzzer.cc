@@ -113,10 +113,10 @@ void WalkAndDecode(const RingLayout& layout, const EventDecoder& decoder, std::s
 }
 
 void FuzzPages(std::string_view bytes) {
-  static const Captured captured;
+  static const Captured kCaptured;
   std::vector<std::string> pages;
   std::vector<TraceEvent> events;
-  WalkAndDecode(captured.layout, captured.decoder, bytes, &pages, &events);
+  WalkAndDecode(kCaptured.layout, kCaptured.decoder, bytes, &pages, &events);
   CheckAttribution(events);
 }
 
@@ -141,7 +141,7 @@ void FuzzLayout(std::string_view bytes) {
   decoder.Add(format);
   std::vector<std::string> pages;
   std::vector<TraceEvent> events;
-  WalkAndDecode(layout, decoder, bytes.substr(0, 4 * 65536), &pages, &events);
+  WalkAndDecode(layout, decoder, bytes.substr(0, std::size_t{4} * 65536), &pages, &events);
 }
 
 void FuzzText(std::string_view text) {
@@ -158,6 +158,7 @@ void FuzzCounters(std::string_view text) {
   const std::string_view header = FirstLine(text);
   const int total = CpuColumns(header);
   std::vector<int> columns;
+  columns.reserve(8);
   for (int cpu = 0; cpu < 8; ++cpu) columns.push_back(CpuColumn(header, cpu));
   std::vector<std::uint64_t> counts(columns.size());
   ForEachLine(AfterFirstLine(text), [&](std::string_view line) {

@@ -32,8 +32,8 @@ rtloop::fuzz::FuzzHub& Hub() {
 }
 
 const rtloop::telemetry::ServerConfig& Config() {
-  static const rtloop::telemetry::ServerConfig config;  // the server's defaults
-  return config;
+  static const rtloop::telemetry::ServerConfig kDefaults;  // the server's
+  return kDefaults;
 }
 
 void CheckRefusal(const rtloop::Status& s) {
@@ -112,14 +112,14 @@ void ListTasks(std::string_view bytes) {
 void GetSystemInfo(std::string_view bytes) {
   v1::GetSystemInfoRequest req;
   if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
-  static const v1::GetSystemInfoResponse resp = [] {
+  static const v1::GetSystemInfoResponse kResponse = [] {
     v1::GetSystemInfoResponse r;
     internal::FillSystemInfo("127.0.0.1:0", &r);
     return r;
   }();
-  RTLOOP_FUZZ_CHECK(resp.has_system() && resp.readiness_size() > 0);
+  RTLOOP_FUZZ_CHECK(kResponse.has_system() && kResponse.readiness_size() > 0);
   std::string out;
-  RTLOOP_FUZZ_CHECK(resp.SerializeToString(&out));
+  RTLOOP_FUZZ_CHECK(kResponse.SerializeToString(&out));
 }
 
 // ServerCore::Admit's token check of the one "authorization" value.

@@ -74,7 +74,7 @@ TEST(RuntimeMonitor, MonitorSignalPrintsFromANonRtThreadAndTheProcessLivesOn) {
   RuntimeConfig rc = TestRuntimeConfig("monitor_test");
   rc.monitor_signal = SIGUSR1;
   rc.monitor_text = [&](const Runtime& runtime) {
-    const std::string table = FormatTaskReport(runtime.Reports());
+    std::string table = FormatTaskReport(runtime.Reports());
     std::lock_guard<std::mutex> lock(mu);
     ++printed;
     printer = std::this_thread::get_id();

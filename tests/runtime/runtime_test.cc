@@ -250,7 +250,7 @@ TEST(RuntimeTest, CreateChecksEverySettingBeforeAnythingStarts) {
 // runtime bounds the default, or each would map (and under locked memory lock) 8 MiB.
 TEST(RuntimeTest, TelemetryThreadsGetTheConfiguredStackSize) {
   RuntimeConfig c = TestConfig();
-  c.telemetry.thread_stack_size = 320 * 1024;
+  c.telemetry.thread_stack_size = std::size_t{320} * 1024;
   auto rt = MakeRuntime(c);
   pthread_attr_t attr;
   ASSERT_EQ(pthread_getattr_default_np(&attr), 0);

@@ -645,7 +645,7 @@ TEST(BenchDoctor, AFakeTreeWithAnRtGroupBudgetOfZeroFails) {
 // escaped, and the report stays whole and small.
 TEST(BenchDoctor, FifosDevicesAndControlCharactersInATreeNeitherHangNorCutTheReport) {
   TempDir dir("doctor_hostile");
-  const std::string root = dir.path();
+  const std::string& root = dir.path();
   for (const char* d : {"/proc/sys/kernel", "/sys/kernel", "/sys/devices/system/cpu/smt"}) {
     ASSERT_EQ(system(("mkdir -p " + root + d).c_str()), 0);
   }

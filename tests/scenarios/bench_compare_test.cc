@@ -34,7 +34,7 @@ const std::string kBench = TargetFile("rtloop-bench");
 class BenchCompare : public ::testing::Test {
  protected:
   std::string Write(const std::string& name, const std::string& text) {
-    const std::string p = dir_.path() + "/" + name;
+    std::string p = dir_.path() + "/" + name;
     EXPECT_TRUE(WriteTextFile(p, text).ok());
     return p;
   }

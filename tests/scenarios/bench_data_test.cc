@@ -49,7 +49,7 @@ TEST(LatencyData, TheTwoLayoutsOfOneRunGiveTheSameData) {
 
 TEST(LatencyData, ReadsCyclictestJsonWithAndWithoutTheRtloopObject) {
   const std::string body = Golden("18-json-with-h.txt");
-  const std::string json = body.substr(body.find("{"));
+  const std::string json = body.substr(body.find('{'));
   Result<LatencyData> d = ParseCyclictestJson(json);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->kind, "cyclictest-json");

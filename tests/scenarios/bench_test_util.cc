@@ -43,14 +43,14 @@ RunResult Run(const std::vector<std::string>& argv, std::chrono::milliseconds ti
 
 pid_t LoadGroupOf(const std::string& err) {
   std::smatch m;
-  static const std::regex re("process group ([0-9]+)");
-  return std::regex_search(err, m, re) ? static_cast<pid_t>(std::stol(m[1].str())) : -1;
+  static const std::regex kGroup("process group ([0-9]+)");
+  return std::regex_search(err, m, kGroup) ? static_cast<pid_t>(std::stol(m[1].str())) : -1;
 }
 
 std::string LoadCgroupOf(const std::string& err) {
   std::smatch m;
-  static const std::regex re("cgroup (/sys/fs/cgroup/[^ ,]+)");
-  return std::regex_search(err, m, re) ? m[1].str() : "";
+  static const std::regex kCgroup("cgroup (/sys/fs/cgroup/[^ ,]+)");
+  return std::regex_search(err, m, kCgroup) ? m[1].str() : "";
 }
 
 namespace {
@@ -104,8 +104,8 @@ LoadReaper::~LoadReaper() {
 
 std::string RunTagOf(const std::string& err) {
   std::smatch m;
-  static const std::regex re("tag RTLOOP_BENCH_RUN=([0-9-]+)");
-  return std::regex_search(err, m, re) ? m[1].str() : "";
+  static const std::regex kTag("tag RTLOOP_BENCH_RUN=([0-9-]+)");
+  return std::regex_search(err, m, kTag) ? m[1].str() : "";
 }
 
 int TaggedProcesses(const std::string& tag) {

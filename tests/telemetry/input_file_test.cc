@@ -32,7 +32,7 @@ class InputFileTest : public ::testing::Test {
     fs::remove_all(dir_, ignored);
   }
   std::string Write(const std::string& name, const std::string& content) const {
-    const std::string path = dir_ + "/" + name;
+    std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << content;
     return path;
   }

@@ -17,7 +17,7 @@ static_assert(noexcept(std::declval<LatencyHistogram&>().Record(0)));
 static_assert(noexcept(std::declval<LatencyHistogram&>().RecordShared(0)));
 static_assert(noexcept(std::declval<const LatencyHistogram&>().Summary()));
 static_assert(noexcept(std::declval<const LatencyHistogram&>().ValueAtPercentile(99.0)));
-static_assert(HistogramLayout().histogram_bytes() <= 256 * 1024);
+static_assert(HistogramLayout().histogram_bytes() <= std::size_t{256} * 1024);
 static_assert(HistogramLayout().max_trackable() >= 100'000'000'000);
 static_assert(noexcept(std::declval<const HistogramLayout&>().BucketIndex(0)));
 
@@ -195,13 +195,15 @@ TEST(LatencyHistogramTest, RecordSharedFromThreeThreadsAtOnceEqualsOneWritersHis
   constexpr int kWriters = 3;
   constexpr int kPerWriter = 100'000;
   auto value = [](int writer, int i) -> std::int64_t {
-    const std::int64_t x = (static_cast<std::int64_t>(i) * 7919 + writer * 104'729) % 3'000'000;
+    const std::int64_t x =
+        (static_cast<std::int64_t>(i) * 7919 + writer * std::int64_t{104'729}) % 3'000'000;
     if (i % 997 == 0) return -x;                  // negatives
     if (i % 10'007 == 0) return 150'000'000'000;  // overflows
     return x;
   };
   LatencyHistogram shared, alone;
   std::vector<std::thread> writers;
+  writers.reserve(kWriters);
   for (int w = 0; w < kWriters; ++w) {
     writers.emplace_back([&shared, &value, w] {
       for (int i = 0; i < kPerWriter; ++i) shared.RecordShared(value(w, i));
@@ -217,7 +219,7 @@ TEST(LatencyHistogramTest, RecordSharedFromThreeThreadsAtOnceEqualsOneWritersHis
 
 TEST(LatencyHistogramTest, CopyFromMakesAnEqualSnapshotAndResetClears) {
   LatencyHistogram a, b;
-  for (int i = 0; i < 5000; ++i) a.Record(i * 37);
+  for (int i = 0; i < 5000; ++i) a.Record(i * std::int64_t{37});
   ASSERT_TRUE(b.CopyFrom(a));
   EXPECT_EQ(b.Summary().percentiles, a.Summary().percentiles);
   EXPECT_EQ(b.count(), a.count());

@@ -40,6 +40,7 @@ std::vector<std::string> EnvironmentWith(const std::vector<std::string>& extra) 
 
 std::vector<char*> Pointers(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size() + 1);
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
@@ -97,7 +98,9 @@ std::string ReadWholeFile(const std::string& path) {
   return s.str();
 }
 
-ChildProcess::ChildProcess(ChildConfig config) : stop_grace_(config.stop_grace) { Start(config); }
+ChildProcess::ChildProcess(const ChildConfig& config) : stop_grace_(config.stop_grace) {
+  Start(config);
+}
 
 ChildProcess::ChildProcess(std::vector<std::string> argv) : stop_grace_(ChildConfig().stop_grace) {
   ChildConfig config;
@@ -236,8 +239,8 @@ std::string ChildProcess::Stderr() const {
   return stderr_path_.empty() ? std::string() : ReadWholeFile(stderr_path_);
 }
 
-ChildResult RunChild(ChildConfig config, std::chrono::milliseconds timeout) {
-  ChildProcess child(std::move(config));
+ChildResult RunChild(const ChildConfig& config, std::chrono::milliseconds timeout) {
+  ChildProcess child(config);
   ChildResult r;
   r.error = child.error();
   r.status = child.Wait(timeout);

@@ -69,7 +69,7 @@ struct ChildConfig {
 
 class ChildProcess {
  public:
-  explicit ChildProcess(ChildConfig config);
+  explicit ChildProcess(const ChildConfig& config);
   // argv with both outputs captured.
   explicit ChildProcess(std::vector<std::string> argv);
   // argv with stdout and stderr both in the file `output` (Output() reads it).
@@ -129,13 +129,13 @@ struct ChildResult {
 
 // Runs `config` (outputs captured unless given) and waits up to `timeout` for its end; a child
 // still running then is stopped.
-ChildResult RunChild(ChildConfig config,
+ChildResult RunChild(const ChildConfig& config,
                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
 inline ChildResult RunChild(std::vector<std::string> argv,
                             std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   ChildConfig config;
   config.argv = std::move(argv);
-  return RunChild(std::move(config), timeout);
+  return RunChild(config, timeout);
 }
 
 // What a function run in a forked child ended with: its return value as the exit status (128 +

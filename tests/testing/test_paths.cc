@@ -36,7 +36,7 @@ struct Paths {
 };
 
 const Paths& Load() {
-  static const Paths paths = [] {
+  static const Paths kPaths = [] {
     Paths p;
     p.file = ExecutablePath() + ".paths";
     std::ifstream in(p.file);
@@ -55,7 +55,7 @@ const Paths& Load() {
     }
     return p;
   }();
-  return paths;
+  return kPaths;
 }
 
 const std::string* Find(std::string_view key) {

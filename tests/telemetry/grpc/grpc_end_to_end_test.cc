@@ -533,6 +533,7 @@ TEST(GrpcEndToEnd, StopWhileClientsKeepOpeningStreamsLeavesNoStreamOpen) {
   std::atomic<bool> stopped{false};
   std::atomic<int> opened{0};
   std::vector<std::thread> openers;
+  openers.reserve(2);
   for (int t = 0; t < 2; ++t) {
     openers.emplace_back([&, t] {
       std::unique_ptr<Client> client = Connect(address);

@@ -568,6 +568,7 @@ TEST(GrpcHardening, TheServerServesAgainAfterItsDescriptorsRanOut) {
   const std::string address = line.substr(8, line.size() - 9);
   {
     std::vector<std::unique_ptr<RawConnection>> held;
+    held.reserve(200);
     for (int i = 0; i < 200; ++i) held.push_back(std::make_unique<RawConnection>(PortOf(address)));
     std::this_thread::sleep_for(milliseconds(1000));  // the child accepts until EMFILE
   }

@@ -305,6 +305,7 @@ TEST_F(HttpLoadTest, HundredConcurrentScrapersEachGetMetricsOrARefusal) {
   std::vector<HttpReply> replies(kScrapers);
   std::vector<std::thread> scrapers;
   std::atomic<bool> go{false};
+  scrapers.reserve(static_cast<std::size_t>(kScrapers));
   for (int i = 0; i < kScrapers; ++i) {
     scrapers.emplace_back([&, i] {
       while (!go.load()) std::this_thread::yield();
