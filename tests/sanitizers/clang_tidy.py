@@ -2,13 +2,15 @@
 """clang-tidy on the given sources, skipping those it already passed unchanged.
 
 What it is: CI's clang-tidy step (.ci/run) with a cache of passes. A source's key is a hash of
-clang-tidy's version, the checked-in .clang-tidy, its compile command and its preprocessed text
-with comments kept (`-E -P -C`: every header it includes, NOLINT comments among them), the clone's
-path replaced so clean clones share the cache. A source that passes leaves an empty file named by
-its key in the cache; one that fails leaves nothing and is checked again next time. A change to a
-source, a header it includes, a flag or the configuration checks it again; anything else is
-skipped in the time its preprocessing takes (about 1 s, against 5-10 s of clang-tidy). A source
-the build did not compile (another configuration's) is checked every time, with the flags
+clang-tidy's version, the checked-in .clang-tidy, its compile command and the text of the source
+and of every header it includes (NOLINT comments among them), the clone's path replaced so clean
+clones share the cache. Which headers a source includes comes from the build's own record, Ninja's
+deps log (`ninja -t deps`), when the object is newer than every file on that list (the build
+compiled it since any of them last changed); else (another generator, an object out of date)
+from the preprocessor (`-E -P -C`, about 1 s a source). A source that passes leaves an empty file named by its key in the cache; one that fails
+leaves nothing and is checked again next time. A change to a source, a header it includes, a flag
+or the configuration checks it again; anything else is skipped in the time its key takes. A
+source the build did not compile (another configuration's) is checked every time, with the flags
 clang-tidy takes from its neighbours in the database.
 
 Example:
@@ -45,12 +47,78 @@ def preprocess_command(entry):
     return out + ["-E", "-P", "-C"]
 
 
-def key_of(entry, root, salt):
+def object_of(entry):
+    """The object file the compile command writes (its -o), as Ninja names it; None without one."""
+    args = entry.get("arguments") or shlex.split(entry["command"])
+    return args[args.index("-o") + 1] if "-o" in args[:-1] else None
+
+
+def ninja_deps(build):
+    """{object: [its source and every file it includes]} from Ninja's deps log, for the objects
+    compiled since their inputs last changed (VALID); {} when the build is not Ninja's."""
+    try:
+        r = subprocess.run(["ninja", "-C", build, "-t", "deps"], capture_output=True, text=True)
+    except OSError:
+        return {}
+    deps, current = {}, None
+    for line in r.stdout.splitlines() if r.returncode == 0 else []:
+        if line.startswith(" "):
+            if current is not None:
+                current.append(line.strip())
+        elif ": #deps " in line:
+            current = [] if line.endswith("(VALID)") else None
+            if current is not None:
+                deps[line.split(": #deps ")[0]] = current
+    return deps
+
+
+class Digests:
+    """The SHA-256 and mtime of each file, each read once (a header is included by many sources)."""
+
+    def __init__(self):
+        self.known = {}
+        self.mtimes = {}
+
+    def mtime(self, path):
+        m = self.mtimes.get(path)
+        if m is None:
+            try:
+                m = os.stat(path).st_mtime_ns
+            except OSError:
+                m = -1
+            self.mtimes[path] = m
+        return m
+
+    def of(self, path):
+        d = self.known.get(path)
+        if d is None:
+            try:
+                with open(path, "rb") as f:
+                    d = hashlib.sha256(f.read()).digest()
+            except OSError:
+                d = b"absent"
+            self.known[path] = d  # two threads may both compute it: the same value
+        return d
+
+
+def key_of(entry, root, salt, deps, digests):
+    h = hashlib.sha256(salt)
+    h.update(entry.get("command", " ".join(entry.get("arguments", []))).replace(root, "@").encode())
+    obj = object_of(entry)
+    included = deps.get(obj)
+    if included:
+        built = digests.mtime(os.path.join(entry["directory"], obj))
+        if any(digests.mtime(os.path.join(entry["directory"], p)) > built for p in included):
+            included = None  # changed since it was compiled: the list may be out of date
+    if included:
+        h.update(b"deps")
+        for path in included:
+            h.update(path.replace(root, "@").encode())
+            h.update(digests.of(os.path.join(entry["directory"], path)))
+        return h.hexdigest()
     pre = subprocess.run(preprocess_command(entry), cwd=entry["directory"], capture_output=True)
     if pre.returncode != 0:
         return None  # clang-tidy will say what is wrong
-    h = hashlib.sha256(salt)
-    h.update(entry.get("command", " ".join(entry.get("arguments", []))).replace(root, "@").encode())
     h.update(pre.stdout.replace(root.encode(), b"@"))
     return h.hexdigest()
 
@@ -71,12 +139,13 @@ def main():
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True).stdout
     salt = version + open(os.path.join(root, ".clang-tidy"), "rb").read()
     os.makedirs(a.cache, exist_ok=True)
+    deps, digests = ninja_deps(a.build), Digests()
 
     def check(f):
         # A source another configuration builds (http_server_absent.cc: RTLOOP_HTTP=OFF) is not in
         # the database: clang-tidy takes its neighbours' flags, and it is checked every time.
         entry = db.get(os.path.realpath(f))
-        key = key_of(entry, root, salt) if entry else None
+        key = key_of(entry, root, salt, deps, digests) if entry else None
         if key and os.path.exists(os.path.join(a.cache, key)):
             return f, True, True, ""
         r = subprocess.run(["clang-tidy", "-p", a.build, "--quiet", "--warnings-as-errors=*", f],
