@@ -57,7 +57,7 @@ void AddExecutorAndTelemetryFigures(const TaskReport& task, ThreadReport& r) {
     r.execution_max_ns = s.execution_max_ns;
   }
   r.ring_drops = task.ring_dropped;
-  const telemetry::Percentiles& p = task.latency;
+  const telemetry::Percentiles& p = task.latency.percentiles;
   r.percentiles.valid = p.valid && s.has_data();
   r.percentiles.p50_ns = p.p50_ns;
   r.percentiles.p90_ns = p.p90_ns;

@@ -128,7 +128,7 @@ rtloop::Result<RunResult> Run(const Options& o, bool with_http) {
   double mean_sum = 0;
   const std::vector<rtloop::TaskReport> reports = (*rt)->Reports();
   for (const rtloop::TaskReport& t : reports) {
-    const rtloop::Result<TaskTelemetrySnapshot> s = (*rt)->hub()->Snapshot(t.id);
+    const rtloop::Result<rtloop::TaskReport> s = (*rt)->hub()->Snapshot(t.id);
     if (!s.ok()) continue;
     mean_sum += s->latency.mean_ns;
     r.p99_ns = std::max(r.p99_ns, static_cast<double>(s->latency.percentiles.p99_ns));

@@ -181,7 +181,7 @@ void BM_EightTasksFourSubscribers(benchmark::State& state) {
     rt.executor().Wait();
     rt.collector()->Stop();  // every sample into the streams; the server keeps serving
     std::uint64_t delivered = 0;
-    for (const TaskTelemetrySnapshot& s : hub.SnapshotAll()) {
+    for (const TaskReport& s : hub.SnapshotAll()) {
       delivered += s.delivered;
       ring_dropped += s.ring_dropped;
     }

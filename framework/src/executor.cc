@@ -47,7 +47,10 @@ class Executor::Impl {
     PeriodicTask* task = nullptr;
     TaskConfig config;
     CycleObserverList observers;  // config.observers, fixed at AddTask
+    // The scheduling the task's thread applied (written there during Start()), and as AddTask()
+    // settled it (read until the thread has applied its own: Info()).
     internal::EffectiveScheduling sched;
+    internal::EffectiveScheduling planned;
     TaskStats stats;
     std::atomic<bool> stop_requested{false};
     // True while the thread is inside its RT loop (waiting or stepping): the only time Stop()
@@ -176,6 +179,7 @@ Result<TaskId> Executor::Impl::AddTask(PeriodicTask& task, const TaskConfig& con
     }
     internal::FallBackToOther(config.name, priv, &slot->sched);
   }
+  slot->planned = slot->sched;
   if (const std::string warning = internal::NonIsolatedCpuWarning(config, cpus_.isolated);
       !warning.empty()) {
     std::fprintf(stderr, "rtloop: warning: %s\n", warning.c_str());
@@ -568,9 +572,14 @@ TaskInfo Executor::Info(TaskId id) const {
   if (slot == nullptr) return info;
   info.id = slot->id;
   info.config = slot->config;
-  info.effective_policy = slot->sched.policy;
-  info.effective_priority = slot->sched.priority;
-  info.fell_back_to_non_rt = slot->sched.fell_back;
+  // The task's thread writes `sched` before it leaves kStarting (SetState: release); until then
+  // the scheduling as AddTask() settled it.
+  const TaskState state = slot->stats.state();
+  const bool applied = state != TaskState::kCreated && state != TaskState::kStarting;
+  const internal::EffectiveScheduling& sched = applied ? slot->sched : slot->planned;
+  info.effective_policy = sched.policy;
+  info.effective_priority = sched.priority;
+  info.fell_back_to_non_rt = sched.fell_back;
   return info;
 }
 

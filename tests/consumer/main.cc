@@ -37,6 +37,7 @@ int main() {
   const rtloop::TaskReport report = (*rt)->Report(*id);
   std::printf("consumer: %llu cycles, p99 %lld ns, served on %s\n",
               static_cast<unsigned long long>(report.stats.cycles),
-              static_cast<long long>(report.latency.p99_ns), (*rt)->grpc_address().c_str());
-  return report.stats.cycles == 20 && report.latency.valid ? 0 : 1;
+              static_cast<long long>(report.latency.percentiles.p99_ns),
+              (*rt)->grpc_address().c_str());
+  return report.stats.cycles == 20 && report.latency.percentiles.valid ? 0 : 1;
 }

@@ -134,7 +134,7 @@ TEST(RuntimeReset, ResetClearsMinMaxAndTheWindowKeepsTheTotals) {
   EXPECT_EQ(after.latency_sum_ns, before.latency_sum_ns);
   EXPECT_EQ(after.latency_avg_ns(), before.latency_avg_ns());
   // The all-time histograms (percentiles) are kept too.
-  EXPECT_EQ((*rt)->Report(0).latency.valid, true);
+  EXPECT_EQ((*rt)->Report(0).latency.percentiles.valid, true);
   // The report says "-" for the cleared figures, the averages stay.
   const std::string report = FormatTaskReport((*rt)->Reports());
   EXPECT_NE(report.find(" -"), std::string::npos) << report;

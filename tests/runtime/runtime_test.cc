@@ -109,15 +109,15 @@ TEST(RuntimeTest, RunsTasksWithTelemetryAndReportsEveryFigure) {
     EXPECT_TRUE(r.has_data()) << r.name;
     EXPECT_EQ(r.stats.state, TaskState::kStopped) << r.name;
     EXPECT_TRUE(r.telemetry) << r.name;
-    EXPECT_TRUE(r.latency.valid) << r.name;
-    EXPECT_TRUE(r.execution.valid) << r.name;
+    EXPECT_TRUE(r.latency.percentiles.valid) << r.name;
+    EXPECT_TRUE(r.execution.percentiles.valid) << r.name;
     EXPECT_EQ(r.ring_dropped, 0u) << r.name;
   }
   EXPECT_EQ(reports[0].stats.cycles, 400u);
   EXPECT_EQ(reports[1].stats.cycles, 200u);
   EXPECT_EQ(rt->Report(1).name, "beta");
   // The hub saw every cycle the executor ran: one source of counts, no second copy to disagree.
-  Result<telemetry::TaskTelemetrySnapshot> snap = rt->hub()->Snapshot(0);
+  Result<TaskReport> snap = rt->hub()->Snapshot(0);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->latency.count, snap->stats.cycles);
   EXPECT_TRUE(rt->Stop().ok());  // idempotent
@@ -154,7 +154,7 @@ TEST(RuntimeTest, TelemetryOffRunsTheExecutorAloneAndTheReportSaysSo) {
   const TaskReport r = rt->Report(0);
   EXPECT_TRUE(r.has_data());
   EXPECT_FALSE(r.telemetry);
-  EXPECT_FALSE(r.latency.valid);
+  EXPECT_FALSE(r.latency.percentiles.valid);
   const std::vector<TaskReport> reports = rt->Reports();
   const std::string text = FormatTaskReport(reports);
   EXPECT_NE(text.find("percentiles need telemetry"), std::string::npos) << text;

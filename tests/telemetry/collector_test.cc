@@ -206,7 +206,7 @@ TEST_F(CollectorTest, RingDropsShowAsSeqGapsThatSplitBatches) {
   EXPECT_EQ(batches[0].samples.size(), cap);
   EXPECT_EQ(batches[1].first_seq, cap + 10);
   EXPECT_EQ(batches[1].lost_before, 0u);
-  Result<TaskTelemetrySnapshot> snap = hub_.Snapshot(0);
+  Result<TaskReport> snap = hub_.Snapshot(0);
   EXPECT_EQ(snap->ring_dropped, 10u);
   EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);
 }
@@ -298,7 +298,7 @@ TEST_F(CollectorTest, SubscriberLossIsCountedPerTaskInTheHub) {
   EXPECT_EQ(hub_.task(0)->subscriber_lost(), 19u);
   EXPECT_EQ(hub_.task(1)->subscriber_lost(), 0u);
   EXPECT_EQ(fast->stats().lost, 0u);
-  Result<TaskTelemetrySnapshot> snap = hub_.Snapshot(0);
+  Result<TaskReport> snap = hub_.Snapshot(0);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->subscriber_lost, 19u);
 }

@@ -11,6 +11,7 @@
 
 #include "rtloop/framework/executor.h"
 #include "rtloop/framework/periodic_task.h"
+#include "rtloop/telemetry/task_telemetry.h"
 
 namespace rtloop {
 namespace {
@@ -42,20 +43,20 @@ TaskReport Measured() {
   r.stats.jitter_last_ns = -1'200;
   r.stats.overruns = 3;
   r.stats.missed_releases = 4;
-  r.latency = {.valid = true,
-               .p50_ns = 11'000,
-               .p90_ns = 13'000,
-               .p99_ns = 15'200,
-               .p99_9_ns = 40'300,
-               .p99_99_ns = 80'100,
-               .p99_999_ns = 87'000};
-  r.execution = {.valid = true,
-                 .p50_ns = 3'000,
-                 .p90_ns = 3'200,
-                 .p99_ns = 3'500,
-                 .p99_9_ns = 6'000,
-                 .p99_99_ns = 9'900,
-                 .p99_999_ns = 10'300};
+  r.latency.percentiles = {.valid = true,
+                           .p50_ns = 11'000,
+                           .p90_ns = 13'000,
+                           .p99_ns = 15'200,
+                           .p99_9_ns = 40'300,
+                           .p99_99_ns = 80'100,
+                           .p99_999_ns = 87'000};
+  r.execution.percentiles = {.valid = true,
+                             .p50_ns = 3'000,
+                             .p90_ns = 3'200,
+                             .p99_ns = 3'500,
+                             .p99_9_ns = 6'000,
+                             .p99_99_ns = 9'900,
+                             .p99_999_ns = 10'300};
   r.telemetry = true;
   r.ring_dropped = 5;
   r.subscriber_lost = 6;
@@ -197,7 +198,7 @@ TEST(TaskReportTest, ReportJoinsTheExecutorStatisticsAndTheHubPercentiles) {
   ASSERT_TRUE((*ex)->Start().ok());
   (*ex)->Wait();
 
-  const std::vector<TaskReport> reports = MakeTaskReports(**ex, &hub);
+  const std::vector<TaskReport> reports = MakeTaskReports(ex->get(), &hub);
   ASSERT_EQ(reports.size(), 2u);
   const TaskReport& r = reports[0];
   EXPECT_EQ(r.name, "observed");
@@ -205,16 +206,16 @@ TEST(TaskReportTest, ReportJoinsTheExecutorStatisticsAndTheHubPercentiles) {
   EXPECT_EQ(r.stats.state, TaskState::kStopped);
   EXPECT_TRUE(r.has_data());
   ASSERT_TRUE(r.telemetry);
-  ASSERT_TRUE(r.latency.valid);
-  EXPECT_GE(r.latency.p99_ns, r.latency.p50_ns);
-  EXPECT_LE(r.latency.p99_999_ns, r.stats.latency_max_ns);
-  EXPECT_GE(r.latency.p50_ns, r.stats.latency_min_ns);
+  ASSERT_TRUE(r.latency.percentiles.valid);
+  EXPECT_GE(r.latency.percentiles.p99_ns, r.latency.percentiles.p50_ns);
+  EXPECT_LE(r.latency.percentiles.p99_999_ns, r.stats.latency_max_ns);
+  EXPECT_GE(r.latency.percentiles.p50_ns, r.stats.latency_min_ns);
   EXPECT_EQ(r.ring_dropped, 0u);
   // The hub never saw the second task: executor figures, no percentiles (never zeros).
   EXPECT_TRUE(reports[1].has_data());
   EXPECT_FALSE(reports[1].telemetry);
-  EXPECT_FALSE(reports[1].latency.valid);
-  EXPECT_EQ(MakeTaskReport(**ex, &hub, 7).stats.cycles, 0u);  // unknown id: no data
+  EXPECT_FALSE(reports[1].latency.percentiles.valid);
+  EXPECT_EQ(MakeTaskReport(ex->get(), &hub, 7).stats.cycles, 0u);  // unknown id: no data
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ TEST(TelemetryHubTest, RecordsHistogramsAndSamplesAndReadsTheExecutorStatistics)
     }
     fed.OnCycle(c);
   }
-  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(3);
+  Result<TaskReport> snap = hub.Snapshot(3);
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   EXPECT_EQ(snap->name, "pos");
   EXPECT_EQ(snap->stats.cycles, 1000u);
@@ -61,7 +61,7 @@ TEST(TelemetryHubTest, RecordsHistogramsAndSamplesAndReadsTheExecutorStatistics)
   EXPECT_EQ(snap->delivered, 1000u);
   EXPECT_EQ(hub.TaskIds(), std::vector<TaskId>{3});
   EXPECT_TRUE(snap->latency_buckets.empty());
-  Result<TaskTelemetrySnapshot> with_buckets = hub.Snapshot(3, /*with_buckets=*/true);
+  Result<TaskReport> with_buckets = hub.Snapshot(3, {.buckets = true});
   ASSERT_TRUE(with_buckets.ok());
   std::uint64_t in_buckets = 0;
   for (const HistogramBucket& b : with_buckets->latency_buckets) in_buckets += b.count;
@@ -69,6 +69,47 @@ TEST(TelemetryHubTest, RecordsHistogramsAndSamplesAndReadsTheExecutorStatistics)
   ASSERT_EQ(with_buckets->execution_buckets.size(), 1u);
   EXPECT_EQ(with_buckets->execution_buckets[0].lower_ns, 2000);
   EXPECT_EQ(with_buckets->execution_buckets[0].count, 1000u);
+}
+
+// The one read model from a hub alone (the gRPC server and the sample log have no executor):
+// the configuration the hub was given, its scheduling as configured, the reader's counters; the
+// histograms only when asked for, never a zero in their place.
+TEST(TelemetryHubTest, AReportFromTheHubAloneHasTheConfigurationAndHistogramsOnlyWhenAsked) {
+  testing::HubWithStats fed;
+  TelemetryHub& hub = fed.hub;
+  TaskConfig config = MakeTaskConfig("axis", std::chrono::microseconds(250));
+  config.cpus = {1, 3};
+  config.policy = SchedPolicy::kRr;
+  config.priority = 70;
+  ASSERT_TRUE(hub.AddTask(2, config).ok());
+  hub.OnRtThreadStart(2);
+  for (std::uint64_t i = 0; i < 10; ++i) fed.OnCycle(MakeCycle(2, i, 5'000, 1'000, 250'000));
+
+  const TaskReport cheap = MakeTaskReport(nullptr, &hub, 2, {.histograms = false});
+  EXPECT_EQ(cheap.id, 2u);
+  EXPECT_EQ(cheap.name, "axis");
+  EXPECT_EQ(cheap.info.config.period, std::chrono::microseconds(250));
+  EXPECT_EQ(FormatCpus(cheap.info.config.cpus), "1,3");
+  EXPECT_EQ(cheap.info.effective_policy, SchedPolicy::kRr);
+  EXPECT_EQ(cheap.info.effective_priority, 70);
+  EXPECT_FALSE(cheap.info.fell_back_to_non_rt);
+  EXPECT_EQ(cheap.stats.cycles, 10u);
+  ASSERT_TRUE(cheap.telemetry);
+  EXPECT_EQ(cheap.samples, 10u);
+  EXPECT_EQ(cheap.latency.count, 0u) << "no histogram pass was asked for";
+  EXPECT_FALSE(cheap.latency.percentiles.valid);
+
+  const TaskReport full = MakeTaskReport(nullptr, &hub, 2);
+  EXPECT_EQ(full.latency.count, 10u);
+  EXPECT_TRUE(full.latency.percentiles.valid);
+  EXPECT_EQ(full.delivered, 10u) << "the rings were drained first";
+
+  // Neither the executor nor the hub knows task 5: an id and no data.
+  const TaskReport unknown = MakeTaskReport(nullptr, &hub, 5);
+  EXPECT_EQ(unknown.id, 5u);
+  EXPECT_FALSE(unknown.telemetry);
+  EXPECT_FALSE(unknown.has_data());
+  EXPECT_EQ(FormatCpus({}), "any");
 }
 
 TEST(TelemetryHubTest, SamplesOfUnknownTasksAreCountedAndIgnored) {
@@ -132,7 +173,7 @@ TEST(TelemetryHubTest, StatsComeOnlyFromTheAttachedReader) {
   ASSERT_TRUE(hub.AddTask(0, MakeTaskConfig("a")).ok());
   hub.AttachStats(stopped);
   EXPECT_TRUE(hub.has_stats());
-  Result<TaskTelemetrySnapshot> snap = hub.Snapshot(0);
+  Result<TaskReport> snap = hub.Snapshot(0);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->stats.state, TaskState::kStopped);
   EXPECT_EQ(snap->stats.tid, 1234);
@@ -142,7 +183,7 @@ TEST(TelemetryHubTest, StatsComeOnlyFromTheAttachedReader) {
   TelemetryHub without_stats;
   ASSERT_TRUE(without_stats.AddTask(0, MakeTaskConfig("a")).ok());
   EXPECT_FALSE(without_stats.has_stats());
-  Result<TaskTelemetrySnapshot> without = without_stats.Snapshot(0);
+  Result<TaskReport> without = without_stats.Snapshot(0);
   ASSERT_FALSE(without.ok());
   EXPECT_EQ(without.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(without.status().message().find("AttachStats"), std::string::npos)
@@ -244,7 +285,7 @@ void ExpectRuntimeTaskMakesNoHeapAllocations(const HistogramLayoutConfig& layout
   EXPECT_EQ(probe.to_.load() - probe.from_.load(), 0u)
       << "heap allocations between cycle " << AllocationProbe::kFrom << " and "
       << AllocationProbe::kTo << " on the task's thread, with telemetry and the collector running";
-  Result<TaskTelemetrySnapshot> snap = (*rt)->hub()->Snapshot(*id);
+  Result<TaskReport> snap = (*rt)->hub()->Snapshot(*id);
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->samples, 3000u);
   EXPECT_EQ(snap->samples, snap->delivered + snap->ring_dropped);

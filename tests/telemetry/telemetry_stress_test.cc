@@ -126,7 +126,7 @@ TEST(TelemetryStressTest, NoSampleIsDuplicatedOrReorderedAndAccountingIsExact) {
   EXPECT_TRUE(fast_check.ok) << fast_check.problem;
   EXPECT_TRUE(slow_check.ok) << slow_check.problem;
   for (TaskId t = 0; t < kTasks; ++t) {
-    Result<TaskTelemetrySnapshot> snap = hub.Snapshot(t);
+    Result<TaskReport> snap = hub.Snapshot(t);
     ASSERT_TRUE(snap.ok());
     EXPECT_EQ(snap->samples, kPerTask);
     EXPECT_EQ(snap->stats.cycles, kPerTask);

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <optional>
 
+#include "rtloop/framework/executor.h"
+#include "rtloop/telemetry/task_telemetry.h"
+
 namespace rtloop {
 namespace {
 
@@ -120,7 +123,7 @@ std::string Notes(std::span<const TaskReport> reports) {
   bool no_percentiles = false;
   for (const TaskReport& r : reports) {
     fell_back = fell_back || r.info.fell_back_to_non_rt;
-    no_percentiles = no_percentiles || (r.has_data() && !r.latency.valid);
+    no_percentiles = no_percentiles || (r.has_data() && !r.latency.percentiles.valid);
   }
   std::string out;
   if (fell_back) out += "! fell back to SCHED_OTHER: not real-time figures\n";
@@ -195,33 +198,78 @@ std::string DescribeFault(const TaskReport& r) {
   return out;
 }
 
-TaskReport MakeTaskReport(const Executor& executor, const telemetry::TelemetryHub* hub, TaskId id) {
+namespace {
+
+// MakeTaskReport() once the rings are drained (or when no histogram is asked for).
+TaskReport ReportDrained(const Executor* executor, const telemetry::TelemetryHub* hub, TaskId id,
+                         TaskReportParts parts) {
   TaskReport r;
   r.id = id;
-  r.info = executor.Info(id);
+  const telemetry::TaskTelemetry* t = hub != nullptr ? hub->task(id) : nullptr;
+  if (executor != nullptr && id < executor->TaskCount()) {
+    r.info = executor->Info(id);
+    r.stats = executor->Stats(id);
+  } else if (t != nullptr) {
+    r.info.id = id;
+    r.info.config = t->config();
+    r.info.effective_policy = t->config().policy;
+    r.info.effective_priority = t->config().priority;
+    r.stats = hub->Stats(id);
+  } else {
+    return r;
+  }
   r.name = r.info.config.name;
-  r.stats = executor.Stats(id);
-  if (hub == nullptr) return r;
-  const telemetry::TaskTelemetry* t = hub->task(id);
   if (t == nullptr) return r;
-  hub->Drain();  // the histograms up to now
   r.telemetry = true;
-  r.latency = t->latency().Summary().percentiles;
-  r.execution = t->execution().Summary().percentiles;
+  if (parts.histograms) {
+    r.latency = t->latency().Summary();
+    r.execution = t->execution().Summary();
+  }
+  // Downstream first, upstream last: while the task runs, later counters can only be ahead.
+  r.delivered = t->delivered();
   r.ring_dropped = t->ring().writer().dropped();
+  r.ring_pushed = t->ring().writer().pushed();
   r.subscriber_lost = t->subscriber_lost();
+  r.samples = r.ring_pushed + r.ring_dropped;
+  r.ring_capacity = t->ring().capacity();
+  if (parts.buckets) {
+    t->latency().ExportBuckets(&r.latency_buckets);
+    t->execution().ExportBuckets(&r.execution_buckets);
+  }
   return r;
 }
 
-std::vector<TaskReport> MakeTaskReports(const Executor& executor,
-                                        const telemetry::TelemetryHub* hub) {
-  std::vector<TaskReport> out;
-  const std::size_t n = executor.TaskCount();
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(MakeTaskReport(executor, hub, static_cast<TaskId>(i)));
+}  // namespace
+
+TaskReport MakeTaskReport(const Executor* executor, const telemetry::TelemetryHub* hub, TaskId id,
+                          TaskReportParts parts) {
+  if (hub != nullptr && parts.histograms) hub->Drain();  // the histograms up to now
+  return ReportDrained(executor, hub, id, parts);
+}
+
+std::vector<TaskReport> MakeTaskReports(const Executor* executor,
+                                        const telemetry::TelemetryHub* hub, TaskReportParts parts) {
+  std::vector<TaskId> ids;
+  if (executor != nullptr) {
+    ids.resize(executor->TaskCount());
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<TaskId>(i);
+  } else if (hub != nullptr) {
+    ids = hub->TaskIds();
   }
+  if (hub != nullptr && parts.histograms) hub->Drain();  // once for all of them
+  std::vector<TaskReport> out;
+  out.reserve(ids.size());
+  for (const TaskId id : ids) out.push_back(ReportDrained(executor, hub, id, parts));
   return out;
+}
+
+std::string FormatCpus(const std::vector<int>& cpus) {
+  std::string out;
+  for (const int cpu : cpus) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpu);
+  }
+  return out.empty() ? "any" : out;
 }
 
 std::string FormatTaskReport(std::span<const TaskReport> reports) {
@@ -237,13 +285,13 @@ std::string FormatTaskReport(std::span<const TaskReport> reports) {
   for (const TaskReport& r : reports) {
     const TaskStatsSnapshot& s = r.stats;
     out += QuantityRow(r, label, s.latency_last_ns, s.latency_min_ns, s.latency_avg_ns(),
-                       s.latency_max_ns, r.latency);
+                       s.latency_max_ns, r.latency.percentiles);
   }
   out += "\n" + QuantityHeader("execution time (us)", label);
   for (const TaskReport& r : reports) {
     const TaskStatsSnapshot& s = r.stats;
     out += QuantityRow(r, label, s.execution_last_ns, s.execution_min_ns, s.execution_avg_ns(),
-                       s.execution_max_ns, r.execution);
+                       s.execution_max_ns, r.execution.percentiles);
   }
   out += "\n" + Jitter(reports, label);
   if (const std::string w = Watchdogs(reports, label); !w.empty()) out += "\n" + w;

@@ -128,41 +128,18 @@ void TelemetryHub::SetDrainer(std::function<void()> drainer) {
   drainer_ = std::move(drainer);
 }
 
-Result<TaskTelemetrySnapshot> TelemetryHub::Snapshot(TaskId id, bool with_buckets) const {
-  Drain();
-  return SnapshotDrained(id, with_buckets);
-}
-
-Result<TaskTelemetrySnapshot> TelemetryHub::SnapshotDrained(TaskId id, bool with_buckets) const {
+Result<TaskReport> TelemetryHub::Snapshot(TaskId id, TaskReportParts parts) const {
   const TaskTelemetry* t = task(id);
   if (t == nullptr) {
     return NotFoundError("no telemetry for task id " + std::to_string(id) +
                          ": it was never added to the hub");
   }
-  TaskTelemetrySnapshot s;
-  s.id = id;
-  s.name = t->config().name;
-  const TaskStatsReader* stats = stats_.load(std::memory_order_acquire);
-  if (stats == nullptr) {
+  if (!has_stats()) {
     return FailedPreconditionError(
-        "the telemetry hub has no task statistics for task \"" + s.name +
+        "the telemetry hub has no task statistics for task \"" + t->config().name +
         "\": call TelemetryHub::AttachStats(executor) (rtloop::Runtime does this)");
   }
-  s.stats = stats->Stats(id);
-  s.latency = t->latency().Summary();
-  s.execution = t->execution().Summary();
-  // Downstream first, upstream last: while the task runs, later counters can only be ahead.
-  s.delivered = t->delivered();
-  s.ring_dropped = t->ring().writer().dropped();
-  s.ring_pushed = t->ring().writer().pushed();
-  s.subscriber_lost = t->subscriber_lost();
-  s.samples = s.ring_pushed + s.ring_dropped;
-  s.ring_capacity = t->ring().capacity();
-  if (with_buckets) {
-    t->latency().ExportBuckets(&s.latency_buckets);
-    t->execution().ExportBuckets(&s.execution_buckets);
-  }
-  return s;
+  return MakeTaskReport(nullptr, this, id, parts);
 }
 
 TaskStatsSnapshot TelemetryHub::Stats(TaskId id) const {
@@ -171,14 +148,9 @@ TaskStatsSnapshot TelemetryHub::Stats(TaskId id) const {
   return t != nullptr && stats != nullptr ? stats->Stats(id) : TaskStatsSnapshot{};
 }
 
-std::vector<TaskTelemetrySnapshot> TelemetryHub::SnapshotAll(bool with_buckets) const {
-  std::vector<TaskTelemetrySnapshot> all;
-  Drain();  // once for all of them
-  for (TaskId id : TaskIds()) {
-    Result<TaskTelemetrySnapshot> s = SnapshotDrained(id, with_buckets);
-    if (s.ok()) all.push_back(std::move(s).value());
-  }
-  return all;
+std::vector<TaskReport> TelemetryHub::SnapshotAll(TaskReportParts parts) const {
+  if (!has_stats()) return {};
+  return MakeTaskReports(nullptr, this, parts);
 }
 
 }  // namespace rtloop::telemetry

@@ -171,26 +171,26 @@ void FillQuantity(const TaskStatsSnapshot& stats, std::int64_t min_ns, std::int6
 
 }  // namespace
 
-void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
+void ToProto(const TaskReport& report, v1::TaskStats* out) {
   out->Clear();
-  out->set_task_id(snapshot.id);
-  out->set_task_name(ToValidUtf8(snapshot.name));
-  out->set_state(ToProto(snapshot.stats.state));
-  out->set_tid(snapshot.stats.tid);
-  out->set_cycles(snapshot.stats.cycles);
-  const TaskStatsSnapshot& st = snapshot.stats;
-  FillQuantity(st, st.latency_min_ns, st.latency_max_ns, st.latency_sum_ns, snapshot.latency,
+  out->set_task_id(report.id);
+  out->set_task_name(ToValidUtf8(report.name));
+  out->set_state(ToProto(report.stats.state));
+  out->set_tid(report.stats.tid);
+  out->set_cycles(report.stats.cycles);
+  const TaskStatsSnapshot& st = report.stats;
+  FillQuantity(st, st.latency_min_ns, st.latency_max_ns, st.latency_sum_ns, report.latency,
                out->mutable_latency());
-  FillQuantity(st, st.execution_min_ns, st.execution_max_ns, st.execution_sum_ns,
-               snapshot.execution, out->mutable_execution());
+  FillQuantity(st, st.execution_min_ns, st.execution_max_ns, st.execution_sum_ns, report.execution,
+               out->mutable_execution());
   if (st.has_jitter_min_max()) {
     out->set_jitter_min_ns(st.jitter_min_ns);
     out->set_jitter_max_ns(st.jitter_max_ns);
   }
   out->set_resets(st.resets);
-  out->set_overruns(snapshot.stats.overruns);
-  out->set_missed_releases(snapshot.stats.missed_releases);
-  out->set_faults(snapshot.stats.faults);
+  out->set_overruns(report.stats.overruns);
+  out->set_missed_releases(report.stats.missed_releases);
+  out->set_faults(report.stats.faults);
   const FaultRecord& f = st.last_fault;
   out->set_last_fault_reason(ToProto(f.reason));
   out->set_last_fault_cycle(f.cycle);
@@ -201,9 +201,9 @@ void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out) {
   out->set_last_fault_limit_ns(f.limit_ns);
   out->set_watchdog_violations(st.watchdog_violations);
   out->set_watchdog_trips(st.watchdog_trips);
-  out->set_ring_dropped(snapshot.ring_dropped);
-  out->set_ring_pushed(snapshot.ring_pushed);
-  out->set_delivered(snapshot.delivered);
+  out->set_ring_dropped(report.ring_dropped);
+  out->set_ring_pushed(report.ring_pushed);
+  out->set_delivered(report.delivered);
 }
 
 void ToProto(TaskId task, v1::Quantity quantity, const LatencyHistogram& histogram,

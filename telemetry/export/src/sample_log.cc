@@ -107,10 +107,8 @@ Result<std::unique_ptr<SampleLogWriter>> SampleLogWriter::Open(const SampleLogCo
   h->set_start_realtime_ns(ClockNs(CLOCK_REALTIME));
   h->set_start_monotonic_ns(ClockNs(CLOCK_MONOTONIC));
   ToProto(system, h->mutable_system());
-  for (TaskId id : hub.TaskIds()) {
-    const TaskTelemetry* t = hub.task(id);
-    Result<TaskTelemetrySnapshot> snap = hub.Snapshot(id);
-    ToProto(id, t->config(), snap.ok() ? snap->stats.state : TaskState::kCreated, h->add_tasks());
+  for (const TaskReport& r : MakeTaskReports(nullptr, &hub, {.histograms = false})) {
+    ToProto(r.id, r.info.config, r.stats.state, h->add_tasks());
   }
   // Written at once: a run killed before its first flush still leaves a readable file (a header
   // and "ends without a trailer"). A write error surfaces in status() and stops recording.
@@ -238,7 +236,7 @@ Status SampleLogWriter::Close() {
     tr->set_end_realtime_ns(ClockNs(CLOCK_REALTIME));
     tr->set_end_monotonic_ns(ClockNs(CLOCK_MONOTONIC));
     const std::int64_t now_rt = ClockNs(CLOCK_REALTIME);
-    for (const TaskTelemetrySnapshot& snap : hub_.SnapshotAll()) {
+    for (const TaskReport& snap : hub_.SnapshotAll()) {
       v1::TaskStats* st = tr->add_stats();
       ToProto(snap, st);
       st->set_timestamp_ns(now_rt);

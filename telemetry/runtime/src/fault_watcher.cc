@@ -76,7 +76,7 @@ void FaultWatcher::Check() {
     const auto id = static_cast<TaskId>(i);
     const std::uint64_t faults = executor_.Stats(id).faults;  // cheap: no report unless needed
     if (faults <= seen_[i]) continue;
-    const TaskReport r = MakeTaskReport(executor_, hub_, id);
+    const TaskReport r = MakeTaskReport(&executor_, hub_, id);
     const std::uint64_t fresh = r.stats.faults - seen_[i];
     seen_[i] = r.stats.faults;
     std::fprintf(stderr, "%s\n", FormatFaultLine(config_.app_name, r, fresh).c_str());

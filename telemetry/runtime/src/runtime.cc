@@ -626,9 +626,13 @@ std::vector<TaskReport> Runtime::FaultedTasks() const {
   return out;
 }
 
-TaskReport Runtime::Report(TaskId id) const { return MakeTaskReport(*executor_, hub_.get(), id); }
+TaskReport Runtime::Report(TaskId id) const {
+  return MakeTaskReport(executor_.get(), hub_.get(), id);
+}
 
-std::vector<TaskReport> Runtime::Reports() const { return MakeTaskReports(*executor_, hub_.get()); }
+std::vector<TaskReport> Runtime::Reports() const {
+  return MakeTaskReports(executor_.get(), hub_.get());
+}
 
 std::string Runtime::grpc_address() const {
   return services_ != nullptr ? services_->grpc_address() : std::string();

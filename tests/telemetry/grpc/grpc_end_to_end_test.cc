@@ -82,7 +82,7 @@ TEST(GrpcEndToEnd, StreamDeliversEverySampleOfA10kHzTaskOrAccountsForIt) {
   rig.WaitTasks();
 
   // Every seq is accounted for: received + lost by this stream + dropped in the ring.
-  const TaskTelemetrySnapshot snap = *rig.hub().Snapshot(id);
+  const TaskReport snap = *rig.hub().Snapshot(id);
   EXPECT_EQ(snap.stats.cycles, kCycles);
   EXPECT_EQ(check.received[id] + check.lost[id] + snap.ring_dropped, kCycles);
   EXPECT_EQ(check.ring_gap[id] + (kCycles - check.next_seq[id]), snap.ring_dropped);
@@ -742,7 +742,7 @@ TEST(GrpcEndToEnd, StreamAcrossProcessesDeliversEverySampleOrAccountsForIt) {
                         &received, &lost, &ring_gap, &next_seq),
             4)
       << ReadAll(out);
-  const TaskTelemetrySnapshot snap = *rig.hub().Snapshot(rig.ids()[0]);
+  const TaskReport snap = *rig.hub().Snapshot(rig.ids()[0]);
   EXPECT_EQ(received + lost + snap.ring_dropped, kCycles);
   EXPECT_EQ(ring_gap + (kCycles - next_seq), snap.ring_dropped);
 }

@@ -280,7 +280,7 @@ void ExpectBothStreamsEndWithEveryTask(int tasks, bool late) {
   EXPECT_EQ(end->reason(), v1::STREAM_END_REASON_RUN_ENDED);
   ASSERT_EQ(end->tasks_size(), tasks);
   for (const v1::TaskStreamEnd& t : end->tasks()) {
-    const TaskTelemetrySnapshot snap = *rig.hub().Snapshot(t.task_id());
+    const TaskReport snap = *rig.hub().Snapshot(t.task_id());
     EXPECT_EQ(t.samples(), kCycles);
     EXPECT_EQ(t.last_seq(), kCycles - 1);
     EXPECT_EQ(t.ring_dropped(), snap.ring_dropped);

@@ -218,7 +218,7 @@ TEST_F(HttpServerTest, MetricsReportEveryTaskCountersHistogramsAndPercentiles) {
     EXPECT_EQ(Sample(m, "rtloop_task_wakeup_latency_seconds_bucket" + labels +
                             ",cpu=\"any\",policy=\"other\",priority=\"0\",le=\"+Inf\""),
               500.0);
-    const Result<TaskTelemetrySnapshot> snap = rig_.hub().Snapshot(id);
+    const Result<TaskReport> snap = rig_.hub().Snapshot(id);
     ASSERT_TRUE(snap.ok());
     // Since start: the exact max and rtloop's own p99 (same nearest-rank percentile).
     const double max = Sample(m, "rtloop_task_wakeup_latency_max_seconds" + labels +

@@ -85,14 +85,6 @@ struct ExecutorConfig {
   Clock start_clock = Clock::kMonotonic;  // clock of S; every task must use the same clock
 };
 
-struct TaskInfo {
-  TaskId id = 0;
-  TaskConfig config;                                  // as added (observers included)
-  SchedPolicy effective_policy = SchedPolicy::kFifo;  // after a permitted fallback
-  int effective_priority = 0;
-  bool fell_back_to_non_rt = false;
-};
-
 class Executor final : public TaskStatsReader {
  public:
   // Validates the config and applies process-wide settings (memory locking, cpu_dma_latency,
@@ -135,8 +127,9 @@ class Executor final : public TaskStatsReader {
   // every count, sum and average is kept). False for an unknown id. Any thread, RT-safe: the RT
   // thread is never waited for.
   bool ResetStats(TaskId id) noexcept;
-  // Not RT-safe (copies strings). Any thread before Start() or after it has returned (a
-  // fallback to SCHED_OTHER is decided on the task's thread during Start()).
+  // The task's configuration and effective scheduling: as its thread applied it once past
+  // kStarting (a fallback to SCHED_OTHER may be decided there during Start()), before that as
+  // AddTask() settled it. Any thread. Not RT-safe (copies strings).
   TaskInfo Info(TaskId id) const;
   // The shared start time S; meaningful once Start() succeeded.
   TimePoint start_time() const noexcept;

@@ -10,7 +10,9 @@
 //   cfg.run_for = std::chrono::seconds(10);     // optional: end the task after 10 s of releases
 //   cfg.observers = {&my_observer};             // optional: sees every cycle on the RT thread
 //
-// Value type; no threading concerns.
+// TaskInfo: a task as the executor runs it (its TaskConfig and the scheduling it got).
+//
+// Value types; no threading concerns.
 #pragma once
 
 #include <chrono>
@@ -19,11 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "rtloop/framework/cycle_observer.h"
 #include "rtloop/framework/time.h"
 
 namespace rtloop {
-
-class CycleObserver;
 
 enum class SchedPolicy { kOther, kBatch, kIdle, kFifo, kRr, kDeadline };
 
@@ -155,6 +156,16 @@ struct TaskConfig {
   // here; rtloop::Runtime appends its telemetry hub). At most kMaxCycleObservers, not null, each
   // once; copied into a fixed list at AddTask(). Not owned: each must outlive the executor.
   std::vector<CycleObserver*> observers;
+};
+
+// A task as the executor runs it: its configuration and the scheduling it got
+// (Executor::Info()).
+struct TaskInfo {
+  TaskId id = 0;
+  TaskConfig config;                                  // as added (observers included)
+  SchedPolicy effective_policy = SchedPolicy::kFifo;  // after a permitted fallback
+  int effective_priority = 0;
+  bool fell_back_to_non_rt = false;
 };
 
 }  // namespace rtloop

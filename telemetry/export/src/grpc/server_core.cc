@@ -13,6 +13,7 @@
 #include "outlier_stream.h"
 #include "rtloop/framework/executor.h"
 #include "rtloop/telemetry/collector.h"
+#include "rtloop/telemetry/task_report.h"
 #include "rtloop/telemetry/v1/telemetry.grpc.pb.h"
 #include "service_fill.h"
 #include "stream_reactor.h"
@@ -110,13 +111,13 @@ class SampleStreamReactor final : public StreamReactor<v1::StreamSamplesResponse
     v1::StreamEnd* end = out->mutable_end();
     end->set_reason(v1::STREAM_END_REASON_RUN_ENDED);
     for (const TaskId id : every_task_ ? core_->hub().TaskIds() : tasks_) {
-      Result<TaskTelemetrySnapshot> snap = core_->hub().Snapshot(id);
+      const TaskReport r = MakeTaskReport(nullptr, &core_->hub(), id, {.histograms = false});
       v1::TaskStreamEnd* t = end->add_tasks();
       t->set_task_id(id);
-      if (snap.ok()) {
-        t->set_samples(snap->samples);
-        t->set_last_seq(snap->samples > 0 ? snap->samples - 1 : 0);
-        t->set_ring_dropped(snap->ring_dropped);
+      if (r.telemetry) {
+        t->set_samples(r.samples);
+        t->set_last_seq(r.samples > 0 ? r.samples - 1 : 0);
+        t->set_ring_dropped(r.ring_dropped);
       }
       t->set_sent(At(sent_, id));
       t->set_lost_total(At(lost_total_, id));

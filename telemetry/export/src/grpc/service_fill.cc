@@ -89,21 +89,14 @@ void FillSystemInfo(const std::string& server_address, v1::GetSystemInfoResponse
 }
 
 void FillTaskList(const TelemetryHub& hub, const Executor* executor, v1::ListTasksResponse* out) {
+  // The hub's tasks (the ones a client can ask for), each as its read model without histograms.
   for (const TaskId id : hub.TaskIds()) {
-    const TaskTelemetry* task = hub.task(id);
-    if (task == nullptr) continue;
-    Result<TaskTelemetrySnapshot> snap = hub.Snapshot(id);
-    const TaskState state = snap.ok() ? snap->stats.state : TaskState::kCreated;
+    const TaskReport r = MakeTaskReport(executor, &hub, id, {.histograms = false});
     v1::TaskInfo* info = out->add_tasks();
-    ToProto(id, task->config(), state, info->mutable_task());
-    info->set_effective_policy(ToProto(task->config().policy));
-    info->set_effective_priority(task->config().priority);
-    if (executor != nullptr && id < executor->TaskCount()) {
-      const rtloop::TaskInfo ex = executor->Info(id);
-      info->set_effective_policy(ToProto(ex.effective_policy));
-      info->set_effective_priority(ex.effective_priority);
-      info->set_non_rt_fallback(ex.fell_back_to_non_rt);
-    }
+    ToProto(r.id, r.info.config, r.stats.state, info->mutable_task());
+    info->set_effective_policy(ToProto(r.info.effective_policy));
+    info->set_effective_priority(r.info.effective_priority);
+    info->set_non_rt_fallback(r.info.fell_back_to_non_rt);
   }
 }
 
@@ -135,7 +128,7 @@ void FillStats(const TelemetryHub& hub, const std::vector<TaskId>& ids, bool inc
   const std::int64_t unix_ns = ClockNs(CLOCK_REALTIME);
   out->set_unix_time_ns(unix_ns);
   for (const TaskId id : ids) {
-    Result<TaskTelemetrySnapshot> snap = hub.Snapshot(id);
+    Result<TaskReport> snap = hub.Snapshot(id);
     if (!snap.ok()) continue;
     v1::TaskStats* stats = out->add_tasks();
     ToProto(*snap, stats);

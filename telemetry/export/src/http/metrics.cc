@@ -13,7 +13,7 @@
 #include "rtloop/explain/outlier_feed.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "rtloop/telemetry/windowed_stats.h"
-#include "task_view.h"
+#include "served_tasks.h"
 
 namespace rtloop::telemetry::internal {
 namespace {
@@ -55,11 +55,11 @@ Labels With(Labels labels, const char* name, std::string value) {
 }
 
 // The labels every per-task series carries.
-Labels TaskLabels(const TaskView& t) {
-  return {{"task", t.label},
-          {"cpu", t.cpus},
-          {"policy", t.policy},
-          {"priority", std::to_string(t.priority)}};
+Labels TaskLabels(const TaskReport& t, const std::string& label) {
+  return {{"task", label},
+          {"cpu", FormatCpus(t.info.config.cpus)},
+          {"policy", SchedPolicyName(t.info.effective_policy)},
+          {"priority", std::to_string(t.info.effective_priority)}};
 }
 
 // `r.bins` holds the counts per kHistogramBoundsNs bin (WindowedStats::Reading).
@@ -92,8 +92,9 @@ void AddSpan(MetricFamily* max, MetricFamily* summary, const Labels& labels, con
 }
 
 // Every per-task family, appended to `out`; the RT threads' tids into `rt_tids`.
-void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
-                     std::vector<MetricFamily>* out, std::vector<int>* rt_tids) {
+void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskReport>& tasks,
+                     const std::vector<std::string>& task_labels, std::vector<MetricFamily>* out,
+                     std::vector<int>* rt_tids) {
   const std::string window = std::to_string(in.windows->config().window.count()) + "s";
 
   MetricFamily cycles = Family("rtloop_task_cycles_total",
@@ -160,8 +161,9 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
              "Execution time percentiles (nearest rank), count and sum in the window",
              MetricType::Summary);
 
-  for (const TaskView& t : tasks) {
-    const Labels labels = TaskLabels(t);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const TaskReport& t = tasks[i];
+    const Labels labels = TaskLabels(t, task_labels[i]);
     if (t.stats.tid != 0) rt_tids->push_back(t.stats.tid);
     // The counters and the histograms come from one reading (WindowedStats' last tick), so that a
     // scrape agrees with itself: cycles_total is the latency histogram's _count, and the other
@@ -174,14 +176,17 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
     AddCounter(&missed, labels, static_cast<double>(counted.missed_releases));
     AddCounter(&faults, labels, static_cast<double>(counted.faults));
     if (r.valid) AddGauge(&reading_time, labels, static_cast<double>(r.unix_ms) * 1e-3);
-    if (t.watchdog.time.count() > 0) {
+    if (t.info.config.watchdog.time.count() > 0) {
       AddCounter(&watchdog_trips, labels, static_cast<double>(counted.watchdog_trips));
     }
     AddGauge(&state, With(labels, "state", TaskStateName(t.stats.state)), 1.0);
     AddCounter(&dropped, labels, static_cast<double>(t.ring_dropped));
-    if (t.has_subscriber_lost) AddCounter(&lost, labels, static_cast<double>(t.subscriber_lost));
-    AddGauge(&fallback, labels, t.rt_fallback ? 1.0 : 0.0);
-    AddGauge(&period, labels, Seconds(t.period_ns));
+    // Without a collector nobody subscribes: no loss to count ("none", not 0).
+    if (in.collector != nullptr) {
+      AddCounter(&lost, labels, static_cast<double>(t.subscriber_lost));
+    }
+    AddGauge(&fallback, labels, t.info.fell_back_to_non_rt ? 1.0 : 0.0);
+    AddGauge(&period, labels, Seconds(t.info.config.period.count()));
 
     if (r.valid) {
       AddHistogram(&latency, labels, r.latency);
@@ -204,7 +209,8 @@ void AddTaskFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
 // The outlier families (README.md, "Outliers"), appended to `out`: per explained task, and the
 // analysis's cost. Nothing at all while the feed explains no task ("not explained", never 0).
 // The counts only: OutlierFeed::Counts() copies no record.
-void AddOutlierFamilies(const MetricsInput& in, const std::vector<TaskView>& tasks,
+void AddOutlierFamilies(const MetricsInput& in, const std::vector<TaskReport>& tasks,
+                        const std::vector<std::string>& task_labels,
                         std::vector<MetricFamily>* out) {
   if (in.outliers == nullptr) return;
   const explain::OutlierFeed::Page counts = in.outliers->Counts();
@@ -229,10 +235,11 @@ void AddOutlierFamilies(const MetricsInput& in, const std::vector<TaskView>& tas
              "execution time (only when judged) above which a cycle is an outlier",
              MetricType::Gauge);
   for (const explain::TaskOutlierStats& s : counts.stats.tasks) {
-    const auto view =
-        std::find_if(tasks.begin(), tasks.end(), [&](const TaskView& t) { return t.id == s.task; });
-    if (view == tasks.end()) continue;  // not in the hub: no labels to give it
-    const Labels labels = TaskLabels(*view);
+    const auto task = std::find_if(tasks.begin(), tasks.end(),
+                                   [&](const TaskReport& t) { return t.id == s.task; });
+    if (task == tasks.end()) continue;  // not in the hub: no labels to give it
+    const Labels labels =
+        TaskLabels(*task, task_labels[static_cast<std::size_t>(task - tasks.begin())]);
     AddCounter(&outliers, labels, static_cast<double>(s.outliers));
     for (std::size_t k = 0; k < explain::kCauseKindCount; ++k) {
       AddCounter(&records,
@@ -342,12 +349,13 @@ std::uint64_t HttpCounters::Answered(int code) const noexcept {
 }
 
 std::vector<MetricFamily> CollectMetrics(const MetricsInput& in) {
-  const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+  const std::vector<TaskReport> tasks = ServedTasks(*in.hub, in.executor);
+  const std::vector<std::string> labels = SeriesLabels(tasks);
   std::vector<MetricFamily> out;
   out.reserve(31);
   std::vector<int> rt_tids;
-  AddTaskFamilies(in, tasks, &out, &rt_tids);
-  AddOutlierFamilies(in, tasks, &out);
+  AddTaskFamilies(in, tasks, labels, &out, &rt_tids);
+  AddOutlierFamilies(in, tasks, labels, &out);
   AddProcessFamilies(in, tasks.size(), rt_tids, &out);
   return out;
 }

@@ -10,7 +10,7 @@
 #include "rtloop/explain/outlier_feed.h"
 #include "rtloop/telemetry/utf8.h"
 #include "rtloop/telemetry/windowed_stats.h"
-#include "task_view.h"
+#include "served_tasks.h"
 
 namespace rtloop::telemetry::internal {
 namespace {
@@ -147,13 +147,14 @@ void LogBins(Json& j, const std::vector<std::int64_t>& bounds,
 }
 
 // "watchdog": its settings and state; "last_fault": null, or the last fault's reason, cycle, t.
-void Faults(Json& j, const TaskView& t) {
+void Faults(Json& j, const TaskReport& t) {
   const TaskStatsSnapshot& s = t.stats;
+  const WatchdogConfig& watchdog = t.info.config.watchdog;
   j.Key("watchdog").Begin('{');
-  j.Key("time_ns").Int(t.watchdog.time.count());
-  j.Key("sensitivity").Int(t.watchdog.sensitivity);
-  j.Key("max_consecutive_overruns").Int(t.watchdog.max_consecutive_overruns);
-  j.Key("action").Str(WatchdogActionName(t.watchdog.effective_action()));
+  j.Key("time_ns").Int(watchdog.time.count());
+  j.Key("sensitivity").Int(watchdog.sensitivity);
+  j.Key("max_consecutive_overruns").Int(watchdog.max_consecutive_overruns);
+  j.Key("action").Str(WatchdogActionName(watchdog.effective_action()));
   j.Key("violations").Int(static_cast<long long>(s.watchdog_violations));
   j.Key("trips").Int(static_cast<long long>(s.watchdog_trips));
   j.End('}');
@@ -269,7 +270,7 @@ void Outliers(Json& j, const explain::OutlierFeed* feed) {
 }  // namespace
 
 std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds) {
-  const std::vector<TaskView> tasks = ViewTasks(*in.hub, in.executor, in.collector);
+  const std::vector<TaskReport> tasks = ServedTasks(*in.hub, in.executor);
   const std::vector<std::int64_t> bounds = PageBinBounds(in.windows->layout());
   Json j;
   j.Begin('{');
@@ -279,7 +280,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
   j.Key("window_s").Int(in.windows->config().window.count());
   j.Key("tick_ms").Int(in.windows->config().tick.count());
   j.Key("tasks").Begin('[');
-  for (const TaskView& t : tasks) {
+  for (const TaskReport& t : tasks) {
     const TaskStatsSnapshot& s = t.stats;
     const bool has_data = s.cycles > 0;
     const TaskReading r = in.windows->Reading(t.id, /*with_buckets=*/false, bounds);
@@ -287,12 +288,12 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     j.Begin('{');
     j.Key("id").Int(t.id);
     j.Key("name").Str(t.name);
-    j.Key("cpu").Str(t.cpus);
-    j.Key("policy").Str(t.policy);
-    j.Key("priority").Int(t.priority);
-    j.Key("rt_fallback").Bool(t.rt_fallback);
+    j.Key("cpu").Str(FormatCpus(t.info.config.cpus));
+    j.Key("policy").Str(SchedPolicyName(t.info.effective_policy));
+    j.Key("priority").Int(t.info.effective_priority);
+    j.Key("rt_fallback").Bool(t.info.fell_back_to_non_rt);
     j.Key("state").Str(TaskStateName(s.state));
-    j.Key("period_ns").Int(t.period_ns);
+    j.Key("period_ns").Int(t.info.config.period.count());
     j.Key("has_data").Bool(has_data);
     j.Key("cycles").Int(static_cast<long long>(s.cycles));
     j.Key("overruns").Int(static_cast<long long>(s.overruns));
@@ -301,7 +302,7 @@ std::string RenderTasksJson(const MetricsInput& in, std::size_t history_seconds)
     Faults(j, t);
     j.Key("ring_dropped").Int(static_cast<long long>(t.ring_dropped));
     j.Key("subscriber_lost");
-    IntOrNull(j, t.has_subscriber_lost, static_cast<long long>(t.subscriber_lost));
+    IntOrNull(j, in.collector != nullptr, static_cast<long long>(t.subscriber_lost));
     Stat(j, "latency", has_data, s.has_min_max(), s.latency_last_ns, s.latency_min_ns,
          s.latency_avg_ns(), s.latency_max_ns, r.latency.total, w.latency);
     Stat(j, "execution", has_data, s.has_min_max(), s.execution_last_ns, s.execution_min_ns,

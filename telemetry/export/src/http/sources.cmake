@@ -35,7 +35,7 @@ target_sources(rtloop_telemetry PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cc
   ${CMAKE_CURRENT_LIST_DIR}/page_json.cc
   ${CMAKE_CURRENT_LIST_DIR}/process_stats.cc
-  ${CMAKE_CURRENT_LIST_DIR}/task_view.cc
+  ${CMAKE_CURRENT_LIST_DIR}/served_tasks.cc  # the tasks both views show, as TaskReports
   ${_rtloop_assets_cc}
 )
 target_include_directories(rtloop_telemetry PRIVATE ${CMAKE_CURRENT_LIST_DIR})

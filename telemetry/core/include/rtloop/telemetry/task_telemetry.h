@@ -24,10 +24,10 @@
 //   if (Status s = hub.AddTask(*id, task_config); !s.ok()) return s;
 //   rtloop::telemetry::Collector collector(hub);      // drains the rings (collector.h)
 //   ...
-//   Result<TaskTelemetrySnapshot> snap = hub.Snapshot(*id);   // any thread
+//   Result<rtloop::TaskReport> snap = hub.Snapshot(*id);      // any thread (task_report.h)
 //
-// Threading: AddTask() and AttachStats() are set-up calls (not RT-safe; AddTask() is internally
-// locked and may be called while other tasks run: slots are published atomically).
+// Threading: AddTask() and AttachStats() are set-up calls (AddTask() is not RT-safe; it is
+// internally locked and may be called while other tasks run: slots are published atomically).
 // OnRtThreadStart(), ForTask() and OnCycle() run on each task's RT thread (OnCycle() is RT-safe).
 // SetSampleObserver() is a set-up call too (before the executor starts); the observer's OnDrained()
 // runs on the thread that drains (the collector's, or a reader's in Drain()), one at a time, and
@@ -56,6 +56,7 @@
 #include "rtloop/framework/task_stats.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/sample_ring.h"
+#include "rtloop/telemetry/task_report.h"
 
 namespace rtloop::telemetry {
 
@@ -83,40 +84,6 @@ struct TelemetryHubConfig {
   // one layout can be merged and compared). The default is 224 KiB a histogram; a small board
   // takes a smaller one (HistogramLayout::Create, bench/footprint/README.md).
   HistogramLayout histogram_layout{};
-};
-
-// Everything telemetry knows about one task at one moment.
-struct TaskTelemetrySnapshot {
-  TaskId id = 0;
-  std::string name;
-  // The executor's statistics, from the hub's TaskStatsReader: the one owner of counts,
-  // min/max/sum/last, overruns, missed releases, faults and state.
-  TaskStatsSnapshot stats;
-  // The hub's histograms: count, exact min/max/sum and the percentiles (latency.percentiles), up
-  // to the Snapshot() (it drains the rings first).
-  HistogramSummary latency;        // wake-up latency, ns
-  HistogramSummary execution;      // execution time, ns
-  std::uint64_t samples = 0;       // cycles the hub saw: ring_pushed + ring_dropped
-  std::uint64_t ring_pushed = 0;   // samples that entered the ring
-  std::uint64_t ring_dropped = 0;  // samples the ring had no room for (stats still include them)
-  // Samples taken out of the ring: by the collector, or by the hub's own drain without one.
-  std::uint64_t delivered = 0;
-  // Subscriber loss: samples of this task that a subscriber should have received and never did,
-  // summed over every subscription the collector has served (except one that reports its own
-  // loss: SubscriptionConfig::count_loss_in_hub). A sample is lost when its subscriber's queue
-  // was full (drop-oldest), or when the run ended and it was still queued at the stream's
-  // delivery deadline. Samples still queued when a stream is cancelled (by its client, the stall
-  // timeout or a server stop) are not: the stream ended, nothing is owed to it any more. The one
-  // count behind GetStats' stream_loss, /metrics and the task report (collector.h, "Loss").
-  // Other subscribers and the stats are unaffected.
-  std::uint64_t subscriber_lost = 0;
-  // Once the task and the collector have stopped: samples == ring_pushed + ring_dropped and
-  // ring_pushed == delivered. While they run, the counters are read one after another (delivered
-  // first, samples last), so samples in flight can make them differ by a few.
-  std::size_t ring_capacity = 0;
-  // Non-empty histogram buckets (filled only when Snapshot() is asked for them), for dashboards.
-  std::vector<HistogramBucket> latency_buckets;
-  std::vector<HistogramBucket> execution_buckets;
 };
 
 // A task's own consumer of its samples besides the histograms (e.g. rtloop-cyclic's cyclictest
@@ -180,7 +147,7 @@ class TaskTelemetry final : public CycleObserver {
   }
   // The collector's count of samples it took out of the ring (written by the collector only).
   std::uint64_t delivered() const noexcept { return ring_->reader().drained(); }
-  // Samples subscribers lost (see TaskTelemetrySnapshot::subscriber_lost). Any thread.
+  // Samples subscribers lost (TaskReport::subscriber_lost says which). Any thread.
   std::uint64_t subscriber_lost() const noexcept {
     return subscriber_lost_.load(std::memory_order_relaxed);
   }
@@ -217,7 +184,7 @@ class TelemetryHub final : public CycleObserver {
   // (tests attach a TaskStatsReader of their own); it must outlive the hub's use of it. Without
   // it Snapshot() fails: the hub keeps no copy of them. Each reader then calls `stats` directly,
   // without a lock of the hub's. A set-up call, before the readers (a later one replaces it for
-  // the readers after it). Not RT-safe.
+  // the readers after it); one atomic store, so any thread.
   void AttachStats(const TaskStatsReader& stats) noexcept {
     stats_.store(&stats, std::memory_order_release);
   }
@@ -246,11 +213,13 @@ class TelemetryHub final : public CycleObserver {
   const TaskTelemetry* task(TaskId id) const noexcept;
   // Ids of the tasks added, ascending. Not RT-safe: allocates.
   std::vector<TaskId> TaskIds() const;
-  // Not RT-safe: copies strings. NotFound for an unknown id; FailedPrecondition without a stats
-  // reader (AttachStats). `with_buckets` also exports both histograms' non-empty buckets.
-  Result<TaskTelemetrySnapshot> Snapshot(TaskId id, bool with_buckets = false) const;
-  // Every task's snapshot, by id; empty without a stats reader.
-  std::vector<TaskTelemetrySnapshot> SnapshotAll(bool with_buckets = false) const;
+  // The task's report from this hub alone (MakeTaskReport(nullptr, this, id, parts): the
+  // configuration as added, the attached reader's counters, the histograms). NotFound for an
+  // unknown id; FailedPrecondition without a stats reader (AttachStats). Not RT-safe: copies
+  // strings.
+  Result<TaskReport> Snapshot(TaskId id, TaskReportParts parts = {}) const;
+  // Every task's report, by id; empty without a stats reader.
+  std::vector<TaskReport> SnapshotAll(TaskReportParts parts = {}) const;
   // Brings every task's histograms up to now: drains the rings through the drainer (the
   // collector, which also hands the samples on) or, without one, itself (the samples then only
   // feed the histograms). Snapshot(), SnapshotAll() and every other reader of the histograms call
@@ -283,8 +252,6 @@ class TelemetryHub final : public CycleObserver {
   // Serialises Drain()s and SetDrainer() (Drain() only tries it).
   mutable std::mutex drain_mu_;
   std::function<void()> drainer_;  // guarded by drain_mu_
-
-  Result<TaskTelemetrySnapshot> SnapshotDrained(TaskId id, bool with_buckets) const;
 };
 
 // Inline: the executor (through ForTask) or TelemetryHub::OnCycle() calls it on the RT thread every

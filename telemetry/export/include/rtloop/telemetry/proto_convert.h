@@ -1,6 +1,6 @@
 // Conversions between telemetry's C++ types and the rtloop.telemetry.v1 protobuf messages, shared
-// by the sample log and the gRPC service. Part of rtloop::telemetry's API (it needs rtloop::proto);
-// its code is compiled into the core, whose sample log uses it privately.
+// by the sample log and the gRPC service. Part of rtloop::telemetry's API (it needs rtloop::proto).
+// A task's figures arrive as its one read model, rtloop::TaskReport (task_report.h).
 //
 //   v1::TaskStats msg;
 //   ToProto(*hub.Snapshot(id), &msg);
@@ -22,6 +22,7 @@
 #include "rtloop/telemetry/collector.h"
 #include "rtloop/telemetry/latency_histogram.h"
 #include "rtloop/telemetry/sample.h"
+#include "rtloop/telemetry/task_report.h"
 #include "rtloop/telemetry/task_telemetry.h"
 #include "rtloop/telemetry/v1/types.pb.h"
 
@@ -51,8 +52,8 @@ void ToProto(const HistogramSummary& summary, v1::LatencyStats* out);
 // Replaces out's percentiles with `percentiles` (none when !percentiles.valid).
 void ToProto(const Percentiles& percentiles, v1::LatencyStats* out);
 // Every field of v1::TaskStats; timestamp_ns is left for the caller. count/min/max/avg/sum come
-// from snapshot.stats (the executor's), percentiles from the hub's histograms.
-void ToProto(const TaskTelemetrySnapshot& snapshot, v1::TaskStats* out);
+// from report.stats (the executor's), percentiles from the hub's histograms.
+void ToProto(const TaskReport& report, v1::TaskStats* out);
 void ToProto(TaskId task, v1::Quantity quantity, const LatencyHistogram& histogram,
              v1::Histogram* out);
 // Column-packs `samples` (consecutive seqs of one task) into `out` (cleared first).
