@@ -175,7 +175,7 @@ TEST(GrpcReset, RtloopTopResetNeedsTheToken) {
   const std::string token = (dir / "token").string();
   Rig rig;
   ASSERT_TRUE(BuildTokenRig(rig, token, "s3cret-token").ok());
-  const std::string top = TargetFile("rtloop-top") + " " + rig.address() + " --reset";
+  const std::string top = TargetFile("rtloop-top") + " " + rig.address() + " --timeout 30 --reset";
   const Command refused = RunCommand(top);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_EQ(rig.executor().Stats(0).resets, 0u);
@@ -212,7 +212,8 @@ TEST(NoDataPresence, ATaskThatHasNotRunHasNoMinMaxAvgOrJitterOverGrpcAndInJson) 
   EXPECT_FALSE(t.has_jitter_min_ns());
   EXPECT_FALSE(t.has_jitter_max_ns());
 
-  const Command c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --json");
+  const Command c =
+      RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --json --timeout 30");
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("\"min_ns\":null"), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("\"max_ns\":null"), std::string::npos) << c.output;
@@ -220,7 +221,8 @@ TEST(NoDataPresence, ATaskThatHasNotRunHasNoMinMaxAvgOrJitterOverGrpcAndInJson) 
   EXPECT_NE(c.output.find("\"jitter_min_ns\":null"), std::string::npos) << c.output;
   EXPECT_EQ(c.output.find("\"min_ns\":\"0\""), std::string::npos) << c.output;
   EXPECT_EQ(c.output.find("\"jitter_min_ns\":\"0\""), std::string::npos) << c.output;
-  const Command text = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once");
+  const Command text =
+      RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --timeout 30");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_NE(text.output.find("no data"), std::string::npos) << text.output;
 }

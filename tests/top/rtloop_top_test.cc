@@ -1,7 +1,9 @@
 // rtloop-top end to end: the binary in a child process against a server in this process (a Rig)
 // or in rtloop-cyclic: --once and --json snapshots, --json --watch ending with the run, one-line
 // errors with exit 2 (a vacant port said as such), the live mode reconnecting after the server
-// restarts.
+// restarts. Calls that must succeed give rtloop-top a 30 s deadline (--timeout; its default is 3
+// s): under ctest -j2 in the sanitizer builds a call can take longer, and these tests check what it
+// prints, not how fast.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -56,14 +58,16 @@ TEST(RtloopTop, OncePrintsOneJsonSnapshotFromAnotherProcess) {
   ASSERT_TRUE(rig.Build(Cfg(2, std::chrono::milliseconds(1), 50)).ok());
   ASSERT_TRUE(rig.StartTasks().ok());
   rig.WaitTasks();
-  Command c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --json");
+  Command c =
+      RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --json --timeout 30");
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_EQ(c.output.rfind("{\"schema_version\":1,", 0), 0u) << c.output;
   EXPECT_NE(c.output.find("\"task_name\":\"task1\""), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("\"cycles\":\"50\""), std::string::npos) << c.output;
   EXPECT_NE(c.output.find("\"latency_bins\":[{\"task_id\":0"), std::string::npos) << c.output;
 
-  Command text = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once");
+  Command text =
+      RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --timeout 30");
   ASSERT_EQ(text.exit_code, 0) << text.output;
   EXPECT_NE(text.output.find("LAT_P99"), std::string::npos) << text.output;
   EXPECT_NE(text.output.find("task1"), std::string::npos) << text.output;
@@ -97,10 +101,11 @@ TEST(RtloopTop, OnceExitsTwoWithAOneLineReason) {
   const std::string token = (dir / "token").string();
   Rig rig;
   ASSERT_TRUE(BuildTokenRig(rig, token, "right").ok());
-  c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once");
+  c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --timeout 30");
   EXPECT_EQ(c.exit_code, 2) << c.output;
   EXPECT_NE(c.output.find("token"), std::string::npos) << c.output;
-  c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() + " --once --token-file " + token);
+  c = RunCommand(TargetFile("rtloop-top") + " " + rig.address() +
+                 " --once --timeout 30 --token-file " + token);
   EXPECT_EQ(c.exit_code, 0) << c.output;
 
   // Bad usage.
