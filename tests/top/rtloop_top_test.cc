@@ -144,7 +144,8 @@ TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
   auto rig = std::make_unique<Rig>();
   ASSERT_TRUE(rig->Build(Cfg(1, std::chrono::milliseconds(1), 0)).ok());
   ASSERT_TRUE(rig->StartTasks().ok());
-  const std::string top = "timeout 20 " + TargetFile("rtloop-top") + " " + rig->address();
+  const std::string top =
+      "timeout 60 " + TargetFile("rtloop-top") + " " + rig->address() + " --timeout 30";
   const Command one = RunCommand(top + " --json --interval 0.05");
   EXPECT_EQ(one.exit_code, 0) << one.output;
   EXPECT_EQ(CountOf(one.output, "{\"schema_version\":1,"), 1u) << one.output;
@@ -156,7 +157,8 @@ TEST(RtloopTop, JsonEndsAfterOneSnapshotOrWithTheRunWhenWatching) {
   const std::string err = (dir / "err").string();
   const std::string address = rig->address();
   rtloop::testing::ChildProcess watch(WithStderr(
-      {TargetFile("rtloop-top"), address, "--json", "--watch", "--interval=0.05"}, err, out));
+      {TargetFile("rtloop-top"), address, "--json", "--watch", "--interval=0.05", "--timeout=30"},
+      err, out));
   ASSERT_TRUE(watch.started()) << watch.error();
   EXPECT_TRUE(WaitFor([&] { return CountOf(ReadAll(out), "{\"schema_version\"") >= 2; },
                       milliseconds(10'000)));
@@ -184,7 +186,7 @@ TEST(RtloopTop, LiveModeReconnectsAfterTheServerRestarts) {
 
   // A failed ASSERT below must not leave rtloop-top retrying forever: the ChildProcess stops it.
   rtloop::testing::ChildProcess top(
-      WithStderr({TargetFile("rtloop-top"), address, "--interval=0.05"}, err, out));
+      WithStderr({TargetFile("rtloop-top"), address, "--interval=0.05", "--timeout=30"}, err, out));
   ASSERT_TRUE(top.started()) << top.error();
 
   EXPECT_TRUE(
@@ -240,7 +242,8 @@ TEST(RtloopTop, ReadsRtloopCyclicInAnotherProcess) {
         *stream, check, [&] { return check.received[0] >= 300; }, milliseconds(10'000));
     EXPECT_TRUE(read.ok()) << read.ToString();
     stream->Cancel();
-    Command top = RunCommand(TargetFile("rtloop-top") + " " + address + " --once --json");
+    Command top =
+        RunCommand(TargetFile("rtloop-top") + " " + address + " --once --json --timeout 30");
     EXPECT_EQ(top.exit_code, 0) << top.output;
     EXPECT_NE(top.output.find("\"task_name\":\"cyclic0\""), std::string::npos) << top.output;
   }
