@@ -206,6 +206,10 @@ class FleetTest : public ::testing::Test {
   // outlier) and "plain" (no threshold), kCycles each at 1 ms, its HTTP endpoint on a free port.
   static Status BuildExplained() {
     RuntimeConfig rc = testing::TestRuntimeConfig("fleet_explained");
+    // The explainer subscribes once the threads run (ExplainSession::Begin(), after the
+    // executor's Start()): cycles drained before it are not seen. TestRuntimeConfig's 5 ms start
+    // delay let a loaded ASan run release 6 of 5000 cycles before it; 500 ms leaves room.
+    rc.executor.start_delay = milliseconds(500);
     rc.telemetry.serve_grpc = false;
     rc.telemetry.http = HttpConfig{.address = "127.0.0.1:0", .log_to_stderr = false};
     Result<std::unique_ptr<Runtime>> rt = Runtime::Create(rc);
